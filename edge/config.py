@@ -1,0 +1,138 @@
+"""One TOML file plus environment overrides.
+
+Order: the embedded demo config (or `FIXLOOP_CONFIG` / `--config`), then
+`FIXLOOP_LLM_URL`, `FIXLOOP_LLM_MODEL`, `FIXLOOP_STATE_DIR`, then any
+`FIXLOOP__SECTION__KEY=value` (value parsed as TOML when it can be, e.g.
+`FIXLOOP__LOOP__MAX_STEPS=8`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from knowledge.config import KnowledgeConfig
+from tools.plant import DeviceConfig, bind_device_ids
+from tools.plc.config import PlcConfig
+from tools.work_orders.config import MesConfig, WorkOrderConfig
+
+DEMO_CONFIG = "demo.toml"
+
+
+class ConfigError(ValueError):
+    """A config problem, phrased for the operator who has to fix the file."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LlmConfig(Strict):
+    # No URL: the rules planner answers (degraded mode).
+    url: str | None = None
+    model: str = "Qwen/Qwen2-7B-Instruct-AWQ"
+    revision: str | None = None
+    api_key: str | None = None
+    timeout_s: float = Field(default=2.5, gt=0)
+    max_tokens_per_step: int = Field(default=256, gt=0)
+    # How constrained decoding is requested: current vLLM, the portable OpenAI form, vLLM < 0.12, or off.
+    structured_outputs: Literal["structured_outputs", "response_format", "guided_json", "none"] = "structured_outputs"
+
+
+class LoopConfig(Strict):
+    max_steps: int = Field(default=6, ge=1)
+    max_tokens: int = Field(default=4096, ge=1)
+    max_wall_s: float = Field(default=3.0, gt=0)
+    max_format_errors: int = Field(default=2, ge=0)
+    observation_max_chars: int = Field(default=1800, ge=200)
+
+
+class ServiceConfig(Strict):
+    host: str = "127.0.0.1"
+    port: int = 8080
+    technician_tokens: list[str] = Field(default_factory=list)
+    admin_token: str | None = None
+
+
+class Config(Strict):
+    state_dir: str = "var"
+    llm: LlmConfig = Field(default_factory=LlmConfig)
+    loop: LoopConfig = Field(default_factory=LoopConfig)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
+    plc: PlcConfig = Field(default_factory=PlcConfig)
+    work_orders: WorkOrderConfig = Field(default_factory=WorkOrderConfig)
+    mes: MesConfig = Field(default_factory=MesConfig)
+    devices: dict[str, DeviceConfig] = Field(default_factory=dict)
+
+    @field_validator("devices")
+    @classmethod
+    def _bind_ids(cls, devices: dict[str, DeviceConfig]) -> dict[str, DeviceConfig]:
+        return bind_device_ids(devices)
+
+    def state_path(self, name: str) -> Path:
+        """A file in the state directory (absolute names are kept as they are)."""
+        path = Path(name)
+        if not path.is_absolute():
+            path = Path(self.state_dir) / path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
+    env = dict(os.environ if env is None else env)
+    path = path or env.get("FIXLOOP_CONFIG")
+    if path:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        source = str(path)
+    else:
+        raw = tomllib.loads(resources.files("edge").joinpath(DEMO_CONFIG).read_text(encoding="utf-8"))
+        source = "embedded demo config"
+    _apply_env(raw, env)
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from None
+
+
+def _apply_env(raw: dict[str, Any], env: dict[str, str]) -> None:
+    named = {"FIXLOOP_LLM_URL": ("llm", "url"), "FIXLOOP_LLM_MODEL": ("llm", "model"), "FIXLOOP_STATE_DIR": ("state_dir",)}
+    for var, keys in named.items():
+        if env.get(var) is not None:
+            _set(raw, keys, env[var] or None)
+    for var, value in sorted(env.items()):
+        if var.startswith("FIXLOOP__"):
+            keys = tuple(part.lower() for part in var[len("FIXLOOP__"):].split("__"))
+            _set(raw, keys, _parse_value(value))
+
+
+def _set(raw: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
+    node = raw
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+
+
+def _parse_value(value: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return value
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid config ({source}):"]
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        lines.append(f"  {where}: {error['msg']}")
+    return "\n".join(lines)

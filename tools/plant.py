@@ -1,0 +1,88 @@
+"""The plant model from config: devices, their PLC connection and sensor map.
+
+Shared by the PLC tool (register map), the manual tool (vendor/model scope),
+the work-order tool (known devices) and the rules planner (synonyms).
+Wrong entries fail at start-up with a message naming the entry.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DataType = Literal["int16", "uint16", "int32", "uint32", "float32"]
+REGISTER_WIDTH: dict[str, int] = {"int16": 1, "uint16": 1, "int32": 2, "uint32": 2, "float32": 2}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlcEndpoint(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=502, ge=1, le=65535)
+    unit_id: int = Field(default=1, ge=0, le=247)
+
+
+class SensorConfig(Strict):
+    id: str = ""
+    label: str = ""
+    label_zh: str = ""
+    register_type: Literal["holding", "input"] = "holding"
+    address: int = Field(ge=0, le=65535)
+    data_type: DataType = "int16"
+    word_order: Literal["big", "little"] = "big"
+    scale: float = 1.0
+    offset: float = 0.0
+    unit: str = ""
+    plausible_min: float
+    plausible_max: float
+    alarm_low: float | None = None
+    alarm_high: float | None = None
+    synonyms: list[str] = Field(default_factory=list)
+
+    @property
+    def width(self) -> int:
+        return REGISTER_WIDTH[self.data_type]
+
+    @model_validator(mode="after")
+    def _ranges_make_sense(self) -> SensorConfig:
+        if self.plausible_min >= self.plausible_max:
+            raise ValueError(f"plausible_min ({self.plausible_min}) must be below plausible_max ({self.plausible_max})")
+        return self
+
+
+class DeviceConfig(Strict):
+    id: str = ""
+    name: str = ""
+    name_zh: str = ""
+    vendor: str = ""
+    model: str = ""
+    synonyms: list[str] = Field(default_factory=list)
+    plc: PlcEndpoint = Field(default_factory=PlcEndpoint)
+    sensors: dict[str, SensorConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _no_overlapping_registers(self) -> DeviceConfig:
+        for sensor_id, sensor in self.sensors.items():
+            if sensor.id and sensor.id != sensor_id:
+                raise ValueError(f"sensor {sensor_id!r}: id {sensor.id!r} differs from its key")
+            sensor.id = sensor_id
+        by_table: dict[str, list[tuple[int, int, str]]] = {}
+        for sensor in self.sensors.values():
+            by_table.setdefault(sensor.register_type, []).append((sensor.address, sensor.address + sensor.width, sensor.id))
+        for table, spans in by_table.items():
+            spans.sort()
+            for (start_a, end_a, a), (start_b, _, b) in zip(spans, spans[1:]):
+                if start_b < end_a:
+                    raise ValueError(f"sensors {a!r} and {b!r} overlap in {table} registers at address {start_b}")
+        return self
+
+
+def bind_device_ids(devices: dict[str, DeviceConfig]) -> dict[str, DeviceConfig]:
+    for device_id, device in devices.items():
+        if device.id and device.id != device_id:
+            raise ValueError(f"device {device_id!r}: id {device.id!r} differs from its key")
+        device.id = device_id
+    return devices
