@@ -53,9 +53,12 @@ class Observation(BaseModel):
             data["note"] = NO_NEW_INFORMATION
         return data
 
+    def payload_json(self) -> str:
+        return json.dumps(self.payload(), ensure_ascii=False, separators=(",", ":"), default=str)
+
     def render(self, max_chars: int) -> str:
         """Compact JSON for the prompt, cut head+tail beyond `max_chars`."""
-        return cut_middle(json.dumps(self.payload(), ensure_ascii=False, separators=(",", ":")), max_chars)
+        return cut_middle(self.payload_json(), max_chars)
 
     def fingerprint(self) -> str:
         """Identity of the observation's substance, ignoring ids and times."""

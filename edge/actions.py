@@ -1,0 +1,85 @@
+"""Parsing one model step into a tool call or a final answer.
+
+The model writes our own JSON object in the assistant message:
+``{"thought": ..., "action": TOOL, "args": {...}}`` or
+``{"thought": ..., "final_answer": ..., "evidence": [...]}``. Constrained
+decoding makes this reliable on vLLM; the parser still tolerates what
+unconstrained servers add around it (a "Thought:" preamble, code fences,
+the start of a hallucinated "Observation").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_TRAILING_OBSERVATION = re.compile(r"\s*Observ(?:ation)?:?\s*$")
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+class FormatError(ValueError):
+    """The step could not be read; the message is shown to the model."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    thought: str
+    tool: str
+    args: Any
+
+    def key(self) -> str:
+        return json.dumps([self.tool, self.args], sort_keys=True, ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    thought: str
+    text: str
+    evidence: list[str] = field(default_factory=list)
+
+
+Action = ToolCall | FinalAnswer
+
+
+def strip_stop_residue(text: str) -> str:
+    """Qwen tokenises "Observation:" in two, so a stop sequence can leave "Observ" behind."""
+    return _TRAILING_OBSERVATION.sub("", text)
+
+
+def parse_action(text: str) -> Action:
+    obj = _first_json_object(strip_stop_residue(text))
+    thought = obj.get("thought", "")
+    if not isinstance(thought, str):
+        raise FormatError('"thought" must be a string.')
+    if "final_answer" in obj:
+        answer = obj["final_answer"]
+        if not isinstance(answer, str) or not answer.strip():
+            raise FormatError('"final_answer" must be a non-empty string.')
+        evidence = obj.get("evidence", [])
+        if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+            raise FormatError('"evidence" must be a list of observation ids (strings).')
+        return FinalAnswer(thought=thought, text=answer.strip(), evidence=evidence)
+    if "action" in obj:
+        tool = obj["action"]
+        if not isinstance(tool, str) or not tool.strip():
+            raise FormatError('"action" must be a tool name (string).')
+        return ToolCall(thought=thought, tool=tool.strip(), args=obj.get("args", {}))
+    raise FormatError('The JSON object needs either "action" with "args", or "final_answer".')
+
+
+def _first_json_object(text: str) -> dict[str, Any]:
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    start = text.find("{")
+    if start < 0:
+        raise FormatError("No JSON object found. Reply with exactly one JSON object.")
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"Invalid JSON at character {exc.pos}: {exc.msg}. Reply with exactly one JSON object.") from None
+    if not isinstance(obj, dict):
+        raise FormatError("The reply must be a JSON object, not a list or a value.")
+    return obj

@@ -1,0 +1,65 @@
+"""Assembling the agent from config: the three tools, the planner and the loop."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from edge.config import Config
+from edge.llm_client import ChatClient
+from edge.llm_planner import LlmPlanner
+from edge.loop import AgentLoop, EventSink, RunRequest
+from edge.rules_planner import RulesPlanner
+from edge.run_record import RunRecord
+from tools.manual_search.tool import ManualSearchTool
+from tools.plc.tool import PlcReadTool
+from tools.registry import ToolRegistry
+from tools.work_orders.store import WorkOrderStore
+from tools.work_orders.tool import WorkOrderTool
+
+
+class UnknownDevice(ValueError):
+    pass
+
+
+def build_registry(config: Config) -> ToolRegistry:
+    return ToolRegistry([
+        ManualSearchTool(config.state_path(config.knowledge.index_file), config.devices, config.knowledge.model_path),
+        PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file)),
+        WorkOrderTool(WorkOrderStore(config.state_path(config.work_orders.store_file)), config.devices, config.work_orders),
+    ])
+
+
+class Agent:
+    def __init__(self, config: Config, registry: ToolRegistry | None = None):
+        self.config = config
+        self.registry = registry or build_registry(config)
+        rules = RulesPlanner(config.devices, degraded=True)
+        self.client: ChatClient | None = None
+        planner = rules
+        if config.llm.url:
+            self.client = ChatClient(config.llm.url, config.llm.model, config.llm.timeout_s,
+                                     config.llm.max_tokens_per_step, config.llm.structured_outputs, config.llm.api_key)
+            planner = LlmPlanner(self.client, self.registry, list(config.devices), config.loop.observation_max_chars)
+        self.loop = AgentLoop(self.registry, planner, rules, config.loop)
+
+    @property
+    def degraded(self) -> bool:
+        return self.client is None
+
+    def check_device(self, device_id: str | None) -> None:
+        if device_id is not None and device_id not in self.config.devices:
+            raise UnknownDevice(f"unknown device {device_id!r}; known devices: {', '.join(self.config.devices)}")
+
+    def run(self, request: RunRequest, on_event: EventSink | None = None,
+            cancel: threading.Event | None = None) -> RunRecord:
+        self.check_device(request.device_id)
+        return self.loop.run(request, on_event, cancel)
+
+    def ask(self, question: str, device_id: str | None = None, **options: Any) -> RunRecord:
+        return self.run(RunRequest(question=question, device_id=device_id, **options))
+
+    def close(self) -> None:
+        self.registry.close()
+        if self.client is not None:
+            self.client.close()

@@ -1,0 +1,155 @@
+"""Writing an answer from observations only.
+
+Used by the rules planner for its final answer and by the loop when a run
+stops on a weak or budget condition: whatever the technician reads comes
+from tool output, so every code, value and order id in it is grounded.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tools.observation import Observation
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+PHRASES = {
+    "en": {
+        "degraded": "Degraded mode (rules planner, no language model): answer assembled from the tool results.",
+        "manual": "{code} — {title} ({where})",
+        "where": "{manual}, {version}, p. {page}",
+        "scope": "applies to {scope}",
+        "steps": "Steps:",
+        "not_found": "Manual: nothing found for {what}. {suggestion}",
+        "reading_live": "{label}: {value} {unit} (live, {quality})",
+        "reading_cache": "{label}: {value} {unit} from cache, {age} old — PLC not reachable ({quality})",
+        "reading_bad": "{label}: no usable value — {text}",
+        "outlier": "suspect reading, outside {lo}…{hi} {unit}: confirm on site whether the sensor has failed",
+        "alarm": "past its {side} alarm limit",
+        "order_new": "Work order {id} created for {device} / {code} (priority {priority}, status {status}).",
+        "order_existing": "Existing work order {id} for {device} / {code} returned (status {status}); no duplicate created.",
+        "order_pending": "Work order for {device} / {code} proposed (priority {priority}): confirm to create it.",
+        "error": "{tool} failed: {text} {suggestion}",
+        "missing": "Not checked: {items}.",
+        "nothing": "I could not find anything to answer this from.",
+    },
+    "zh": {
+        "degraded": "降级模式（规则规划器，无语言模型）：答案由工具结果组成。",
+        "manual": "{code} — {title}（{where}）",
+        "where": "{manual}，{version}，第 {page} 页",
+        "scope": "适用于 {scope}",
+        "steps": "处理步骤：",
+        "not_found": "手册中未找到 {what}。{suggestion}",
+        "reading_live": "{label}：{value} {unit}（实时，{quality}）",
+        "reading_cache": "{label}：{value} {unit}，来自缓存，{age} 前 — PLC 无法连接（{quality}）",
+        "reading_bad": "{label}：无可用数值 — {text}",
+        "outlier": "读数可疑，超出 {lo}…{hi} {unit}：请现场确认传感器是否故障",
+        "alarm": "已超过{side}报警限值",
+        "order_new": "已为 {device} / {code} 创建工单 {id}（优先级 {priority}，状态 {status}）。",
+        "order_existing": "{device} / {code} 已有工单 {id}（状态 {status}），未重复创建。",
+        "order_pending": "建议为 {device} / {code} 创建工单（优先级 {priority}）：请确认后创建。",
+        "error": "{tool} 失败：{text} {suggestion}",
+        "missing": "未能检查：{items}。",
+        "nothing": "没有找到可用于回答的信息。",
+    },
+}
+
+
+def language_of(text: str) -> str:
+    return "zh" if _CJK.search(text) else "en"
+
+
+def compose_answer(question: str, observations: list[Observation], degraded: bool, missing: list[str] = ()) -> str:
+    words = PHRASES[language_of(question)]
+    parts: list[str] = [words["degraded"]] if degraded else []
+    for obs in _latest_per_call(observations):
+        parts.extend(_describe(obs, words))
+    if not observations:
+        parts.append(words["nothing"])
+    if missing:
+        parts.append(words["missing"].format(items="; ".join(missing)))
+    return "\n".join(parts)
+
+
+def supporting_ids(observations: list[Observation]) -> list[str]:
+    return [obs.id for obs in observations if obs.status in ("ok", "degraded")]
+
+
+def _latest_per_call(observations: list[Observation]) -> list[Observation]:
+    """An observation repeated with "no new information" adds nothing to the answer."""
+    return [obs for obs in observations if not obs.no_new_information]
+
+
+def _describe(obs: Observation, words: dict[str, str]) -> list[str]:
+    if obs.status == "error" and not any(item.kind == "ref" for item in obs.content):
+        text = " ".join(item.text for item in obs.content if item.text)
+        return [words["error"].format(tool=obs.tool, text=text, suggestion=obs.suggestion or "").strip()]
+    if obs.status == "not_found":
+        what = " ".join(item.text for item in obs.content if item.text) or obs.tool
+        return [words["not_found"].format(what=what, suggestion=obs.suggestion or "").strip()]
+    lines: list[str] = []
+    steps: list[str] = []
+    for item in obs.content:
+        f = item.fields
+        if item.kind == "step":
+            steps.append(f"  {f.get('n', len(steps) + 1)}. {item.text}")
+        elif "fault_code" in f and "title" in f and "manual" in f:
+            _flush(lines, steps, words)
+            lines.append(_manual_line(f, words))
+        elif "sensor" in f:
+            lines.append(_reading_line(item.text, f, words))
+        elif "work_order_status" in f:
+            lines.append(_order_line(f, words))
+        elif item.text:
+            lines.append(item.text)
+    _flush(lines, steps, words)
+    return lines
+
+
+def _flush(lines: list[str], steps: list[str], words: dict[str, str]) -> None:
+    if steps:
+        lines.append(words["steps"])
+        lines.extend(steps)
+        steps.clear()
+
+
+def _manual_line(f: dict[str, Any], words: dict[str, str]) -> str:
+    where = words["where"].format(manual=f.get("manual", "?"), version=f.get("version", "?"), page=f.get("page", "?"))
+    line = words["manual"].format(code=f["fault_code"], title=f["title"], where=where)
+    scope = f.get("scope")
+    return f"{line}; {words['scope'].format(scope=scope)}" if scope else line
+
+
+def _reading_line(text: str, f: dict[str, Any], words: dict[str, str]) -> str:
+    label = f.get("label") or f.get("sensor")
+    value, unit, quality = f.get("value"), f.get("unit", ""), f.get("quality", "")
+    if value is None:
+        return words["reading_bad"].format(label=label, text=text)
+    if f.get("source") == "cache_fallback":
+        line = words["reading_cache"].format(label=label, value=value, unit=unit, quality=quality, age=_age(f.get("age_s")))
+    else:
+        line = words["reading_live"].format(label=label, value=value, unit=unit, quality=quality)
+    notes = []
+    if f.get("is_outlier"):
+        notes.append(words["outlier"].format(lo=f.get("plausible_min"), hi=f.get("plausible_max"), unit=unit))
+    elif f.get("alarm"):
+        notes.append(words["alarm"].format(side=f["alarm"]))
+    return f"{line}; {'; '.join(notes)}" if notes else line
+
+
+def _order_line(f: dict[str, Any], words: dict[str, str]) -> str:
+    status = f.get("work_order_status")
+    key = "order_pending" if status == "pending_confirmation" else "order_new" if f.get("created") else "order_existing"
+    return words[key].format(id=f.get("work_order_id"), device=f.get("device_id"), code=f.get("fault_code"),
+                             priority=f.get("priority"), status=status)
+
+
+def _age(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,85 @@
+"""`fixloop ask` and `fixloop tools`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+
+from edge.config import Config
+from edge.run_record import RunRecord
+
+STATUS_STYLE = {"ok": "green", "not_found": "yellow", "degraded": "yellow", "error": "red"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    ask = subparsers.add_parser("ask", help="ask one question and print the answer with its trace")
+    ask.add_argument("question")
+    ask.add_argument("--device", help="device id, e.g. press-3 (else found in the question)")
+    ask.add_argument("--json", action="store_true", help="print the whole run record as JSON")
+    ask.set_defaults(func=run_ask)
+
+    tools = subparsers.add_parser("tools", help="print the tool contract generated from the registry")
+    tools.add_argument("--format", choices=["markdown", "prompt", "schema"], default="markdown")
+    tools.set_defaults(func=run_tools)
+
+
+def run_ask(args: argparse.Namespace, config: Config) -> int:
+    from edge.agent import Agent, UnknownDevice
+
+    agent = Agent(config)
+    try:
+        record = agent.ask(args.question, device_id=args.device, actor="operator")
+    except UnknownDevice as exc:
+        Console(stderr=True).print(f"[red]fixloop ask:[/] {exc}")
+        return 2
+    finally:
+        agent.close()
+    if args.json:
+        print(record.model_dump_json(indent=2))
+    else:
+        print_trace(record, Console())
+    return 0
+
+
+def print_trace(record: RunRecord, console: Console) -> None:
+    for step in record.steps:
+        if step.format_error:
+            console.print(f"[dim]{step.n}[/] [red]format error[/] {step.format_error}")
+            continue
+        if step.thought:
+            console.print(f"[dim]{step.n} thought:[/] {step.thought}")
+        if step.action:
+            console.print(f"[dim]{step.n}[/] [bold]{step.action}[/] {json.dumps(step.args, ensure_ascii=False)}")
+        if step.observation:
+            obs = step.observation
+            style = STATUS_STYLE.get(obs.status, "white")
+            console.print(f"   [{style}]{obs.status}[/] from {obs.source} ({obs.elapsed_ms:.0f} ms)"
+                          + (f" — {obs.suggestion}" if obs.suggestion else ""))
+    for warning in record.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    term = record.termination
+    if term:
+        console.rule("answer")
+        console.print(term.final_answer, markup=False, highlight=False)
+        console.rule()
+        console.print(f"[dim]run {record.run_id} · planner {record.planner} · {len(record.steps)} steps · "
+                      f"{record.elapsed_ms:.0f} ms · stop: {term.reason} · confidence {term.confidence:.2f} · "
+                      f"evidence {', '.join(term.supporting_observations) or '-'}[/]")
+
+
+def run_tools(args: argparse.Namespace, config: Config) -> int:
+    from edge.agent import build_registry
+
+    registry = build_registry(config)
+    try:
+        if args.format == "markdown":
+            print(registry.docs_markdown())
+        elif args.format == "prompt":
+            print(registry.prompt_tool_list())
+        else:
+            print(json.dumps(registry.action_schema(), indent=2, ensure_ascii=False))
+    finally:
+        registry.close()
+    return 0

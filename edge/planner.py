@@ -1,0 +1,50 @@
+"""What a planner sees and what it decides, shared by the LLM and the rules planner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from edge.actions import Action
+from edge.run_record import LlmUsage, Step
+from tools.observation import Observation
+
+
+@dataclass
+class SessionContext:
+    """A rule-built summary of earlier runs in the same session, not their whole log."""
+
+    device_id: str | None = None
+    fault_codes: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunState:
+    question: str
+    device_id: str | None
+    session: SessionContext
+    actor: str
+    # Tablet flow with confirmation required: a known fault on a known device gets an order proposal.
+    propose_work_order: bool = False
+    steps: list[Step] = field(default_factory=list)
+    # Planner-private memory for this run (the planners themselves are shared across runs).
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def observations(self) -> list[Observation]:
+        return [step.observation for step in self.steps if step.observation is not None]
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action | None
+    format_error: str | None = None
+    raw: str | None = None
+    usage: LlmUsage | None = None
+
+
+class Planner(Protocol):
+    name: str
+
+    def decide(self, state: RunState) -> Decision: ...

@@ -1,0 +1,126 @@
+"""The rules planner: degraded mode without a language model.
+
+It applies the prompt's tool trigger rules deterministically to what the
+lexicon finds in the question, calls the same tools through the same loop,
+and writes the final answer from the observations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from edge.actions import FinalAnswer, ToolCall
+from edge.answer import compose_answer, supporting_ids
+from edge.lexicon import Lexicon
+from edge.planner import Decision, RunState
+from tools.observation import Observation
+from tools.plant import DeviceConfig
+
+MANUAL = "search_maintenance_manual_by_fault_code"
+PLC = "read_plc_sensor_value"
+WORK_ORDER = "generate_work_order"
+
+MAX_CODES = 2
+MAX_FOLLOW_UP_READINGS = 2
+
+_LIVE = re.compile(r"\b(now|current(ly)?|right now|real[- ]?time|live|at the moment)\b|现在|当前|目前|实时", re.I)
+_WORK_ORDER = re.compile(r"\b(work[- ]?orders?|dispatch|ticket|maintenance request)\b|工单|派单|报修", re.I)
+_SYMPTOM = re.compile(
+    r"\b(hot|overheat\w*|noise|noisy|leak\w*|vibrat\w*|shak\w*|smell\w*|smok\w*|stuck|slow|drops?|dropping|"
+    r"won'?t|doesn'?t|does not|fails?|failing|stopp\w*|jam\w*|grind\w*|squeal\w*|alarm)\b"
+    r"|过热|发热|很热|异响|噪音|泄漏|漏油|振动|抖动|冒烟|卡住|无法|不能|停机|报警",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Intent:
+    device_id: str | None
+    codes: list[str]
+    sensors: list[str]
+    wants_live: bool
+    wants_work_order: bool
+    symptom: bool
+
+
+class RulesPlanner:
+    name = "rules"
+
+    def __init__(self, devices: dict[str, DeviceConfig], degraded: bool = True):
+        self._devices = devices
+        self._lexicon = Lexicon(devices)
+        self.degraded = degraded
+
+    def analyse(self, state: RunState) -> Intent:
+        found = self._lexicon.find(state.question)
+        device_id = state.device_id or (found.devices[0] if found.devices else None) or state.session.device_id
+        sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
+        codes = found.fault_codes[:MAX_CODES]
+        return Intent(
+            device_id=device_id,
+            codes=codes,
+            sensors=list(dict.fromkeys(sensors)),
+            wants_live=bool(_LIVE.search(state.question)),
+            wants_work_order=bool(_WORK_ORDER.search(state.question)) or state.actor == "mes",
+            symptom=not codes and (not sensors or bool(_SYMPTOM.search(state.question))),
+        )
+
+    def decide(self, state: RunState) -> Decision:
+        intent = state.scratch.get("intent")
+        if intent is None:
+            intent = state.scratch["intent"] = self.analyse(state)
+        done = {ToolCall("", step.action, step.args).key() for step in state.steps if step.action}
+        for call in self._calls(intent, state):
+            if call.key() not in done:
+                return Decision(action=call)
+        answer = compose_answer(state.question, state.observations, self.degraded, self.missing(intent, state))
+        return Decision(action=FinalAnswer(thought="All triggered tools have answered.", text=answer,
+                                           evidence=supporting_ids(state.observations)))
+
+    def _calls(self, intent: Intent, state: RunState):
+        device = {"device_id": intent.device_id} if intent.device_id else {}
+        for code in intent.codes:
+            yield ToolCall(f"Fault code {code}: look it up in the manual first.", MANUAL, {"fault_code": code, **device})
+        if intent.symptom:
+            yield ToolCall("A symptom without a code: search the manual by description.", MANUAL, {"query": state.question, **device})
+        if intent.device_id:
+            for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
+                yield ToolCall(f"Read {sensor} on {intent.device_id} live.", PLC, {"device_id": intent.device_id, "sensor": sensor})
+        code = next(iter(intent.codes), None) or _top_manual_code(state.observations)
+        wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes))
+        if wants_order and intent.device_id and code:
+            yield ToolCall("A work order is asked for and the fault is known.", WORK_ORDER,
+                           {"device_id": intent.device_id, "fault_code": code, "summary": _summary(code, state)})
+
+    def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:
+        """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them."""
+        text = " ".join(item.text for obs in observations if obs.tool == MANUAL and obs.status == "ok"
+                        for item in obs.content if item.kind == "step")
+        found = [sensor for owner, sensor in self._lexicon.find(text).sensors if owner == device_id]
+        return list(dict.fromkeys(found))[:MAX_FOLLOW_UP_READINGS]
+
+    def missing(self, intent: Intent, state: RunState) -> list[str]:
+        missing = []
+        if (intent.sensors or intent.wants_live) and not intent.device_id:
+            missing.append("live readings: which machine? known devices: " + ", ".join(self._devices))
+        if intent.wants_work_order and not (intent.codes or _top_manual_code(state.observations)):
+            missing.append("work order: no fault code identified")
+        return missing
+
+
+def _top_manual_code(observations: list[Observation]) -> str | None:
+    for obs in observations:
+        if obs.tool == MANUAL and obs.status == "ok":
+            for item in obs.content:
+                if item.kind == "ref" and item.fields.get("fault_code"):
+                    return str(item.fields["fault_code"])
+    return None
+
+
+def _summary(code: str, state: RunState) -> str:
+    for obs in state.observations:
+        for item in obs.content:
+            if item.kind == "ref" and item.fields.get("fault_code") == code and item.fields.get("title"):
+                return f"{code}: {item.fields['title']}. Reported: {state.question}"[:500]
+    return f"{code}. Reported: {state.question}"[:500]

@@ -1,0 +1,114 @@
+"""A scripted OpenAI-compatible server: the stand-in for vLLM in tests, benchmarks and `doctor` checks.
+
+It speaks real HTTP on loopback. The reply to a request is chosen by how far
+the conversation has got (the number of assistant messages in it), so many
+concurrent conversations can follow the same script. A script entry is a
+dict: `content` (the assistant text), optional `delay_s`, `status` (an HTTP
+error instead), `usage` (token counts; otherwise estimated at 4 chars/token)
+or `drop` (close the connection without answering).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+Script = list[dict[str, Any]] | Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ScriptedLlmServer:
+    def __init__(self, script: Script, model: str = "Qwen/Qwen2-7B-Instruct-AWQ", host: str = "127.0.0.1",
+                 port: int = 0, root: str = "/v1"):
+        self.script = script
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._root = root
+        self._httpd = ThreadingHTTPServer((host, port), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}{self._root}"
+
+    def __enter__(self) -> ScriptedLlmServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> ScriptedLlmServer:
+        return self.__enter__()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def reply_for(self, body: dict[str, Any]) -> dict[str, Any]:
+        if callable(self.script):
+            return self.script(body)
+        turn = sum(1 for message in body.get("messages", []) if message.get("role") == "assistant")
+        return self.script[min(turn, len(self.script) - 1)]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == f"{server._root}/models":
+                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    self._send(400, {"error": {"message": "body is not JSON"}})
+                    return
+                if self.path != f"{server._root}/chat/completions":
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                with server._lock:
+                    server.requests.append(body)
+                entry = server.reply_for(body)
+                if entry.get("delay_s"):
+                    time.sleep(entry["delay_s"])
+                if entry.get("drop"):
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if entry.get("status"):
+                    self._send(entry["status"], {"error": {"message": entry.get("content", "scripted error")}})
+                    return
+                content = entry.get("content", "")
+                prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+                usage = entry.get("usage") or {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
+                usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+                self._send(200, {
+                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "model": server.model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                    "usage": usage,
+                })
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

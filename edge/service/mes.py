@@ -1,0 +1,107 @@
+"""`POST /v1/mes/alarms`: the MES reports an alarm, signed as a Standard Webhook.
+
+Order of checks: signature and timestamp (401), then the body (422 naming the
+field), then the webhook-id: a replay gets the response stored for its first
+delivery, so an MES retrying after a lost response cannot start a second run.
+Only a handled alarm leaves a record; a refused or failed one leaves nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from starlette.concurrency import run_in_threadpool
+
+from tools.work_orders.model import normalize_fault_code
+from tools.work_orders.signing import SignatureError, verify
+from tools.work_orders.store import WebhookInProgress, WorkOrderStore
+
+ALARMS_PATH = "/v1/mes/alarms"
+
+
+class MesAlarm(BaseModel):
+    # MES vendors add their own fields; ignoring them keeps the integration from breaking on an upgrade.
+    model_config = ConfigDict(extra="ignore")
+
+    event_id: str = Field(min_length=1, max_length=200, description="the MES's id of this alarm occurrence")
+    device_id: str = Field(min_length=1, description="device id as configured, e.g. press-3")
+    fault_code: str = Field(description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1")
+    occurred_at: AwareDatetime = Field(description="when the alarm was raised, ISO 8601 with a UTC offset")
+    severity: Literal["low", "medium", "high", "critical"] = "medium"
+    message: str = Field(default="", max_length=2000)
+
+    @field_validator("fault_code")
+    @classmethod
+    def _fault_code(cls, value: str) -> str:
+        return normalize_fault_code(value)
+
+    @field_validator("device_id")
+    @classmethod
+    def _known_device(cls, value: str, info: ValidationInfo) -> str:
+        known = (info.context or {}).get("devices")
+        if known is not None and value not in known:
+            raise ValueError(f"unknown device {value!r}; known devices: {', '.join(sorted(known))}")
+        return value
+
+    def context_alarm(self) -> dict[str, Any]:
+        """The `ToolContext.alarm` dict: the occurrence identity the work-order tool keys on."""
+        return self.model_dump(mode="json")
+
+
+def build_mes_router(
+    verify_secrets: list[str],
+    handle_alarm: Callable[[MesAlarm], dict[str, Any]],
+    store: WorkOrderStore,
+    *,
+    known_devices: Collection[str] | None = None,
+    tolerance_s: float = 300.0,
+    replay_ttl_s: float = 86400.0,
+    claim_timeout_s: float = 60.0,
+    clock: Callable[[], float] = time.time,
+) -> APIRouter:
+    """`handle_alarm` runs the agent on a verified alarm and returns the JSON response body
+    (the work order and the run id); it is called at most once per webhook-id."""
+    router = APIRouter()
+
+    @router.post(ALARMS_PATH)
+    async def receive_alarm(request: Request) -> JSONResponse:
+        body = await request.body()
+        now = clock()
+        try:
+            webhook_id = verify(verify_secrets, request.headers, body, now, tolerance_s)
+        except SignatureError as exc:
+            return JSONResponse({"detail": f"webhook verification failed: {exc}"}, status_code=401)
+        try:
+            context = {"devices": set(known_devices)} if known_devices is not None else None
+            alarm = MesAlarm.model_validate_json(body, context=context)
+        except ValidationError as exc:
+            return JSONResponse({"detail": _field_errors(exc)}, status_code=422)
+        try:
+            earlier = await run_in_threadpool(store.claim_webhook, webhook_id, now, claim_timeout_s, replay_ttl_s)
+        except WebhookInProgress as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=409, headers={"retry-after": "1"})
+        if earlier is not None:
+            return JSONResponse(earlier["body"], status_code=earlier["status_code"], headers={"webhook-replayed": "true"})
+        try:
+            result = await run_in_threadpool(handle_alarm, alarm)
+        except Exception as exc:
+            await run_in_threadpool(store.release_webhook, webhook_id)
+            return JSONResponse({"detail": f"alarm handling failed: {type(exc).__name__}: {exc}"}, status_code=500)
+        await run_in_threadpool(store.finish_webhook, webhook_id, 200, result)
+        return JSONResponse(result, status_code=200)
+
+    return router
+
+
+def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """FastAPI's 422 shape: each error names its field under `loc`."""
+    errors = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        errors.append({"loc": ["body", *error["loc"]], "msg": error["msg"], "type": error["type"]})
+    return errors
+
