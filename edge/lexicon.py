@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import spacy
 from spacy.tokens import Doc
 
-from knowledge.codes import find_codes
+from knowledge.codes import CodeLinker
+from edge.answer import language_of
 from tools.plant import DeviceConfig
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -42,8 +43,9 @@ class Mentions:
 
 
 class Lexicon:
-    def __init__(self, devices: dict[str, DeviceConfig]):
+    def __init__(self, devices: dict[str, DeviceConfig], known_codes: list[str] = ()):
         self._nlp = spacy.blank("zh")
+        self._codes = CodeLinker(known_codes)
         self._devices = devices
         terms: dict[str, list[tuple[str, str, str | None]]] = {}
         for device in devices.values():
@@ -59,11 +61,12 @@ class Lexicon:
 
     def find(self, text: str) -> Mentions:
         doc = self._nlp(text)
-        mentions = self._term_mentions(text) + [
-            Mention("FAULT_CODE", f"fault:{code.canonical}", code.text, code.start, code.end)
-            for code in find_codes(text)
-        ]
-        mentions = _without_overlaps(mentions)
+        terms = _without_overlaps(self._term_mentions(text))
+        # A device id such as "Press-3" also has the shape of a code; the plant's own words win.
+        codes = [Mention("FAULT_CODE", code.canonical_id, code.code, code.start, code.end)
+                 for code in self._codes.mentions(text, language_of(text))
+                 if all(code.end <= t.start or code.start >= t.end for t in terms)]
+        mentions = sorted(terms + codes, key=lambda m: m.start)
         spans = []
         for mention in mentions:
             span = doc.char_span(mention.start, mention.end, label=mention.label, kb_id=mention.canonical)
@@ -91,7 +94,8 @@ def _term_regex(term: str) -> str:
 
 
 def _without_overlaps(mentions: list[Mention]) -> list[Mention]:
-    """Keep the longest mention where two overlap (a device id like cnc-7 is not fault code 7)."""
+    """Keep the longest term where two overlap ("coolant level" over "coolant"); a synonym shared by
+    several sensors keeps all of them, and the device decides between them later."""
     kept: list[Mention] = []
     for mention in sorted(mentions, key=lambda m: (-(m.end - m.start), m.start)):
         if all(mention.end <= other.start or mention.start >= other.end or
@@ -109,8 +113,7 @@ def _collect(mentions: list[Mention], doc: Doc) -> Mentions:
             devices.append(mention.canonical)
         elif mention.label == "SENSOR" and (mention.device_id, mention.canonical) not in sensors:
             sensors.append((mention.device_id or "", mention.canonical))
-        elif mention.label == "FAULT_CODE":
-            code = mention.canonical.removeprefix("fault:")
-            if code not in codes:
-                codes.append(code)
+        elif mention.label == "FAULT_CODE" and mention.text not in codes:
+            # As printed: the manual tool normalises and knows which spellings are one code.
+            codes.append(mention.text)
     return Mentions(devices=devices, sensors=sensors, fault_codes=codes, doc=doc)

@@ -101,8 +101,6 @@ class _Run:
         format_errors = 0
         limits = self.loop.limits
         for n in range(1, limits.max_steps + 1):
-            if self.cancel.is_set():
-                return self.finish("takeover")
             if time.perf_counter() - self.started > limits.max_wall_s:
                 return self.finish("time_budget")
             if self.record.context_tokens >= limits.max_tokens:

@@ -1,0 +1,204 @@
+"""The loop against a scripted OpenAI-compatible server over real HTTP, with the real tools.
+
+Every termination path is driven here: final answer, format errors, repeated
+action, repeated observation, a third identical call, step / token / time
+budgets, takeover, and the LLM being slow, failing or gone (degraded mode).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+import pytest
+
+from edge.loop import RunRequest
+from edge.scripted_llm_server import ScriptedLlmServer
+
+MANUAL = "search_maintenance_manual_by_fault_code"
+PLC = "read_plc_sensor_value"
+
+
+def call(tool: str, thought: str = "next step", **args) -> dict:
+    return {"content": json.dumps({"thought": thought, "action": tool, "args": args})}
+
+
+def final(text: str, evidence: list[str] | None = None) -> dict:
+    return {"content": json.dumps({"thought": "done", "final_answer": text, "evidence": evidence or []})}
+
+
+@pytest.fixture
+def scripted(make_agent):
+    servers = []
+
+    def start(script, llm=None, loop=None):
+        server = ScriptedLlmServer(script).start()
+        servers.append(server)
+        agent = make_agent(llm={"url": server.url, **(llm or {})}, **({"loop": loop} if loop else {}))
+        return server, agent
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def test_well_formed_run_ends_with_final_answer_and_shares_the_prompt_prefix(scripted):
+    server, agent = scripted([
+        call(MANUAL, fault_code="E102", device_id="press-3"),
+        call(PLC, device_id="press-3", sensor="coolant_level"),
+        final("E102: stop the press and check the coolant level.", ["obs-1", "obs-2"]),
+    ])
+    record = agent.ask("Press-3 shows E102, what should I do?", device_id="press-3")
+
+    assert record.termination.reason == "final_answer"
+    assert record.termination.supporting_observations == ["obs-1", "obs-2"]
+    assert [s.observation.status for s in record.steps[:2]] == ["ok", "ok"]
+    assert record.planner == "llm" and not record.degraded
+    body = server.requests[0]
+    assert body["temperature"] == 0 and body["stop"] == ["Observation:"]
+    assert {branch["properties"]["action"]["const"] for branch in body["structured_outputs"]["json"]["anyOf"][:-1]} == {
+        MANUAL, PLC, "generate_work_order"}
+    # Each request's messages extend the previous request's: the prefix cache can reuse all of it.
+    for earlier, later in zip(server.requests, server.requests[1:]):
+        assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
+    assert record.steps[1].llm.shared_prefix_tokens / record.steps[1].llm.prompt_tokens > 0.9
+    assert record.context_tokens == record.steps[-1].llm.prompt_tokens + record.steps[-1].llm.completion_tokens
+
+
+def test_structured_output_modes_shape_the_request(scripted):
+    for mode, key in [("response_format", "response_format"), ("guided_json", "guided_json")]:
+        server, agent = scripted([final("nothing to do")], llm={"structured_outputs": mode})
+        agent.ask("hello")
+        assert key in server.requests[0] and "structured_outputs" not in server.requests[0]
+    server, agent = scripted([final("nothing to do")], llm={"structured_outputs": "none"})
+    agent.ask("hello")
+    assert not {"response_format", "guided_json", "structured_outputs"} & set(server.requests[0])
+
+
+def test_format_error_goes_back_to_the_model_and_the_run_recovers(scripted):
+    server, agent = scripted([
+        {"content": "Thought: I will look it up. Action: search the manual"},
+        call(MANUAL, fault_code="E102", device_id="press-3"),
+        final("done", ["obs-2"]),
+    ])
+    record = agent.ask("Press-3 shows E102")
+    assert record.steps[0].format_error and "No JSON object" in record.steps[0].format_error
+    assert record.termination.reason == "final_answer"
+    assert "format_error" in server.requests[1]["messages"][-1]["content"]
+
+
+def test_three_format_errors_in_a_row_stop_the_run_with_an_answer(scripted):
+    server, agent = scripted([{"content": "not json"}])
+    record = agent.ask("Press-3 shows E102")
+    assert record.termination.reason == "format_errors"
+    assert len(record.steps) == 3
+    assert "stopped early" in record.termination.final_answer
+
+
+def test_unknown_tool_gets_the_available_tools_and_the_closest_name(scripted):
+    server, agent = scripted([call("search_manual", fault_code="E102"), final("done")])
+    record = agent.ask("Press-3 shows E102")
+    obs = record.steps[0].observation
+    assert obs.status == "error" and obs.error_code == "unknown_tool"
+    assert MANUAL in obs.suggestion and PLC in obs.content[0].text
+
+
+def test_invalid_arguments_name_the_field(scripted):
+    server, agent = scripted([call(PLC, device_id="press-3"), final("done")])
+    record = agent.ask("coolant on press-3?")
+    obs = record.steps[0].observation
+    assert obs.error_code == "invalid_arguments" and "'sensor'" in obs.content[0].text
+    assert "sensor" in obs.suggestion.lower()
+
+
+def test_same_call_twice_in_a_row_stops_weakly_but_still_answers(scripted):
+    server, agent = scripted([call(MANUAL, fault_code="E102", device_id="press-3")])
+    record = agent.ask("Press-3 shows E102")
+    assert record.termination.reason == "repeated_action"
+    assert len(record.observations) == 1
+    assert "E102" in record.termination.final_answer and record.termination.missing
+
+
+def test_same_observation_twice_in_a_row_stops(scripted):
+    # "E102" and "e 102" normalise to the same code: different calls, identical observation.
+    server, agent = scripted([
+        call(MANUAL, fault_code="E102", device_id="press-3"),
+        call(MANUAL, fault_code="e 102", device_id="press-3"),
+        final("never reached"),
+    ])
+    record = agent.ask("Press-3 shows E102")
+    assert record.termination.reason == "repeated_observation"
+    assert record.steps[1].observation.no_new_information
+
+
+def test_third_identical_call_in_a_run_stops(scripted):
+    a = call(MANUAL, fault_code="E102", device_id="press-3")
+    b = call(PLC, device_id="press-3", sensor="coolant_level")
+    c = call(PLC, device_id="press-3", sensor="motor_temp")
+    server, agent = scripted([a, b, a, c, a, final("never reached")])
+    record = agent.ask("Press-3 shows E102")
+    assert record.termination.reason == "repeated_call_limit"
+    assert len(record.observations) == 4
+
+
+def test_step_budget(scripted):
+    script = [call(PLC, device_id="press-3", sensor=s) for s in ["coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure"]]
+    server, agent = scripted(script, loop={"max_steps": 3})
+    record = agent.ask("check everything on press-3")
+    assert record.termination.reason == "max_steps" and len(record.steps) == 3
+
+
+def test_token_budget_uses_the_servers_usage(scripted):
+    big = {**call(MANUAL, fault_code="E102", device_id="press-3"), "usage": {"prompt_tokens": 4000, "completion_tokens": 120}}
+    server, agent = scripted([big, final("never reached")])
+    record = agent.ask("Press-3 shows E102")
+    assert record.termination.reason == "token_budget" and record.context_tokens == 4120
+
+
+def test_time_budget(scripted):
+    slowish = {**call(PLC, device_id="press-3", sensor="coolant_level"), "delay_s": 0.4}
+    server, agent = scripted([slowish, {**call(PLC, device_id="press-3", sensor="motor_temp"), "delay_s": 0.4}, final("x")],
+                             loop={"max_wall_s": 0.5})
+    record = agent.ask("coolant on press-3?")
+    assert record.termination.reason == "time_budget"
+
+
+def test_takeover_stops_at_the_next_step_boundary_with_the_pending_action(scripted):
+    server, agent = scripted([
+        call(MANUAL, fault_code="E102", device_id="press-3"),
+        call(PLC, "read the coolant", device_id="press-3", sensor="coolant_level"),
+        final("never reached"),
+    ])
+    cancel = threading.Event()
+
+    def on_event(event):
+        if event["type"] == "observation":
+            cancel.set()
+
+    record = agent.run(RunRequest(question="Press-3 shows E102"), on_event=on_event, cancel=cancel)
+    assert record.termination.reason == "takeover"
+    assert record.termination.pending_action == {"tool": PLC, "args": {"device_id": "press-3", "sensor": "coolant_level"},
+                                                 "thought": "read the coolant"}
+    assert len(record.observations) == 1
+
+
+@pytest.mark.parametrize("failure", [{"delay_s": 1.5}, {"status": 500}, {"drop": True}])
+def test_slow_or_failing_llm_falls_back_to_the_rules_planner(scripted, failure):
+    server, agent = scripted([failure], llm={"timeout_s": 0.5})
+    record = agent.ask("Press-3 shows E102, what should I do?", device_id="press-3")
+    assert record.degraded and record.planner == "llm->rules"
+    assert record.warnings and "degraded" in record.warnings[0]
+    assert record.termination.reason == "final_answer"
+    assert record.steps[0].action == MANUAL
+    assert record.termination.final_answer.startswith("Degraded mode")
+
+
+def test_server_down_falls_back_to_the_rules_planner(make_agent):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    agent = make_agent(llm={"url": f"http://127.0.0.1:{port}/v1"})
+    record = agent.ask("Press-3 shows E102, what should I do?", device_id="press-3")
+    assert record.degraded and "unreachable" in record.warnings[0]
+    assert record.termination.reason == "final_answer"
