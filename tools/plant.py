@@ -7,6 +7,7 @@ Wrong entries fail at start-up with a message naming the entry.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -50,6 +51,15 @@ class SensorConfig(Strict):
     def _ranges_make_sense(self) -> SensorConfig:
         if self.plausible_min >= self.plausible_max:
             raise ValueError(f"plausible_min ({self.plausible_min}) must be below plausible_max ({self.plausible_max})")
+        for name in ("alarm_low", "alarm_high"):
+            threshold = getattr(self, name)
+            # A threshold outside the plausible range could only ever fire on a broken sensor.
+            if threshold is not None and not self.plausible_min <= threshold <= self.plausible_max:
+                raise ValueError(
+                    f"{name} ({threshold}) lies outside the plausible range {self.plausible_min}..{self.plausible_max}"
+                )
+        if self.address + self.width > 65536:
+            raise ValueError(f"{self.data_type} at address {self.address} runs past the last register (65535)")
         return self
 
 
@@ -69,6 +79,11 @@ class DeviceConfig(Strict):
             if sensor.id and sensor.id != sensor_id:
                 raise ValueError(f"sensor {sensor_id!r}: id {sensor.id!r} differs from its key")
             sensor.id = sensor_id
+        owner: dict[str, str] = {}
+        for sensor in self.sensors.values():
+            for name in {normalize_name(n) for n in (sensor.id, sensor.label, sensor.label_zh, *sensor.synonyms) if n}:
+                if owner.setdefault(name, sensor.id) != sensor.id:
+                    raise ValueError(f"sensors {owner[name]!r} and {sensor.id!r} both answer to the name {name!r}")
         by_table: dict[str, list[tuple[int, int, str]]] = {}
         for sensor in self.sensors.values():
             by_table.setdefault(sensor.register_type, []).append((sensor.address, sensor.address + sensor.width, sensor.id))
@@ -78,6 +93,11 @@ class DeviceConfig(Strict):
                 if start_b < end_a:
                     raise ValueError(f"sensors {a!r} and {b!r} overlap in {table} registers at address {start_b}")
         return self
+
+
+def normalize_name(name: str) -> str:
+    """How names are compared: case-insensitive, and `press 3`, `Press-3`, `press_3` are one name."""
+    return re.sub(r"[\s_\-]+", " ", name.casefold()).strip()
 
 
 def bind_device_ids(devices: dict[str, DeviceConfig]) -> dict[str, DeviceConfig]:

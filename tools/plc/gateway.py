@@ -1,0 +1,127 @@
+"""Live read, cache fallback and breakers for one sensor: the policy in one place.
+
+Used by the agent tool (`read`) and the poller (`refresh`). A live value is
+stored in the cache as it is read, so the tool's own reads keep the cache
+fresh between polls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tools.plant import DeviceConfig, SensorConfig
+from tools.plc import metrics
+from tools.plc.breaker import UNIT, Breakers
+from tools.plc.codec import decode
+from tools.plc.config import PlcConfig
+from tools.plc.errors import NoCommunication, PlcRejected
+from tools.plc.modbus import ModbusReader
+from tools.plc.reading import Quality, Reading, Source, alarm_for, fallback_quality, is_outlier
+from tools.plc.store import PlcStore
+
+
+class PlcGateway:
+    def __init__(
+        self,
+        devices: dict[str, DeviceConfig],
+        config: PlcConfig,
+        cache_path: Path,
+        on_breaker_open: Callable[[dict[str, Any]], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.devices = devices
+        self.config = config
+        self.store = PlcStore(cache_path)
+        self.breakers = Breakers(self.store, config.breaker_threshold, config.breaker_open_s, on_breaker_open, clock)
+        self._reader = ModbusReader()
+        self._clock = clock
+
+    def read(self, device_id: str, sensor_id: str) -> Reading:
+        """Live if possible, else the cache; raises `PlcRejected` when the PLC answered unusably."""
+        device, sensor = self.devices[device_id], self.devices[device_id].sensors[sensor_id]
+        decision, row = self.breakers.decide(device_id, sensor_id)
+        if decision == "open":
+            assert row is not None
+            scope = "the PLC unit" if row.sensor == UNIT else "this sensor"
+            reading = self._from_cache(
+                device, sensor, f"breaker open for {scope} after repeated timeouts", self.breakers.reopen_at_ms(row)
+            )
+        else:
+            try:
+                reading = self._live(device, sensor)
+            except NoCommunication as exc:
+                reading = self._from_cache(device, sensor, f"{exc.reason}: {exc}")
+        metrics.READS.labels(device_id, sensor_id, reading.quality).inc()
+        return reading
+
+    def refresh(self, device_id: str, sensor_id: str) -> bool | None:
+        """The poller's read: True refreshed, False no communication, None skipped (breaker open)."""
+        device, sensor = self.devices[device_id], self.devices[device_id].sensors[sensor_id]
+        decision, _ = self.breakers.decide(device_id, sensor_id)
+        if decision == "open":
+            return None
+        try:
+            self._live(device, sensor)
+        except NoCommunication:
+            return False
+        return True
+
+    def close(self) -> None:
+        self._reader.close()
+        self.store.close()
+
+    def _live(self, device: DeviceConfig, sensor: SensorConfig) -> Reading:
+        try:
+            registers = self._reader.read_registers(device.plc, sensor, self.config.read_budget_ms / 1000)
+            value = decode(sensor, registers)
+        except NoCommunication as exc:
+            self.breakers.failed(device.id, sensor.id, exc.reason)
+            raise
+        except PlcRejected:
+            # It answered, so it is communicating; the rejection itself is reported by the caller.
+            self.store.clear_breakers(device.id, sensor.id)
+            self.breakers.succeeded(device.id, sensor.id)
+            raise
+        ts_ms = int(self._clock() * 1000)
+        self.store.put_reading(device.id, sensor.id, value, ts_ms)
+        self.breakers.succeeded(device.id, sensor.id)
+        return self._reading(device, sensor, value, ts_ms, "Good", "live")
+
+    def _from_cache(self, device: DeviceConfig, sensor: SensorConfig, reason: str, probe_after_ms: int | None = None) -> Reading:
+        cached = self.store.get_reading(device.id, sensor.id)
+        ts_ms = None if cached is None else cached.ts_ms
+        quality = fallback_quality(self._age_s(ts_ms), self.config.cache_max_age_s)
+        # Too old or missing: withheld, not guessed; the timestamp still tells how old the last value was.
+        value = cached.value if cached is not None and quality != "BadNoCommunication" else None
+        return self._reading(
+            device, sensor, value, ts_ms, quality, "cache_fallback",
+            fallback_reason=reason, breaker_probe_after_ms=probe_after_ms,
+        )
+
+    def _reading(
+        self, device: DeviceConfig, sensor: SensorConfig, value: float | None, ts_ms: int | None,
+        quality: Quality, source: Source, **extra: Any,
+    ) -> Reading:
+        age_s = self._age_s(ts_ms)
+        return Reading(
+            device_id=device.id,
+            sensor=sensor.id,
+            label=sensor.label or sensor.id,
+            value=value,
+            unit=sensor.unit,
+            ts_ms=ts_ms,
+            age_s=None if age_s is None else round(age_s, 3),
+            quality=quality,
+            source=source,
+            is_outlier=value is not None and is_outlier(sensor, value),
+            alarm=None if value is None else alarm_for(sensor, value),
+            plausible_min=sensor.plausible_min,
+            plausible_max=sensor.plausible_max,
+            **extra,
+        )
+
+    def _age_s(self, ts_ms: int | None) -> float | None:
+        return None if ts_ms is None else max(0.0, self._clock() - ts_ms / 1000)

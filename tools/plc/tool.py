@@ -1,0 +1,192 @@
+"""`read_plc_sensor_value`: one sensor's value, with its quality, for the agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.contract import Item, Tool, ToolContext, ToolOutput
+from tools.plant import DeviceConfig
+from tools.plc.config import PlcConfig
+from tools.plc.errors import MalformedReply, ModbusExceptionReply
+from tools.plc.gateway import PlcGateway
+from tools.plc.lookup import closest_sensor, find_device, find_sensor
+from tools.plc.reading import Reading
+
+OUTLIER_SUGGESTION = (
+    "The value is outside the sensor's plausible range: confirm on site whether the sensor has failed "
+    "before reasoning from it."
+)
+CONFIDENCE = {"Good": 1.0, "UncertainNoCommunicationLastUsableValue": 0.6, "BadNoCommunication": 0.0}
+
+
+class PlcReadArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    device_id: str = Field(
+        min_length=1, max_length=80,
+        description="Device id from the plant list, like press-3 or cnc-7.",
+        examples=["press-3"],
+    )
+    sensor: str = Field(
+        min_length=1, max_length=80,
+        description="Sensor id, like coolant_level or motor_temp; a listed synonym (English or Chinese) also works.",
+        examples=["coolant_level"],
+    )
+
+
+class PlcReadTool(Tool):
+    name = "read_plc_sensor_value"
+    description = (
+        "Read one sensor of a machine from its PLC right now: value, unit, timestamp, age and data quality. "
+        "Use it for questions about a machine's current state (temperature, pressure, coolant level, speed, "
+        "vibration). If the PLC does not answer, the last cached value comes back marked cache_fallback with its age."
+    )
+    input_model = PlcReadArgs
+    output_fields = frozenset({
+        "device_id", "sensor", "label", "value", "unit", "ts_ms", "timestamp", "age_s", "quality", "source",
+        "is_outlier", "alarm", "plausible_range", "fallback_reason",
+    })
+    timeout_s = 1.0
+
+    def __init__(
+        self,
+        devices: dict[str, DeviceConfig],
+        config: PlcConfig,
+        cache_path: Path,
+        on_breaker_open: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        if not devices:
+            raise ValueError("the PLC tool needs at least one device under [devices] in the config")
+        self.devices = devices
+        self.gateway = PlcGateway(devices, config, cache_path, on_breaker_open)
+        # The read itself is bounded by the budget; the rest is the cache lookup and formatting.
+        self.timeout_s = config.read_budget_ms / 1000 + 0.2  # type: ignore[misc]
+
+    def close(self) -> None:
+        self.gateway.close()
+
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        assert isinstance(args, PlcReadArgs)
+        device_id = find_device(self.devices, args.device_id)
+        if device_id is None:
+            return ToolOutput.error(
+                "unknown_device",
+                f"There is no device {args.device_id!r}. Known devices: {', '.join(self.devices)}.",
+                "Use one of the known device ids exactly as listed.",
+                source=self.name,
+            )
+        device = self.devices[device_id]
+        sensor_id = find_sensor(device, args.sensor)
+        if sensor_id is None:
+            closest = closest_sensor(device, args.sensor)
+            return ToolOutput.error(
+                "unknown_sensor",
+                f"Device {device_id} has no sensor {args.sensor!r}. Its sensors: {', '.join(device.sensors)}.",
+                f"Did you mean {closest!r}? Use a sensor id exactly as listed.",
+                source=self.name,
+            )
+        try:
+            reading = self.gateway.read(device_id, sensor_id)
+        except ModbusExceptionReply as exc:
+            return ToolOutput.error(
+                "modbus_exception",
+                f"The PLC of {device_id} refused to read {sensor_id}: {exc}.",
+                f"Do not retry now; say the PLC reported {exc.name} for this sensor and have the PLC "
+                "or its register map checked.",
+                source=self._source(device_id),
+            )
+        except MalformedReply as exc:
+            return ToolOutput.error(
+                "malformed_reply",
+                f"The PLC of {device_id} answered for {sensor_id}, but not as the sensor map expects: {exc}.",
+                "Do not retry now; say the reading is unavailable and that the PLC register map needs checking "
+                "(e.g. after a firmware update).",
+                source=self._source(device_id),
+            )
+        return self._output(reading)
+
+    def _source(self, device_id: str) -> str:
+        plc = self.devices[device_id].plc
+        return f"modbus://{plc.host}:{plc.port}/{plc.unit_id}"
+
+    def _output(self, reading: Reading) -> ToolOutput:
+        item = Item(kind="ref", text=describe(reading), fields=_fields(reading))
+        source = self._source(reading.device_id)
+        if reading.quality == "BadNoCommunication":
+            return ToolOutput(
+                status="error", items=[item], source=source, confidence=0.0, error_code="no_communication",
+                suggestion=f"Say that no current value of {reading.label} is available and why; "
+                           f"have the PLC connection of {reading.device_id} checked on site. Do not estimate a value.",
+            )
+        suggestion = OUTLIER_SUGGESTION if reading.is_outlier else None
+        confidence = 0.2 if reading.is_outlier else CONFIDENCE[reading.quality]
+        status = "ok" if reading.source == "live" else "degraded"
+        if status == "degraded" and suggestion is None:
+            suggestion = "Tell the user the value comes from the cache and how old it is."
+        return ToolOutput(status=status, items=[item], source=source, confidence=confidence, suggestion=suggestion)
+
+
+def _fields(reading: Reading) -> dict[str, Any]:
+    return {
+        "device_id": reading.device_id,
+        "sensor": reading.sensor,
+        "label": reading.label,
+        "value": None if reading.value is None else round(reading.value, 3),
+        "unit": reading.unit,
+        "ts_ms": reading.ts_ms,
+        "timestamp": _timestamp(reading.ts_ms),
+        "age_s": None if reading.age_s is None else round(reading.age_s, 1),
+        "quality": reading.quality,
+        "source": reading.source,
+        "is_outlier": reading.is_outlier,
+        "alarm": reading.alarm,
+        "plausible_range": [reading.plausible_min, reading.plausible_max],
+        "fallback_reason": reading.fallback_reason,
+    }
+
+
+def describe(reading: Reading) -> str:
+    """One sentence a technician can read as it is."""
+    what = f"{reading.label} on {reading.device_id}"
+    if reading.value is None:
+        if reading.ts_ms is None:
+            last = "there is no cached value"
+        else:
+            last = f"the last cached value is {_age(reading.age_s)} old, too old to use"
+        return f"No current value for {what}: the PLC did not answer ({reading.fallback_reason}) and {last}."
+    value = f"{reading.value:.4g} {reading.unit}".rstrip()
+    if reading.source == "live":
+        text = f"{what}: {value} at {_timestamp(reading.ts_ms)} (live, quality Good)."
+    else:
+        text = (
+            f"{what}: {value} from the cache, {_age(reading.age_s)} old (read at {_timestamp(reading.ts_ms)}); "
+            f"the PLC did not answer ({reading.fallback_reason})."
+        )
+    if reading.is_outlier:
+        text += (
+            f" {value} is outside the plausible range {reading.plausible_min:g}..{reading.plausible_max:g} "
+            f"{reading.unit}: suspected sensor fault."
+        )
+    elif reading.alarm is not None:
+        text += f" This is past its {reading.alarm} alarm threshold."
+    return text
+
+
+def _timestamp(ts_ms: int | None) -> str | None:
+    if ts_ms is None:
+        return None
+    return datetime.fromtimestamp(ts_ms / 1000).astimezone().isoformat(timespec="seconds")
+
+
+def _age(age_s: float | None) -> str:
+    seconds = int(age_s or 0)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
