@@ -1,0 +1,361 @@
+"""SQLite store for work orders, their outbox to the MES and inbound webhook replay records.
+
+One file shared by threads and processes (the service, outbox workers, the CLI):
+WAL so readers never wait, a busy timeout so writers queue instead of failing,
+and every write in a `BEGIN IMMEDIATE` transaction so a writer takes the lock
+before it reads what it is about to change. A new connection per operation
+keeps threads and forked processes from sharing one.
+
+Idempotency lives in the schema: the primary key is derived from device, fault
+code and occurrence, and a partial unique index allows one active order per
+device and fault. A second writer's INSERT hits a constraint and returns the
+order that won; there is no check-then-insert window.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tools.work_orders.model import (
+    ACTIVE_STATUSES,
+    PRIORITIES,
+    TRANSITIONS,
+    IllegalTransition,
+    OutboxRow,
+    WorkOrder,
+    WorkOrderError,
+    WorkOrderNotFound,
+    alarm_occurrence,
+    normalize_fault_code,
+    order_id,
+)
+
+_ACTIVE_SQL = ", ".join(f"'{s}'" for s in ACTIVE_STATUSES)
+_SCHEMA = f"""
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS work_orders (
+    id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL,
+    fault_code TEXT NOT NULL,
+    title TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    priority TEXT NOT NULL CHECK (priority IN ({", ".join(f"'{p}'" for p in PRIORITIES)})),
+    status TEXT NOT NULL CHECK (status IN ({", ".join(f"'{s}'" for s in TRANSITIONS)})),
+    created_by TEXT NOT NULL,
+    source_run_id TEXT NOT NULL,
+    occurrence TEXT NOT NULL,
+    alarm TEXT,
+    evidence TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS work_orders_one_active
+    ON work_orders (device_id, fault_code) WHERE status IN ({_ACTIVE_SQL});
+CREATE INDEX IF NOT EXISTS work_orders_by_fault ON work_orders (device_id, fault_code);
+CREATE TABLE IF NOT EXISTS outbox (
+    row_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    webhook_id TEXT NOT NULL UNIQUE,
+    work_order_id TEXT NOT NULL REFERENCES work_orders (id),
+    event_type TEXT NOT NULL,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at REAL NOT NULL,
+    last_status_code INTEGER,
+    last_error TEXT,
+    created_at REAL NOT NULL,
+    delivered_at REAL
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at);
+CREATE TABLE IF NOT EXISTS inbound_webhooks (
+    webhook_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL CHECK (state IN ('processing', 'done')),
+    status_code INTEGER,
+    response TEXT,
+    received_at REAL NOT NULL
+);
+COMMIT;
+"""
+
+
+class WorkOrderStore:
+    def __init__(self, path: Path, busy_timeout_ms: int = 5000, clock: Callable[[], float] = time.time):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._timeout_s = busy_timeout_ms / 1000
+        self._clock = clock
+        con = self._open()
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(_SCHEMA)
+        finally:
+            con.close()
+
+    # -- connections -----------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, timeout=self._timeout_s, isolation_level=None)
+        con.row_factory = sqlite3.Row
+        # Orders are few and must survive a power cut on the edge box, not only a crash.
+        con.execute("PRAGMA synchronous=FULL")
+        con.execute("PRAGMA foreign_keys=ON")
+        return con
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        con = self._open()
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        con = self._open()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        finally:
+            con.close()
+
+    # -- work orders -----------------------------------------------------
+
+    def create_or_get(
+        self,
+        *,
+        device_id: str,
+        fault_code: str,
+        title: str,
+        summary: str,
+        priority: str,
+        created_by: str,
+        run_id: str,
+        alarm: dict[str, Any] | None = None,
+        evidence: Sequence[dict[str, Any]] = (),
+    ) -> tuple[WorkOrder, bool]:
+        """The order for this fault occurrence: new (True) or the one that already exists (False).
+
+        An MES alarm is keyed on its event id, so a redelivered alarm returns its
+        order even after that order was closed; otherwise the occurrence is the
+        n-th order for the fault. Either way an active order for the same device
+        and fault code wins.
+        """
+        fault_code = normalize_fault_code(fault_code)
+        if priority not in PRIORITIES:
+            raise WorkOrderError(f"priority {priority!r} is not one of {', '.join(PRIORITIES)}")
+        stamp = self._iso_now()
+        with self._write() as con:
+            occurrence = alarm_occurrence(alarm)
+            if occurrence is None:
+                (count,) = con.execute(
+                    "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_code = ?", (device_id, fault_code)
+                ).fetchone()
+                occurrence = f"episode:{count + 1}"
+            new_id = order_id(device_id, fault_code, occurrence)
+            inserted = con.execute(
+                """INSERT INTO work_orders (id, device_id, fault_code, title, summary, priority, status, created_by,
+                       source_run_id, occurrence, alarm, evidence, created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT DO NOTHING""",
+                (new_id, device_id, fault_code, title, summary, priority, created_by, run_id, occurrence,
+                 _dumps(alarm) if alarm else None, _dumps(list(evidence)), stamp, stamp),
+            ).rowcount
+            if inserted:
+                order = _order(con.execute("SELECT * FROM work_orders WHERE id = ?", (new_id,)).fetchone())
+                self._enqueue(con, order, "work_order.created", created_by)
+                return order, True
+            row = con.execute(
+                f"""SELECT * FROM work_orders
+                    WHERE id = ? OR (device_id = ? AND fault_code = ? AND status IN ({_ACTIVE_SQL}))
+                    ORDER BY id = ? DESC LIMIT 1""",
+                (new_id, device_id, fault_code, new_id),
+            ).fetchone()
+            return _order(row), False
+
+    def get(self, work_order_id: str) -> WorkOrder | None:
+        with self._read() as con:
+            row = con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()
+        return _order(row) if row else None
+
+    def active_for(self, device_id: str, fault_code: str) -> WorkOrder | None:
+        with self._read() as con:
+            row = con.execute(
+                f"SELECT * FROM work_orders WHERE device_id = ? AND fault_code = ? AND status IN ({_ACTIVE_SQL})",
+                (device_id, normalize_fault_code(fault_code)),
+            ).fetchone()
+        return _order(row) if row else None
+
+    def list(self, status: str | None = None, device_id: str | None = None, limit: int = 100) -> list[WorkOrder]:
+        where, params = [], []
+        if status:
+            where.append("status = ?")
+            params.append(status)
+        if device_id:
+            where.append("device_id = ?")
+            params.append(device_id)
+        sql = "SELECT * FROM work_orders" + (" WHERE " + " AND ".join(where) if where else "")
+        with self._read() as con:
+            rows = con.execute(sql + " ORDER BY created_at DESC, id LIMIT ?", (*params, limit)).fetchall()
+        return [_order(row) for row in rows]
+
+    def set_status(self, work_order_id: str, status: str, actor: str) -> WorkOrder:
+        if status not in TRANSITIONS:
+            raise WorkOrderError(f"status {status!r} is not one of {', '.join(TRANSITIONS)}")
+        with self._write() as con:
+            row = con.execute("SELECT status FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()
+            if row is None:
+                raise WorkOrderNotFound(f"no work order {work_order_id!r}")
+            current = row["status"]
+            if status not in TRANSITIONS[current]:
+                allowed = ", ".join(TRANSITIONS[current]) or "nothing (final)"
+                raise IllegalTransition(
+                    f"work order {work_order_id} is {current}; it cannot move to {status} (allowed: {allowed})"
+                )
+            con.execute("UPDATE work_orders SET status = ?, updated_at = ? WHERE id = ?",
+                        (status, self._iso_now(), work_order_id))
+            order = _order(con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone())
+            self._enqueue(con, order, "work_order.status_changed", actor)
+            return order
+
+    # -- outbox ----------------------------------------------------------
+
+    def _enqueue(self, con: sqlite3.Connection, order: WorkOrder, event_type: str, actor: str) -> None:
+        now = self._clock()
+        # Each status is entered at most once (the lifecycle has no cycles), so this id is stable and unique.
+        webhook_id = f"msg_{order.id}_{order.status}"
+        body = _dumps({
+            "type": event_type,
+            "timestamp": _iso(now),
+            "actor": actor,
+            "data": order.model_dump(mode="json"),
+        })
+        con.execute(
+            """INSERT INTO outbox (webhook_id, work_order_id, event_type, body, status, next_attempt_at, created_at)
+               VALUES (?, ?, ?, ?, 'pending', ?, ?)""",
+            (webhook_id, order.id, event_type, body, now, now),
+        )
+
+    def claim_due(self, now: float, limit: int, lease_s: float) -> list[OutboxRow]:
+        """Pending rows due by `now`, pushed `lease_s` ahead so another worker skips them meanwhile."""
+        with self._write() as con:
+            rows = con.execute(
+                "SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY row_id LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            con.executemany("UPDATE outbox SET next_attempt_at = ? WHERE row_id = ?",
+                            [(now + lease_s, row["row_id"]) for row in rows])
+        return [OutboxRow.model_validate(dict(row)) for row in rows]
+
+    def record_attempt(
+        self,
+        row_id: int,
+        *,
+        status: str,
+        next_attempt_at: float,
+        status_code: int | None,
+        error: str | None,
+        now: float,
+    ) -> None:
+        with self._write() as con:
+            con.execute(
+                """UPDATE outbox SET status = ?, attempts = attempts + 1, next_attempt_at = ?, last_status_code = ?,
+                       last_error = ?, delivered_at = CASE WHEN ? = 'delivered' THEN ? ELSE delivered_at END
+                   WHERE row_id = ?""",
+                (status, next_attempt_at, status_code, error, status, now, row_id),
+            )
+
+    def outbox(self, statuses: Sequence[str] = ("pending", "failed"), limit: int = 100) -> list[OutboxRow]:
+        marks = ", ".join("?" for _ in statuses)
+        with self._read() as con:
+            rows = con.execute(f"SELECT * FROM outbox WHERE status IN ({marks}) ORDER BY row_id LIMIT ?",
+                               (*statuses, limit)).fetchall()
+        return [OutboxRow.model_validate(dict(row)) for row in rows]
+
+    def requeue(self, row_ids: Sequence[int] | None = None) -> int:
+        """Make failed rows (all, or the given ones) due now; returns how many were requeued."""
+        now = self._clock()
+        with self._write() as con:
+            if row_ids is None:
+                cur = con.execute("UPDATE outbox SET status = 'pending', next_attempt_at = ? WHERE status = 'failed'",
+                                  (now,))
+                return cur.rowcount
+            requeued = 0
+            for row_id in row_ids:
+                row = con.execute("SELECT status FROM outbox WHERE row_id = ?", (row_id,)).fetchone()
+                if row is None:
+                    raise WorkOrderNotFound(f"no outbox row {row_id}")
+                if row["status"] == "delivered":
+                    raise WorkOrderError(f"outbox row {row_id} was already delivered")
+                requeued += con.execute("UPDATE outbox SET status = 'pending', next_attempt_at = ? WHERE row_id = ?",
+                                        (now, row_id)).rowcount
+            return requeued
+
+    # -- inbound webhook replay records ------------------------------------
+
+    def claim_webhook(self, webhook_id: str, now: float, stale_after_s: float, keep_s: float) -> dict[str, Any] | None:
+        """Claim an inbound webhook-id for processing.
+
+        Returns None when the caller owns it now; the stored response
+        (`{"status_code", "body"}`) when it was handled before; raises
+        `WebhookInProgress` while another request is still handling it.
+        """
+        with self._write() as con:
+            con.execute("DELETE FROM inbound_webhooks WHERE received_at < ?", (now - keep_s,))
+            # A claim left by a process that died mid-request is taken over after `stale_after_s`.
+            con.execute("DELETE FROM inbound_webhooks WHERE state = 'processing' AND received_at < ?",
+                        (now - stale_after_s,))
+            inserted = con.execute(
+                "INSERT INTO inbound_webhooks (webhook_id, state, received_at) VALUES (?, 'processing', ?) "
+                "ON CONFLICT DO NOTHING",
+                (webhook_id, now),
+            ).rowcount
+            if inserted:
+                return None
+            row = con.execute("SELECT * FROM inbound_webhooks WHERE webhook_id = ?", (webhook_id,)).fetchone()
+        if row["state"] == "processing":
+            raise WebhookInProgress(f"webhook {webhook_id!r} is being processed by another request")
+        return {"status_code": row["status_code"], "body": json.loads(row["response"])}
+
+    def finish_webhook(self, webhook_id: str, status_code: int, body: Any) -> None:
+        with self._write() as con:
+            con.execute("UPDATE inbound_webhooks SET state = 'done', status_code = ?, response = ? WHERE webhook_id = ?",
+                        (status_code, _dumps(body), webhook_id))
+
+    def release_webhook(self, webhook_id: str) -> None:
+        """Forget a claim whose handling failed, so the sender's retry is processed afresh."""
+        with self._write() as con:
+            con.execute("DELETE FROM inbound_webhooks WHERE webhook_id = ? AND state = 'processing'", (webhook_id,))
+
+    def _iso_now(self) -> str:
+        return _iso(self._clock())
+
+
+class WebhookInProgress(WorkOrderError):
+    pass
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _order(row: sqlite3.Row) -> WorkOrder:
+    data = dict(row)
+    data["alarm"] = json.loads(data["alarm"]) if data["alarm"] else None
+    data["evidence"] = json.loads(data["evidence"])
+    return WorkOrder.model_validate(data)

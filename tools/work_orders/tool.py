@@ -1,0 +1,134 @@
+"""`generate_work_order`: the one tool with a side effect, exactly-once in effect."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tools.contract import Item, Tool, ToolContext, ToolOutput
+from tools.plant import DeviceConfig
+from tools.work_orders.config import WorkOrderConfig
+from tools.work_orders.model import SEVERITY_PRIORITY, Priority, WorkOrder, normalize_fault_code
+from tools.work_orders.store import WorkOrderStore
+
+TITLE_MAX = 80
+SOURCE = "work_orders"
+
+
+class WorkOrderArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    device_id: str = Field(
+        description="device id exactly as configured, e.g. press-3, cnc-7",
+        examples=["press-3"],
+    )
+    fault_code: str = Field(
+        description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1",
+        examples=["E102"],
+    )
+    summary: str = Field(
+        min_length=3,
+        max_length=2000,
+        description="one or two sentences: the symptom and what the evidence showed, e.g. motor overheating, 92 °C",
+        examples=["motor overheating, motor_temp 92 °C"],
+    )
+    priority: Priority | None = Field(
+        default=None,
+        description="low, medium, high or urgent; leave out to use the alarm's severity (else medium)",
+    )
+
+    @field_validator("fault_code")
+    @classmethod
+    def _fault_code(cls, value: str) -> str:
+        return normalize_fault_code(value)
+
+    @field_validator("device_id", "summary")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+
+class WorkOrderTool(Tool):
+    name = "generate_work_order"
+    description = (
+        "Open a maintenance work order for one device and fault code, or get back the order already open for it. "
+        "Use when the user asks for a work order or the fault needs a technician on site."
+    )
+    input_model = WorkOrderArgs
+    output_fields = frozenset({
+        "work_order_id", "device_id", "fault_code", "title", "summary", "priority",
+        "work_order_status", "created", "created_at",
+    })
+    side_effect = True
+
+    def __init__(self, store: WorkOrderStore, devices: dict[str, DeviceConfig], config: WorkOrderConfig):
+        self.store = store
+        self.devices = devices
+        self.config = config
+
+    def run(self, args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput:
+        device = self.devices.get(args.device_id)
+        if device is None:
+            known = ", ".join(sorted(self.devices)) or "(none configured)"
+            return ToolOutput.error(
+                "unknown_device",
+                f"There is no device {args.device_id!r}. Known devices: {known}.",
+                f"Use one of: {known}.",
+                source=SOURCE,
+            )
+        priority = args.priority or SEVERITY_PRIORITY.get(str((ctx.alarm or {}).get("severity", "")).lower(), "medium")
+        title = _title(device, args.fault_code, args.summary)
+
+        if self._needs_confirmation(ctx):
+            # Nothing is written until the technician confirms; an order already open needs no confirmation.
+            existing = self.store.active_for(args.device_id, args.fault_code)
+            if existing is not None:
+                return _answer(existing, created=False)
+            pending = {
+                "device_id": args.device_id, "fault_code": args.fault_code, "title": title, "summary": args.summary,
+                "priority": priority, "work_order_status": "pending_confirmation", "created": False,
+            }
+            return ToolOutput(
+                items=[Item(kind="ref", text=f"Work order for {args.device_id} {args.fault_code} awaits the "
+                                             "technician's confirmation; nothing was created yet.", fields=pending)],
+                source=SOURCE,
+            )
+
+        order, created = self.store.create_or_get(
+            device_id=args.device_id,
+            fault_code=args.fault_code,
+            title=title,
+            summary=args.summary,
+            priority=priority,
+            created_by=ctx.actor,
+            run_id=ctx.run_id,
+            alarm=ctx.alarm,
+            evidence=ctx.evidence,
+        )
+        return _answer(order, created)
+
+    def _needs_confirmation(self, ctx: ToolContext) -> bool:
+        if ctx.confirmed:
+            return False
+        return ctx.require_confirmation or (self.config.require_confirmation and ctx.actor == "technician")
+
+
+def _title(device: DeviceConfig, fault_code: str, summary: str) -> str:
+    head = summary.splitlines()[0] if summary else ""
+    title = f"{device.name or device.id} {fault_code}: {head}"
+    return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1].rstrip() + "…"
+
+
+def _answer(order: WorkOrder, created: bool) -> ToolOutput:
+    fields: dict[str, Any] = {
+        "work_order_id": order.id, "device_id": order.device_id, "fault_code": order.fault_code,
+        "title": order.title, "summary": order.summary, "priority": order.priority,
+        "work_order_status": order.status, "created": created, "created_at": order.created_at,
+    }
+    if created:
+        text = f"Work order {order.id} created for {order.device_id} {order.fault_code} ({order.priority})."
+    else:
+        text = (f"Existing order returned: {order.id} for {order.device_id} {order.fault_code} is {order.status}; "
+                "no new order was created.")
+    return ToolOutput(items=[Item(kind="ref", text=text, fields=fields)], source=SOURCE)
