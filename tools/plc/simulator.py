@@ -240,9 +240,10 @@ class SimulatorHandle:
     async def _start(self, port: int) -> None:
         devices = [self._sim_device(unit) for unit in self._units.values()]
         self._server = ModbusTcpServer(devices, address=(self.host, port), trace_packet=self._trace_packet)
-        await self._server.serve_forever(background=True)
-        if not self._server.transport:
-            raise OSError(f"the simulator could not listen on {self.host}:{port}")
+        try:
+            await self._server.serve_forever(background=True)
+        except RuntimeError:  # pymodbus' way of saying the address is taken or invalid
+            raise OSError(f"the simulator could not listen on {self.host}:{port} (in use, or not an address of this host)") from None
 
     async def _shutdown(self) -> None:
         assert self._server is not None
