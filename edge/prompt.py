@@ -44,10 +44,10 @@ Observation: {"id": "obs-2", "tool": "read_plc_sensor_value", "status": "ok", "c
 {"thought": "I have the procedure and the reading.", "final_answer": "E102 is motor over-temperature protection (press3_service_en_v2.1.pdf, V2.1, p. 12). 1. Stop the press. 2. Check the coolant level: it reads 18.5 % now (live), below the alarm limit, so top it up first.", "evidence": ["obs-1", "obs-2"]}
 
 Example 2 (a failed call)
-Question: What is the spindle temperature on cnc-7 right now?
-{"thought": "A current value: read the PLC.", "action": "read_plc_sensor_value", "args": {"device_id": "cnc7", "sensor": "spindle_temp"}}
-Observation: {"id": "obs-1", "tool": "read_plc_sensor_value", "status": "error", "error_code": "unknown_device", "content": [{"kind": "text", "text": "Unknown device 'cnc7'. Known devices: press-3, cnc-7."}], "suggestion": "Use one of the known device ids, e.g. cnc-7."}
-{"thought": "Use the id the observation suggests.", "action": "read_plc_sensor_value", "args": {"device_id": "cnc-7", "sensor": "spindle_temp"}}"""
+Question: What is the spindle temperature right now? (device: cnc-7)
+{"thought": "A current value: read the PLC.", "action": "read_plc_sensor_value", "args": {"device_id": "cnc-7", "sensor": "spindle temp sensor"}}
+Observation: {"id": "obs-1", "tool": "read_plc_sensor_value", "status": "error", "error_code": "unknown_sensor", "content": [{"kind": "text", "text": "cnc-7 has no sensor 'spindle temp sensor'. Its sensors: spindle_temp, spindle_speed, coolant_level, vibration."}], "suggestion": "Use spindle_temp."}
+{"thought": "Use the sensor id the observation suggests.", "action": "read_plc_sensor_value", "args": {"device_id": "cnc-7", "sensor": "spindle_temp"}}"""
 
 
 def system_prompt(registry: ToolRegistry) -> str:
