@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class KnowledgeConfig(BaseModel):
@@ -12,3 +12,6 @@ class KnowledgeConfig(BaseModel):
     model_path: str | None = None
     # Relative to the state directory unless absolute.
     index_file: str = "manuals.sqlite"
+    # Query languages the embedding model understands; others are searched by keywords only.
+    # Add "zh" when model_path points at a multilingual model.
+    semantic_languages: list[str] = Field(default_factory=lambda: ["en"])

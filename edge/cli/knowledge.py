@@ -1,0 +1,217 @@
+"""`fixloop index build`, `fixloop index status` and `fixloop search`.
+
+    fixloop index build var/manuals/                 # PDFs or folders; incremental, atomic swap
+    fixloop index status
+    fixloop search E102 --device press-3
+    fixloop search "the motor is hot" --device press-3 --k 3
+    fixloop search --batch queries.txt --json        # one query a line, one JSON result list a line
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from edge.config import Config
+from knowledge.index import BuildError, BuildEvent, BuildReport, build_index, read_status
+from knowledge.models import Scope, SearchResult
+from knowledge.search import IndexMissing, ManualIndex
+
+STATUS_STYLE = {"indexed": "green", "reused": "cyan", "failed": "red", "duplicate": "yellow"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    index = subparsers.add_parser("index", help="build or inspect the manual index (offline re-indexing)")
+    actions = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+    build = actions.add_parser("build", help="index PDF manuals (files or folders); unchanged PDFs are reused")
+    build.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    build.add_argument("--db", type=Path, help="index file (default: [knowledge] index_file in the state directory)")
+    build.add_argument("--model", help="sentence-transformers model path (default: [knowledge] model_path)")
+    build.set_defaults(func=run_index_build)
+    status = actions.add_parser("status", help="what the live index holds")
+    status.add_argument("--db", type=Path)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=run_index_status)
+
+    search = subparsers.add_parser("search", help="search the manuals by fault code or symptom")
+    search.add_argument("query", nargs="?", help="a fault code (E102) or a symptom (\"the motor is hot\")")
+    search.add_argument("--device", help="device id from the config, e.g. press-3")
+    search.add_argument("--version", help="manual version, e.g. V1.2 (default: the newest)")
+    search.add_argument("--k", type=int, default=3, help="results to show (default 3)")
+    search.add_argument("--json", action="store_true", help="machine-readable output")
+    search.add_argument("--db", type=Path)
+    search.add_argument("--batch", type=Path, help="file with one query a line (text, or JSON with query/device/version)")
+    search.set_defaults(func=run_search)
+
+
+def _db(args: argparse.Namespace, config: Config) -> Path:
+    return args.db or config.state_path(config.knowledge.index_file)
+
+
+def run_index_build(args: argparse.Namespace, config: Config) -> int:
+    console = Console(stderr=True)
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        console.print(f"[red]fixloop index build: no such file or folder: {escape(', '.join(missing))}[/red]")
+        return 2
+    with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[file]}"), console=console, transient=False) as progress:
+        tasks = {stage: progress.add_task(stage, total=None, file="") for stage in ("manuals", "pages", "records", "embeddings")}
+
+        def on_event(event: BuildEvent) -> None:
+            task = tasks[event.stage]
+            if event.total is not None:
+                progress.update(task, total=event.total)
+            progress.update(task, advance=event.advance, file=escape(event.file))
+
+        try:
+            report = build_index(args.paths, _db(args, config), model_path=args.model or config.knowledge.model_path,
+                                 progress=on_event)
+        except BuildError as exc:
+            console.print(f"[red]fixloop index build: {escape(str(exc))}; the live index is unchanged[/red]")
+            return 2
+        for stage in ("pages", "records"):
+            progress.update(tasks[stage], total=progress.tasks[tasks[stage]].completed)
+    _print_build(Console(), report)
+    return 1 if report.failed else 0
+
+
+def _print_build(console: Console, report: BuildReport) -> None:
+    table = Table(title="Manuals", title_justify="left")
+    for column in ("file", "status", "vendor", "model", "version", "lang", "pages", "records", "scanned pages", "note"):
+        table.add_column(column, justify="right" if column in ("pages", "records") else "left")
+    for m in report.manuals:
+        note = m.error or (f"{m.duplicates} duplicate records merged" if m.duplicates else "")
+        table.add_row(escape(m.file), f"[{STATUS_STYLE[m.status]}]{m.status}[/]", escape(m.vendor), escape(m.model),
+                      m.version, m.language, str(m.pages), str(m.records),
+                      ", ".join(map(str, m.scanned_pages)) or "-", escape(note))
+    console.print(table)
+    counts = {s: sum(m.status == s for m in report.manuals) for s in STATUS_STYLE}
+    rate = report.pages / report.elapsed_s if report.elapsed_s else 0.0
+    console.print(
+        f"[bold]{len(report.manuals)}[/] manuals ({counts['indexed']} indexed, {counts['reused']} unchanged, "
+        f"{counts['failed']} failed, {counts['duplicate']} duplicate files) · [bold]{report.pages}[/] pages · "
+        f"[bold]{report.records}[/] records ({report.embedded} embedded) · "
+        f"[bold]{report.scanned_pages}[/] scanned pages without text · {report.duplicates} duplicates · "
+        f"{report.elapsed_s:.1f} s ({rate:.0f} pages/s)"
+    )
+    scanned = [f"{m.file} p. {', '.join(map(str, m.scanned_pages))}" for m in report.manuals if m.scanned_pages]
+    if scanned:
+        console.print(f"[yellow]Scanned pages need OCR before their codes can be found:[/] {escape('; '.join(scanned))}")
+    for m in report.failed:
+        console.print(f"[red]not indexed:[/] {escape(m.error)}")
+    console.print(f"index: {escape(report.index)}")
+
+
+def run_index_status(args: argparse.Namespace, config: Config) -> int:
+    try:
+        status = read_status(_db(args, config))
+    except BuildError as exc:
+        Console(stderr=True).print(f"[red]fixloop index status: {escape(str(exc))}[/red]")
+        return 1
+    if args.json:
+        print(status.model_dump_json(indent=2))
+        return 0
+    console = Console()
+    table = Table(title=f"{status.index} · built {status.built_at} · {status.size_bytes / 1e6:.1f} MB · model {status.model}",
+                  title_justify="left")
+    for column in ("file", "vendor", "model", "version", "lang", "pages", "records", "scanned", "on disk"):
+        table.add_column(column)
+    for m in status.manuals:
+        style = {"unchanged": "green", "changed": "yellow", "missing": "red"}[m.on_disk]
+        table.add_row(escape(m.file), escape(m.vendor), escape(m.model), m.version, m.language, str(m.pages),
+                      str(m.records), ", ".join(map(str, m.scanned_pages)) or "-", f"[{style}]{m.on_disk}[/]")
+    console.print(table)
+    console.print(f"{len(status.manuals)} manuals · {sum(m.records for m in status.manuals)} records")
+    if any(m.on_disk != "unchanged" for m in status.manuals):
+        console.print("[yellow]Some manuals changed since indexing: run `fixloop index build` again.[/]")
+    return 0
+
+
+def run_search(args: argparse.Namespace, config: Config) -> int:
+    err = Console(stderr=True)
+    if (args.query is None) == (args.batch is None):
+        err.print("[red]fixloop search: give a QUERY or --batch FILE (not both)[/red]")
+        return 2
+    if args.k < 1:
+        err.print("[red]fixloop search: --k must be at least 1[/red]")
+        return 2
+    index = ManualIndex(_db(args, config), model_path=config.knowledge.model_path,
+                        semantic_languages=tuple(config.knowledge.semantic_languages))
+    try:
+        if args.batch is not None:
+            return _batch(index, args, config, err)
+        scope = _scope(args.device, config)
+        result = index.query(args.query, scope, args.version, k=args.k)
+    except (IndexMissing, _UnknownDevice, OSError) as exc:
+        err.print(f"[red]fixloop search: {escape(str(exc))}[/red]")
+        return 2
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        _print_result(Console(), result)
+    return 0 if result.status == "ok" else 1
+
+
+class _UnknownDevice(ValueError):
+    pass
+
+
+def _scope(device_id: str | None, config: Config) -> Scope | None:
+    if device_id is None:
+        return None
+    device = config.devices.get(device_id)
+    if device is None:
+        raise _UnknownDevice(f"unknown device {device_id!r}; known devices: {', '.join(sorted(config.devices))}")
+    return Scope(vendor=device.vendor, model=device.model, label=device_id)
+
+
+def _batch(index: ManualIndex, args: argparse.Namespace, config: Config, err: Console) -> int:
+    lines = args.batch.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        spec = {"query": line.strip()}
+        if line.lstrip().startswith("{"):
+            try:
+                spec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise OSError(f"{args.batch}:{number}: not valid JSON ({exc.msg})") from None
+        result = index.query(spec["query"], _scope(spec.get("device", args.device), config),
+                             spec.get("version", args.version), k=args.k)
+        if args.json:
+            print(json.dumps([hit.model_dump() for hit in result.hits], ensure_ascii=False), flush=True)
+        else:
+            Console().rule(escape(spec["query"]))
+            _print_result(Console(), result)
+        if result.status != "ok":
+            err.print(f"line {number}: {escape(result.message)}")
+    return 0
+
+
+def _print_result(console: Console, result: SearchResult) -> None:
+    if result.status != "ok":
+        console.print(f"[yellow]not found:[/] {escape(result.message)}")
+        if result.suggestion:
+            console.print(f"[dim]{escape(result.suggestion)}[/]")
+        return
+    if result.message:
+        console.print(f"[yellow]{escape(result.message)}[/]")
+    for hit in result.hits:
+        applies = {True: " [green]applies to this device[/]", False: " [red]other machine[/]", None: ""}[hit.applies_to_device]
+        console.print(f"[bold cyan]{escape(hit.fault_code)}[/] [bold]{escape(hit.title)}[/] · {escape(hit.scope)}{applies}")
+        console.print(f"  [dim]{escape(hit.manual)} p. {hit.page} · {hit.version} · {hit.match} · score {hit.score:.2f}[/]")
+        console.print(f"  [dim]{escape(hit.version_compatibility)}[/]")
+        if hit.cause:
+            console.print(f"  cause: {escape(hit.cause)}")
+        for n, step in enumerate(hit.steps, 1):
+            console.print(f"  {n}. {escape(step)}")
+    if result.suggestion:
+        console.print(f"[dim]{escape(result.suggestion)}[/]")

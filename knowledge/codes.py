@@ -1,0 +1,183 @@
+"""Fault codes: the shapes manuals print them in, their normal form and the spaCy linker.
+
+A code is printed many ways (`E102`, `e-102`, `ALARM 1`, `ALARM:1`, `Err-07`,
+`报警号 6065`); every form maps to one key (`E102`, `ALARM1`, `ERR07`, `6065`)
+and one canonical id (`fault:E102`). Placeholder codes such as `XX204` (the HMI
+shows the spindle or printer number in place of `XX`) also get a GLOB pattern
+so `01204` finds them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable
+
+import spacy
+from spacy.language import Language
+from spacy.matcher import PhraseMatcher
+from spacy.tokens import Doc, Span
+from spacy.util import filter_spans
+
+# Strong shapes: recognisable as a code without a cue word.
+_STRONG = (
+    r"[A-Za-z]{1,6}[-:]\d{1,5}"  # Err-07, ALARM:1, error:22, E-102
+    r"|[A-Z]{1,4}\d{2,5}(?![.,]?\d)"  # E102, F03, XX204 (not V1.2 style numbers)
+    r"|[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+"  # DRV_FAULT, DOOR_OPEN
+)
+_NUMERIC = r"\d{1,5}"  # 6065, 04101, 1: only after a cue word, in a heading or in a code column
+CUE_EN = r"(?:fault|error|alarm|alm|err)(?:\s*(?:code|no\.?|number|#))?"
+CUE_ZH = r"(?:故障代码|故障码|故障号|报警号|报警代码|报警码|错误代码|错误码|报警|代码)"
+_CUE = rf"(?:{CUE_EN}|{CUE_ZH})"
+_SEP = r"\s*[:：#]?\s*"
+
+_HEADING_CUED = re.compile(
+    rf"^\s*(?:(?P<self>{_CUE}[-:]\d{{1,5}})|{_CUE}{_SEP}(?P<code>{_STRONG}|{_NUMERIC}))(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.I | re.S
+)
+_HEADING_BARE = re.compile(
+    rf"^\s*(?P<code>{_STRONG}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S
+)
+_MENTION = re.compile(
+    rf"(?<![\w-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![\w:])", re.I
+)
+_CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
+_PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
+_SEPARATORS = re.compile(r"[\s\-_:：#.]+")
+_LEADING_CUE = re.compile(rf"^\s*{_CUE}{_SEP}(?=\S)", re.I)
+
+LABEL = "FAULT_CODE"
+
+
+def code_key(raw: str) -> str:
+    """The normal form used for exact lookups: `e-102` → `E102`, `ALARM 1` → `ALARM1`."""
+    return _SEPARATORS.sub("", unicodedata.normalize("NFKC", raw)).upper()
+
+
+def canonical_id(raw: str) -> str:
+    return f"fault:{code_key(raw)}"
+
+
+def lookup_keys(raw: str) -> list[str]:
+    """Keys to try for a code as typed: as is, then without a cue word (`Alarm 6065` → `6065`)."""
+    keys = [code_key(raw)]
+    bare = _LEADING_CUE.sub("", unicodedata.normalize("NFKC", raw))
+    if bare != raw and code_key(bare) and code_key(bare) not in keys:
+        keys.append(code_key(bare))
+    return [k for k in keys if k]
+
+
+def glob_pattern(code: str) -> str | None:
+    """`XX204` → `[0-9][0-9]204`, so the number shown on the HMI finds the placeholder entry."""
+    match = _PLACEHOLDER.match(code_key(code))
+    if not match:
+        return None
+    return "[0-9]" * len(match.group(1)) + match.group(2)
+
+
+@dataclass(frozen=True)
+class Heading:
+    code: str
+    title: str
+
+
+def parse_heading(text: str, emphasized: bool) -> Heading | None:
+    """A record heading: a code at the start of a short block, after a cue word or in a heading font."""
+    text = unicodedata.normalize("NFKC", text).strip()
+    if not text or len(text) > 160 or text.count("\n") > 2:
+        return None
+    match = _HEADING_CUED.match(text)
+    if match is None and emphasized:
+        match = _HEADING_BARE.match(text)
+    if match is None:
+        return None
+    return Heading(code=_tidy_code(match.groupdict().get("self") or match.group("code")), title=" ".join(match.group("title").split()))
+
+
+def parse_code_cell(text: str) -> str | None:
+    """The content of a table's code column, if it is a code."""
+    match = _CELL.match(unicodedata.normalize("NFKC", text))
+    return _tidy_code(match.group("strong") or match.group("code")) if match else None
+
+
+def _tidy_code(code: str) -> str:
+    return re.sub(r"\s+", "", code)
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int
+    end: int
+    code: str
+    canonical_id: str
+
+
+class CodeLinker:
+    """spaCy blank pipelines that mark code mentions as FAULT_CODE entities with a canonical kb_id.
+
+    `spacy.blank("zh")` splits every character, so codes are found on the raw
+    text and mapped onto tokens with `doc.char_span`; codes the index already
+    knows (bare numbers like `6065` included) are also matched with a PhraseMatcher.
+    """
+
+    def __init__(self, known_codes: Iterable[str] = ()):
+        self._pipelines = {lang: _pipeline(lang) for lang in ("en", "zh")}
+        self._matchers: dict[str, PhraseMatcher] = {}
+        codes = sorted(set(known_codes))
+        for lang, nlp in self._pipelines.items():
+            matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
+            matcher.add(LABEL, [nlp.make_doc(code) for code in codes])
+            self._matchers[lang] = matcher
+
+    def doc(self, text: str, language: str) -> Doc:
+        nlp = self._pipelines["zh" if language == "zh" else "en"]
+        doc = nlp(unicodedata.normalize("NFKC", text))
+        matcher = self._matchers["zh" if language == "zh" else "en"]
+        known = [
+            Span(doc, start, end, label=LABEL, kb_id=canonical_id(doc[start:end].text))
+            for _, start, end in matcher(doc)
+            if _standalone(doc, start, end)
+        ]
+        doc.ents = filter_spans(list(doc.ents) + known)
+        return doc
+
+    def mentions(self, text: str, language: str) -> list[Mention]:
+        return [
+            Mention(span.start_char, span.end_char, span.text, span.kb_id_)
+            for span in self.doc(text, language).ents
+            if span.label_ == LABEL
+        ]
+
+
+def _standalone(doc: Doc, start: int, end: int) -> bool:
+    """A known code inside a longer run (`16065`, `E1021`) is not a mention of it."""
+    text = doc.text
+    begin, finish = doc[start].idx, doc[end - 1].idx + len(doc[end - 1].text)
+    return not (begin > 0 and text[begin - 1].isalnum() and not _is_cjk(text[begin - 1])) and not (
+        finish < len(text) and text[finish].isalnum() and not _is_cjk(text[finish])
+    )
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u4e00" <= char <= "\u9fff"
+
+
+@Language.component("fault_code_linker")
+def _link_codes(doc: Doc) -> Doc:
+    spans = []
+    for match in _MENTION.finditer(doc.text):
+        group = "bare" if match.group("bare") else "cued"
+        span = doc.char_span(match.start(group), match.end(group), label=LABEL,
+                             kb_id=canonical_id(match.group(group)), alignment_mode="expand")
+        if span is not None:
+            spans.append(span)
+    doc.ents = filter_spans(spans)
+    return doc
+
+
+@lru_cache(maxsize=None)
+def _pipeline(lang: str) -> Language:
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("fault_code_linker")
+    return nlp

@@ -1,0 +1,368 @@
+"""Building the manual index: one SQLite file with manuals, fault records, an FTS5 table
+and SBERT vectors.
+
+A build writes a new file beside the live one and swaps it in with one
+`os.replace`; a crash mid-build leaves the old index serving and only a
+stale `.building` file, which the next build removes. Manuals whose content
+hash and embedding model are unchanged are copied over from the live index,
+not extracted or embedded again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable, Literal
+
+import numpy as np
+import sqlite_utils
+from pydantic import BaseModel, Field
+
+from knowledge.codes import canonical_id, code_key, glob_pattern
+from knowledge.embed import Embedder
+from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
+from knowledge.models import FaultRecord, ManualInfo
+from knowledge.text import terms
+
+SCHEMA_VERSION = "1"
+BUILDING = ".building-"
+EMBED_BATCH = 64
+
+
+class BuildError(Exception):
+    """The build could not produce an index; the live one (if any) is untouched."""
+
+
+class ManualReport(BaseModel):
+    file: str
+    path: str
+    status: Literal["indexed", "reused", "failed", "duplicate"]
+    error: str = ""
+    title: str = ""
+    vendor: str = ""
+    model: str = ""
+    version: str = ""
+    language: str = ""
+    pages: int = 0
+    records: int = 0
+    scanned_pages: list[int] = Field(default_factory=list)
+    duplicates: int = 0
+
+
+class BuildReport(BaseModel):
+    index: str
+    manuals: list[ManualReport]
+    pages: int
+    records: int
+    embedded: int
+    elapsed_s: float
+
+    @property
+    def failed(self) -> list[ManualReport]:
+        return [m for m in self.manuals if m.status == "failed"]
+
+    @property
+    def scanned_pages(self) -> int:
+        return sum(len(m.scanned_pages) for m in self.manuals)
+
+    @property
+    def duplicates(self) -> int:
+        """Records merged within a manual plus whole files identical to another."""
+        return sum(m.duplicates for m in self.manuals) + sum(m.status == "duplicate" for m in self.manuals)
+
+
+@dataclass(frozen=True)
+class BuildEvent:
+    stage: Literal["manuals", "pages", "records", "embeddings"]
+    advance: int
+    total: int | None = None
+    file: str = ""
+
+
+Progress = Callable[[BuildEvent], None]
+
+
+def collect_pdfs(paths: Iterable[Path]) -> list[Path]:
+    """Files as given (whatever their suffix: a wrong file gets a clear error later), folders searched for *.pdf."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file()))
+        else:
+            found.append(path)
+    return found
+
+
+def build_index(paths: Iterable[Path], db_path: Path, model_path: str | None = None,
+                progress: Progress | None = None, embedder: Embedder | None = None) -> BuildReport:
+    started = time.perf_counter()
+    emit = progress or (lambda event: None)
+    embedder = embedder or Embedder(model_path)
+    files = collect_pdfs(paths)
+    if not files:
+        raise BuildError("no PDF files found in the given paths")
+    db_path = db_path.resolve()
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(db_path)
+    reusable = _reusable_manuals(db_path, embedder.identity)
+    tmp = db_path.with_name(f".{db_path.name}{BUILDING}{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        report = _build(files, db_path, tmp, reusable, embedder, emit)
+        if not any(m.status in ("indexed", "reused") for m in report.manuals):
+            raise BuildError("no manual could be indexed: " + "; ".join(m.error for m in report.failed))
+        _replace(tmp, db_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    report.elapsed_s = time.perf_counter() - started
+    return report
+
+
+def _build(files: list[Path], db_path: Path, tmp: Path, reusable: dict[str, ManualInfo],
+           embedder: Embedder, emit: Progress) -> BuildReport:
+    db = sqlite_utils.Database(tmp)
+    _create_schema(db)
+    manuals: list[ManualReport] = []
+    fresh: list[tuple[Extraction, Path]] = []
+    reused: dict[str, ManualReport] = {}
+    seen: dict[str, str] = {}
+    emit(BuildEvent("manuals", 0, len(files)))
+    for path in files:
+        try:
+            sha = file_sha256(path)
+            if sha in seen:
+                manuals.append(ManualReport(file=path.name, path=str(path), status="duplicate",
+                                            error=f"same content as {seen[sha]}"))
+            elif sha in reusable:
+                info = reusable[sha]
+                reused[sha] = _report(path, "reused", info, _count_records(db_path, sha))
+                manuals.append(reused[sha])
+                emit(BuildEvent("pages", info.pages, file=path.name))
+            else:
+                extraction = extract_manual(path, sha)
+                fresh.append((extraction, path))
+                manuals.append(_report(path, "indexed", extraction.info, len(extraction.records), extraction.duplicates))
+                emit(BuildEvent("pages", extraction.info.pages, file=path.name))
+                emit(BuildEvent("records", len(extraction.records), file=path.name))
+            seen.setdefault(sha, path.name)
+        except ManualError as exc:
+            manuals.append(ManualReport(file=path.name, path=str(path), status="failed", error=str(exc)))
+        emit(BuildEvent("manuals", 1, file=path.name))
+    if reused:
+        _copy_manuals(db, db_path, reused)
+    embedded = _insert_fresh(db, fresh, embedder, emit)
+    db["records"].enable_fts(["lex_head", "lex_body"], tokenize="porter unicode61 remove_diacritics 2", replace=True)
+    db["meta"].insert_all([
+        {"key": "schema", "value": SCHEMA_VERSION},
+        {"key": "model", "value": embedder.identity},
+        {"key": "built_at", "value": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+    ], pk="key", replace=True)
+    db.conn.commit()
+    db.close()
+    return BuildReport(index=str(db_path), manuals=manuals, pages=sum(m.pages for m in manuals),
+                       records=sum(m.records for m in manuals), embedded=embedded, elapsed_s=0.0)
+
+
+def _report(path: Path, status, info: ManualInfo, records: int, duplicates: int = 0) -> ManualReport:
+    return ManualReport(file=path.name, path=str(path), status=status, title=info.title, vendor=info.vendor,
+                        model=info.model, version=info.version, language=info.language, pages=info.pages,
+                        records=records, scanned_pages=info.scanned_pages, duplicates=duplicates)
+
+
+def _create_schema(db: sqlite_utils.Database) -> None:
+    db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to swap in
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    db["manuals"].create({
+        "sha256": str, "file": str, "path": str, "title": str, "vendor": str, "model": str, "version": str,
+        "language": str, "valid_for": str, "pages": int, "scanned_pages": str, "records": int, "size": int,
+        "mtime": float, "indexed_at": str,
+    }, pk="sha256")
+    db["records"].create({
+        "id": int, "manual_sha256": str, "code": str, "code_key": str, "code_pattern": str, "canonical_id": str,
+        "title": str, "symptom": str, "cause": str, "steps": str, "page": int, "pages": str, "source": str,
+        "vendor": str, "model": str, "vendor_key": str, "model_key": str, "version": str, "language": str,
+        "lex_head": str, "lex_body": str, "vector": bytes,
+    }, pk="id", foreign_keys=[("manual_sha256", "manuals", "sha256")])
+    db["records"].create_index(["code_key"])
+    db["records"].create_index(["manual_sha256"])
+
+
+def _copy_manuals(db: sqlite_utils.Database, live: Path, reused: dict[str, ManualReport]) -> None:
+    db.conn.execute("ATTACH DATABASE ? AS live", (str(live),))
+    shas = tuple(reused)
+    marks = ",".join("?" * len(shas))
+    columns = ", ".join(c.name for c in db["manuals"].columns)
+    db.conn.execute(f"INSERT INTO main.manuals ({columns}) SELECT {columns} FROM live.manuals WHERE sha256 IN ({marks})",
+                    shas)
+    record_columns = ", ".join(c.name for c in db["records"].columns if c.name != "id")
+    db.conn.execute(f"INSERT INTO main.records ({record_columns}) SELECT {record_columns} FROM live.records "
+                    f"WHERE manual_sha256 IN ({marks}) ORDER BY id", shas)
+    for sha, report in reused.items():  # the same content may now live under another name or folder
+        stat = Path(report.path).stat()
+        db.conn.execute("UPDATE main.manuals SET file = ?, path = ?, size = ?, mtime = ? WHERE sha256 = ?",
+                        (report.file, report.path, stat.st_size, stat.st_mtime, sha))
+    db.conn.commit()
+    db.conn.execute("DETACH DATABASE live")
+
+
+def _insert_fresh(db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]], embedder: Embedder,
+                  emit: Progress) -> int:
+    rows = []
+    for extraction, path in fresh:
+        info = extraction.info
+        stat = path.stat()
+        db["manuals"].insert({
+            **info.model_dump(exclude={"scanned_pages"}), "path": str(path),
+            "scanned_pages": json.dumps(info.scanned_pages), "records": len(extraction.records),
+            "size": stat.st_size, "mtime": stat.st_mtime,
+            "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        })
+        rows.extend(_record_row(record, info) for record in extraction.records)
+    total = len(rows)
+    emit(BuildEvent("embeddings", 0, total))
+    for start in range(0, total, EMBED_BATCH):
+        batch = rows[start:start + EMBED_BATCH]
+        vectors = embedder.encode([row.pop("embed_text") for row in batch])
+        for row, vector in zip(batch, vectors):
+            row["vector"] = vector.astype(np.float32).tobytes()
+        db["records"].insert_all(batch)
+        emit(BuildEvent("embeddings", len(batch), total))
+    return total
+
+
+def embed_text(record: FaultRecord) -> str:
+    """What a symptom description is compared with: name, symptom and cause (steps dilute it)."""
+    return " ".join(part for part in (record.title + ".", record.symptom, record.cause) if part.strip("."))
+
+
+def _record_row(record: FaultRecord, info: ManualInfo) -> dict:
+    return {
+        "manual_sha256": info.sha256, "code": record.code, "code_key": code_key(record.code),
+        "code_pattern": glob_pattern(record.code), "canonical_id": canonical_id(record.code),
+        "title": record.title, "symptom": record.symptom, "cause": record.cause,
+        "steps": json.dumps(record.steps, ensure_ascii=False), "page": record.page, "pages": json.dumps(record.pages),
+        "source": record.source, "vendor": info.vendor, "model": info.model,
+        "vendor_key": scope_key(info.vendor), "model_key": scope_key(info.model),
+        "version": info.version, "language": info.language,
+        "lex_head": " ".join(terms(f"{record.code} {code_key(record.code)} {record.title}")),
+        "lex_body": " ".join(terms(f"{record.symptom} {record.cause} {' '.join(record.steps)}")),
+        "embed_text": embed_text(record),
+    }
+
+
+def scope_key(name: str) -> str:
+    """`HP-200`, `hp 200` and `HP200` name the same model."""
+    return code_key(name)
+
+
+def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
+    """Manuals in the live index that can be copied: same schema and same embedding model."""
+    if not db_path.exists():
+        return {}
+    try:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("schema") != SCHEMA_VERSION or meta.get("model") != model:
+                return {}
+            conn.row_factory = sqlite3.Row
+            return {row["sha256"]: ManualInfo(**{**dict(row), "scanned_pages": json.loads(row["scanned_pages"])})
+                    for row in conn.execute("SELECT sha256, file, title, vendor, model, version, language, valid_for,"
+                                            " pages, scanned_pages FROM manuals")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return {}  # an unreadable old index is simply rebuilt from scratch
+
+
+def _count_records(db_path: Path, sha: str) -> int:
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ?", (sha,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _replace(tmp: Path, db_path: Path) -> None:
+    with tmp.open("rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, db_path)
+    directory = os.open(db_path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _remove_stale_builds(db_path: Path) -> None:
+    """Leftovers of builds that crashed; a build still running in another process keeps its file."""
+    for leftover in db_path.parent.glob(f".{db_path.name}{BUILDING}*"):
+        pid = leftover.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and _alive(int(pid)) and int(pid) != os.getpid():
+            continue
+        leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class IndexedManual(BaseModel):
+    file: str
+    path: str
+    title: str
+    vendor: str
+    model: str
+    version: str
+    language: str
+    pages: int
+    records: int
+    scanned_pages: list[int]
+    on_disk: Literal["unchanged", "changed", "missing"]
+
+
+class IndexStatus(BaseModel):
+    index: str
+    built_at: str
+    model: str
+    size_bytes: int
+    manuals: list[IndexedManual]
+
+
+def read_status(db_path: Path) -> IndexStatus:
+    """What the live index holds, and whether its source files have changed since."""
+    if not db_path.exists():
+        raise BuildError(f"no manual index at {db_path}; build it with `fixloop index build PDF...`")
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        manuals = []
+        for row in conn.execute("SELECT * FROM manuals ORDER BY vendor, model, version, language, file"):
+            path = Path(row["path"])
+            if not path.exists():
+                on_disk = "missing"
+            else:
+                stat = path.stat()
+                on_disk = "unchanged" if (stat.st_size, stat.st_mtime) == (row["size"], row["mtime"]) else "changed"
+            manuals.append(IndexedManual(**{k: row[k] for k in ("file", "path", "title", "vendor", "model", "version",
+                                                               "language", "pages", "records")},
+                                         scanned_pages=json.loads(row["scanned_pages"]), on_disk=on_disk))
+    except sqlite3.DatabaseError as exc:
+        raise BuildError(f"{db_path} is not a manual index ({exc})") from None
+    finally:
+        conn.close()
+    return IndexStatus(index=str(db_path), built_at=meta.get("built_at", ""), model=meta.get("model", ""),
+                       size_bytes=db_path.stat().st_size, manuals=manuals)

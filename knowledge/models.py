@@ -1,0 +1,82 @@
+"""The records the knowledge package hands around: manuals, fault records, search hits."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Match = Literal["exact", "lexical", "semantic"]
+
+
+class ManualInfo(BaseModel):
+    file: str
+    sha256: str
+    title: str = ""
+    vendor: str = ""
+    model: str = ""
+    version: str = ""
+    language: str = "en"
+    valid_for: str = ""
+    pages: int = 0
+    scanned_pages: list[int] = Field(default_factory=list)
+
+
+class FaultRecord(BaseModel):
+    code: str
+    title: str = ""
+    symptom: str = ""
+    cause: str = ""
+    steps: list[str] = Field(default_factory=list)
+    page: int
+    pages: list[int]
+    source: Literal["table", "text"]
+
+    def merge(self, other: FaultRecord) -> FaultRecord:
+        """The same code twice in one manual (overview table and detail section): keep the richer parts."""
+        def longer(a: str, b: str) -> str:
+            return a if len(a) >= len(b) else b
+        return self.model_copy(update={
+            "title": longer(self.title, other.title),
+            "symptom": longer(self.symptom, other.symptom),
+            "cause": longer(self.cause, other.cause),
+            "steps": self.steps if len(self.steps) >= len(other.steps) else other.steps,
+            "pages": sorted(set(self.pages) | set(other.pages)),
+        })
+
+
+class Scope(BaseModel):
+    """Which machine a question is about; empty fields match everything."""
+
+    vendor: str = ""
+    model: str = ""
+    label: str = ""
+
+
+class Hit(BaseModel):
+    fault_code: str
+    canonical_id: str
+    title: str
+    symptom: str
+    cause: str
+    steps: list[str]
+    manual: str
+    manual_title: str
+    version: str
+    version_compatibility: str
+    language: str
+    page: int
+    pages: list[int]
+    vendor: str
+    model: str
+    scope: str
+    applies_to_device: bool | None
+    score: float
+    match: Match
+
+
+class SearchResult(BaseModel):
+    status: Literal["ok", "not_found"]
+    hits: list[Hit] = Field(default_factory=list)
+    message: str = ""
+    suggestion: str | None = None

@@ -1,0 +1,205 @@
+"""Assembling fault records from a manual's pages: running-text sections and code tables."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from knowledge.codes import code_key, parse_code_cell, parse_heading
+from knowledge.models import FaultRecord
+from knowledge.pdf import Page, Table
+from knowledge.text import join_lines
+
+_FIELD_WORDS = {
+    "symptom": ("symptom", "symptoms", "phenomenon", "现象", "故障现象", "症状"),
+    "cause": ("cause", "causes", "possible cause", "possible causes", "reason", "原因", "故障原因", "可能原因"),
+    "remedy": ("remedy", "remedies", "action", "actions", "solution", "corrective action", "countermeasure",
+               "troubleshooting", "recovery procedure", "处理方法", "处理", "排除方法", "解决方法", "措施", "对策"),
+}
+_LABEL = re.compile(
+    r"^\s*(?P<label>" + "|".join(sorted((re.escape(w) for ws in _FIELD_WORDS.values() for w in ws), key=len, reverse=True))
+    + r")\s*[:：]\s*(?P<rest>.*)$", re.I | re.S,
+)
+_STEP = re.compile(r"^\s*(?:step\s*|步骤\s*)?(?P<n>\d{1,2})\s*[.)．、]\s*(?=\S)(?P<rest>.*)$", re.I | re.S)
+_CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
+_COLUMN_WORDS = {
+    "code": ("fault code", "error code", "alarm code", "alarm no", "alarm", "code", "no.", "代码", "故障代码", "报警号", "错误代码", "编号"),
+    "title": ("name", "title", "description", "message", "meaning", "fault", "名称", "描述", "故障名称", "内容", "含义"),
+    "symptom": _FIELD_WORDS["symptom"],
+    "cause": _FIELD_WORDS["cause"],
+    "remedy": _FIELD_WORDS["remedy"],
+}
+_COLUMN_ORDER = ("remedy", "cause", "symptom", "code", "title")
+
+
+@dataclass
+class _Draft:
+    code: str
+    title: str
+    page: int
+    source: str
+    pages: set[int] = field(default_factory=set)
+    symptom: list[str] = field(default_factory=list)
+    cause: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    current: str = "cause"
+
+    def add(self, field_name: str, text: str) -> None:
+        self.current = "steps" if field_name == "remedy" else field_name
+        if text:
+            getattr(self, self.current).append(text)
+
+    def extend_current(self, text: str) -> None:
+        target = getattr(self, self.current)
+        if target and self.current == "steps":
+            target[-1] = join_lines(f"{target[-1]}\n{text}")
+        else:
+            target.append(text)
+
+    def record(self) -> FaultRecord:
+        return FaultRecord(
+            code=self.code, title=self.title, symptom=" ".join(self.symptom), cause=" ".join(self.cause),
+            steps=self.steps, page=self.page, pages=sorted(self.pages | {self.page}), source=self.source,
+        )
+
+
+@dataclass
+class Assembly:
+    records: list[FaultRecord]
+    duplicates: int
+
+
+def assemble(pages: list[Page], body_size: float, not_codes: frozenset[str] = frozenset()) -> Assembly:
+    """`not_codes`: keys that look like codes but name something else (the machine model `HP-200`)."""
+    drafts = _from_text(pages, body_size) + _from_tables(pages)
+    merged: dict[str, FaultRecord] = {}
+    duplicates = 0
+    for draft in drafts:
+        record = draft.record()
+        key = code_key(record.code)
+        if key in not_codes:
+            continue
+        if key in merged:
+            duplicates += 1
+            merged[key] = merged[key].merge(record)
+        else:
+            merged[key] = record
+    return Assembly(records=list(merged.values()), duplicates=duplicates)
+
+
+def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
+    drafts: list[_Draft] = []
+    current: _Draft | None = None
+    for page in pages:
+        for block in page.blocks:
+            emphasized = block.bold or block.size > body_size + 0.5
+            heading = parse_heading(join_lines(block.text), emphasized)
+            if heading:
+                current = _Draft(code=heading.code, title=heading.title, page=page.number, source="text")
+                drafts.append(current)
+                continue
+            if emphasized:  # a section heading without a code ends the record
+                current = None
+                continue
+            if current is None:
+                continue
+            current.pages.add(page.number)
+            for unit in _units(block.text):
+                _add_unit(current, unit)
+    return drafts
+
+
+def _units(text: str) -> list[str]:
+    """Lines regrouped into logical units: a label or a step number starts a new one."""
+    units: list[str] = []
+    for line in text.splitlines():
+        normal = unicodedata.normalize("NFKC", line)
+        if not units or _LABEL.match(normal) or _STEP.match(normal) or line.lstrip()[:1] in _CIRCLED:
+            units.append(line)
+        else:
+            units[-1] += "\n" + line
+    return [join_lines(unicodedata.normalize("NFKC", unit)) for unit in units if unit.strip()]
+
+
+def _add_unit(draft: _Draft, unit: str) -> None:
+    label = _LABEL.match(unit)
+    if label:
+        draft.add(_field_of(label.group("label")), label.group("rest").strip())
+        return
+    step = _STEP.match(unit)
+    if step or unit[:1] in _CIRCLED:
+        draft.add("remedy", (step.group("rest") if step else unit[1:]).strip())
+        return
+    draft.extend_current(unit)
+
+
+def _field_of(label: str) -> str:
+    label = label.lower()
+    return next(name for name, words in _FIELD_WORDS.items() if label in words)
+
+
+def _from_tables(pages: list[Page]) -> list[_Draft]:
+    drafts: list[_Draft] = []
+    roles: dict[int, str] | None = None
+    for page in pages:
+        for table in page.tables:
+            header_roles = _column_roles(table.rows[0])
+            if "code" in header_roles.values():
+                roles, rows = header_roles, table.rows[1:]
+            elif roles is not None and len(table.rows[0]) == len(roles):
+                rows = table.rows  # the table continues from the previous page without a repeated header
+            else:
+                roles = None
+                continue
+            for row in rows:
+                _add_row(drafts, roles, row, page.number)
+    return drafts
+
+
+def _column_roles(header: list[str]) -> dict[int, str]:
+    roles: dict[int, str] = {}
+    for index, cell in enumerate(header):
+        name = " ".join(unicodedata.normalize("NFKC", cell).lower().split())
+        for role in _COLUMN_ORDER:
+            if role not in roles.values() and any(name == w or name.startswith(w + " ") or w in name for w in _COLUMN_WORDS[role]):
+                roles[index] = role
+                break
+    return roles
+
+
+def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: int) -> None:
+    cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
+    code = parse_code_cell(join_lines(cells.get("code", "")))
+    if code is None:
+        if drafts and not join_lines(cells.get("code", "")) and drafts[-1].source == "table":
+            _continue_row(drafts[-1], cells, page)  # a row split over two lines or pages
+        return
+    draft = _Draft(code=code, title=join_lines(cells.get("title", "")), page=page, source="table")
+    draft.add("symptom", join_lines(cells.get("symptom", "")))
+    draft.add("cause", join_lines(cells.get("cause", "")))
+    draft.steps = _steps(cells.get("remedy", ""))
+    drafts.append(draft)
+
+
+def _continue_row(draft: _Draft, cells: dict[str, str], page: int) -> None:
+    draft.pages.add(page)
+    for role in ("title", "symptom", "cause"):
+        extra = join_lines(cells.get(role, ""))
+        if extra:
+            if role == "title":
+                draft.title = join_lines(f"{draft.title}\n{extra}")
+            else:
+                draft.add(role, extra)
+    more = _steps(cells.get("remedy", ""))
+    if more and draft.steps and not _STEP.match(unicodedata.normalize("NFKC", cells.get("remedy", ""))):
+        draft.steps[-1] = join_lines(f"{draft.steps[-1]}\n{more.pop(0)}")
+    draft.steps.extend(more)
+
+
+def _steps(cell: str) -> list[str]:
+    steps: list[str] = []
+    for unit in _units(cell):
+        step = _STEP.match(unit)
+        steps.append((step.group("rest") if step else unit).strip())
+    return [s for s in steps if s]

@@ -1,0 +1,339 @@
+"""Reading the manual index: exact code lookup first, then hybrid lexical + semantic search.
+
+Exact lookups never touch the embedding model. Results are collapsed to one
+hit per machine scope and code: the requested manual version (or the newest)
+in the asker's language, with a note on how the other versions differ.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from knowledge.codes import CodeLinker, code_key, lookup_keys
+from knowledge.embed import Embedder
+from knowledge.index import scope_key
+from knowledge.metadata import normalize_version, version_order
+from knowledge.models import Hit, Match, Scope, SearchResult
+from knowledge.text import language, terms
+
+RRF_K = 60
+CANDIDATES = 50
+# Below this cosine similarity, and with no shared words, a text match is noise.
+MIN_SIMILARITY = 0.30
+Mode = Literal["hybrid", "lexical", "semantic"]
+
+
+class IndexMissing(Exception):
+    """There is no usable index file yet."""
+
+
+@dataclass
+class _Snapshot:
+    signature: tuple
+    conn: sqlite3.Connection
+    rows: dict[int, dict]
+    model: str
+    ids: np.ndarray | None = None
+    vectors: np.ndarray | None = None
+    masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    linker: CodeLinker | None = None
+
+
+class ManualIndex:
+    """`semantic_languages`: the languages the embedding model understands. The bundled
+    all-MiniLM-L6-v2 is English-only: its vote on a Chinese query is noise that
+    outranks good keyword matches, so other languages are searched lexically."""
+
+    def __init__(self, path: Path, model_path: str | None = None, embedder: Embedder | None = None,
+                 semantic_languages: tuple[str, ...] = ("en",)):
+        self.path = Path(path)
+        self.embedder = embedder or Embedder(model_path)
+        self.semantic_languages = semantic_languages
+        self._lock = threading.RLock()
+        self._snapshot: _Snapshot | None = None
+
+    # -- public API -------------------------------------------------------
+
+    def warm(self) -> None:
+        """Load the model and the vectors now, so the first symptom query does not wait."""
+        self.embedder.load()
+        with self._lock:
+            self._vectors(self._current())
+
+    def query(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3) -> SearchResult:
+        """Free text as a technician types it: a code in it is looked up exactly, the rest searched."""
+        snap = self._current()
+        with self._lock:
+            if snap.linker is None:
+                snap.linker = CodeLinker({row["code"] for row in snap.rows.values()})
+            mentions = snap.linker.mentions(text, language(text))
+        code_results = [self.lookup(m.code, scope, version, language=language(text), k=k) for m in mentions]
+        for result in code_results:
+            if result.status == "ok":
+                return result
+        result = self.search(text, scope, version, k=k)
+        return code_results[0] if result.status == "not_found" and code_results else result
+
+    def lookup(self, code: str, scope: Scope | None = None, version: str | None = None,
+               language: str | None = None, k: int = 5) -> SearchResult:
+        snap = self._current()
+        scope = scope or Scope()
+        rows = []
+        with self._lock:
+            for key in lookup_keys(code):
+                rows = [snap.rows[i] for (i,) in snap.conn.execute(
+                    "SELECT id FROM records WHERE code_key = ? OR (code_pattern IS NOT NULL AND ? GLOB code_pattern)"
+                    " ORDER BY id", (key, key))]
+                if rows:
+                    break
+        if not rows:
+            return self._code_not_found(snap, code, scope)
+        in_scope = [row for row in rows if _in_scope(row, scope)]
+        chosen = in_scope or rows
+        hits = self._collapse(snap, [(row, 1.0, "exact") for row in chosen], scope, version, language or "en", k)
+        if not hits:
+            return self._version_not_found(snap, code, chosen, version)
+        result = SearchResult(status="ok", hits=hits)
+        if scope.label and not in_scope:
+            result.message = (f"Code {code} is not in the manuals for {scope.label} ({_scope_name(scope)}); "
+                              f"it is listed for other machines.")
+            result.suggestion = "These meanings belong to other machines; check the device and the code on the HMI."
+        elif len({(h.vendor, h.model) for h in hits}) > 1:
+            result.message = f"Code {code} means different things on different machines; each hit names its scope."
+            result.suggestion = "Give device_id to get the meaning for one machine."
+        return result
+
+    def search(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3,
+               mode: Mode = "hybrid") -> SearchResult:
+        snap = self._current()
+        scope = scope or Scope()
+        lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
+        semantic: list[tuple[int, float]] = []
+        if mode != "lexical" and language(text) in self.semantic_languages:
+            semantic = self._semantic(snap, text, scope)
+        best_similarity = semantic[0][1] if semantic else 0.0
+        if not lexical and best_similarity < MIN_SIMILARITY:
+            return SearchResult(
+                status="not_found",
+                message=f"No manual section matches {text!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
+                suggestion="Give the fault code shown on the HMI (e.g. E102), or describe the symptom differently "
+                           "(which part, what happens, since when).",
+            )
+        weights = (1.0 if lexical else 0.0, 1.0 if semantic else 0.0)
+        # Ranks are per machine and code, so the versions and language editions of one
+        # entry do not push other entries down the list.
+        fused: dict[tuple[str, str, str], list] = {}
+        for position, ids in enumerate((lexical, [record_id for record_id, _ in semantic])):
+            for rank, row in enumerate(_unique_groups(snap.rows[i] for i in ids)):
+                entry = fused.setdefault(_group(row), [row, float("inf"), float("inf")])
+                entry[1 + position] = rank
+        ranked = []
+        for row, lex_rank, sem_rank in fused.values():
+            score = sum(w / (RRF_K + 1 + r) for w, r in zip(weights, (lex_rank, sem_rank)) if r != float("inf"))
+            match: Match = "lexical" if lex_rank <= sem_rank else "semantic"
+            ranked.append((row, score / (sum(weights) / (RRF_K + 1)), match))
+        ranked.sort(key=lambda item: -item[1])
+        hits = self._collapse(snap, ranked, scope, version, language(text), k)
+        if not hits:
+            return self._version_not_found(snap, text, [row for row, _, _ in ranked], version)
+        return SearchResult(status="ok", hits=hits)
+
+    # -- retrieval stages -------------------------------------------------
+
+    def _lexical(self, snap: _Snapshot, text: str, scope: Scope) -> list[int]:
+        words = list(dict.fromkeys(terms(text)))
+        if not words:
+            return []
+        expression = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+        sql = ("SELECT r.id FROM records_fts JOIN records r ON r.id = records_fts.rowid WHERE records_fts MATCH ?"
+               " AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)" if scope.vendor or scope.model else
+               "SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND '' = ? AND '' = ?")
+        params = (expression, scope_key(scope.vendor), scope_key(scope.model)) if scope.vendor or scope.model \
+            else (expression, "", "")
+        with self._lock:
+            return [i for (i,) in snap.conn.execute(f"{sql} ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT {CANDIDATES}",
+                                                    params)]
+
+    def _semantic(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
+        query = self.embedder.encode([text])[0]
+        with self._lock:
+            ids, vectors = self._vectors(snap)
+            if len(ids) == 0:
+                return []
+            sims = vectors @ query
+            if scope.vendor or scope.model:
+                sims = np.where(self._mask(snap, scope), sims, -1.0)
+        top = np.argpartition(-sims, min(CANDIDATES, len(sims) - 1))[:CANDIDATES]
+        top = top[np.argsort(-sims[top])]
+        return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0]
+
+    def _collapse(self, snap: _Snapshot, ranked: list[tuple[dict, float, Match]], scope: Scope,
+                  version: str | None, lang: str, k: int) -> list[Hit]:
+        """One hit per machine and code: the asked-for (or newest) version, in the asker's language."""
+        wanted = normalize_version(version) if version else ""
+        groups: dict[tuple[str, str, str], list[tuple[dict, float, Match]]] = {}
+        for item in ranked:
+            groups.setdefault(_group(item[0]), []).append(item)
+        hits: list[Hit] = []
+        for (vendor_key, model_key, key), items in groups.items():
+            siblings = self._siblings(snap, vendor_key, model_key, key)
+            candidates = [r for r in siblings if r["version"] == wanted] if wanted else siblings
+            if not candidates:
+                continue
+            newest = max(version_order(r["version"]) for r in candidates)
+            candidates = [r for r in candidates if version_order(r["version"]) == newest]
+            row = next((r for r in candidates if r["language"] == lang), candidates[0])
+            score, match = items[0][1], items[0][2]
+            hits.append(self._hit(snap, row, siblings, scope, score, match))
+            if len(hits) == k:
+                break
+        return hits
+
+    def _siblings(self, snap: _Snapshot, vendor_key: str, model_key: str, key: str) -> list[dict]:
+        with self._lock:
+            return [snap.rows[i] for (i,) in snap.conn.execute(
+                "SELECT id FROM records WHERE vendor_key = ? AND model_key = ? AND code_key = ? ORDER BY id",
+                (vendor_key, model_key, key))]
+
+    def _hit(self, snap: _Snapshot, row: dict, siblings: list[dict], scope: Scope, score: float, match: Match) -> Hit:
+        applies = None
+        if scope.vendor or scope.model:
+            applies = bool(row["vendor_key"] or row["model_key"]) and _in_scope(row, scope)
+        return Hit(
+            fault_code=row["code"], canonical_id=row["canonical_id"], title=row["title"], symptom=row["symptom"],
+            cause=row["cause"], steps=json.loads(row["steps"]), manual=row["file"], manual_title=row["manual_title"],
+            version=row["version"], version_compatibility=self._compatibility(snap, row, siblings),
+            language=row["language"], page=row["page"], pages=json.loads(row["pages"]), vendor=row["vendor"],
+            model=row["model"], scope=_scope_name(Scope(vendor=row["vendor"], model=row["model"])) or "all machines",
+            applies_to_device=applies, score=round(min(score, 1.0), 4), match=match,
+        )
+
+    def _compatibility(self, snap: _Snapshot, row: dict, siblings: list[dict]) -> str:
+        versions = sorted({r["version"] for r in siblings if r["version"]}, key=version_order)
+        with self._lock:
+            manual_versions = sorted({v for (v,) in snap.conn.execute(
+                "SELECT DISTINCT version FROM manuals WHERE vendor = ? AND model = ? AND version != ''",
+                (row["vendor"], row["model"]))}, key=version_order)
+        parts = [f"{row['version'] or 'unversioned'} manual" + (f" (valid for {row['valid_for']})" if row["valid_for"] else "")]
+        missing = [v for v in manual_versions if v not in versions]
+        if missing:
+            parts.append(f"code not in the {', '.join(missing)} manual{'s' if len(missing) > 1 else ''}")
+        same_lang = {r["version"]: r for r in siblings if r["language"] == row["language"]}
+        differ = [v for v, r in same_lang.items() if v != row["version"] and r["steps"] != row["steps"]]
+        same = [v for v, r in same_lang.items() if v != row["version"] and r["steps"] == row["steps"]]
+        if differ:
+            parts.append(f"steps differ in {', '.join(sorted(differ, key=version_order))}: follow the manual matching the machine's software")
+        if same:
+            parts.append(f"same steps in {', '.join(sorted(same, key=version_order))}")
+        return "; ".join(parts)
+
+    # -- not found --------------------------------------------------------
+
+    def _code_not_found(self, snap: _Snapshot, code: str, scope: Scope) -> SearchResult:
+        codes = {row["code_key"]: row["code"] for row in snap.rows.values() if _in_scope(row, scope)}
+        key = code_key(code)
+        prefix = re.match(r"[A-Z]*", key).group(0)
+        near = sorted((k for k in codes if prefix and k.startswith(prefix) and len(k) == len(key)),
+                      key=lambda k: _distance(k, key))[:5]
+        near += [k for k in difflib.get_close_matches(key, list(codes), n=5, cutoff=0.6) if k not in near][: 5 - len(near)]
+        where = f"the {_scope_name(scope)} manuals" if scope.vendor or scope.model else "the indexed manuals"
+        hint = f" Near codes: {', '.join(codes[k] for k in near)}." if near else ""
+        return SearchResult(
+            status="not_found",
+            message=f"No entry for code {code!r} in {where}.{hint}",
+            suggestion=(f"Check the code on the HMI{' (did you mean ' + codes[near[0]] + '?)' if near else ''}, "
+                        "or describe the symptom in `query` instead."),
+        )
+
+    def _version_not_found(self, snap: _Snapshot, asked: str, rows: list[dict], version: str | None) -> SearchResult:
+        available = sorted({r["version"] for r in rows if r["version"]}, key=version_order)
+        return SearchResult(
+            status="not_found",
+            message=f"{asked!r} is not documented in manual version {version}.",
+            suggestion=f"Available versions: {', '.join(available) or 'none'}; ask again without manual_version or with one of these.",
+        )
+
+    # -- snapshot of the index file ----------------------------------------
+
+    def _current(self) -> _Snapshot:
+        """The open index, reopened when a rebuild has swapped a new file in."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            raise IndexMissing(f"no manual index at {self.path}; build it with `fixloop index build PDF...`") from None
+        signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            if self._snapshot is None or self._snapshot.signature != signature:
+                if self._snapshot is not None:
+                    self._snapshot.conn.close()
+                self._snapshot = self._open(signature)
+            return self._snapshot
+
+    def _open(self, signature: tuple) -> _Snapshot:
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            rows = {row["id"]: dict(row) for row in conn.execute(
+                "SELECT r.id, r.code, r.code_key, r.canonical_id, r.title, r.symptom, r.cause, r.steps, r.page,"
+                " r.pages, r.vendor, r.model, r.vendor_key, r.model_key, r.version, r.language,"
+                " m.file, m.title AS manual_title, m.valid_for FROM records r JOIN manuals m ON m.sha256 = r.manual_sha256")}
+        except sqlite3.DatabaseError as exc:
+            raise IndexMissing(f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`") from None
+        conn.row_factory = None
+        return _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""))
+
+    def _vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        if snap.vectors is None:
+            if snap.model != self.embedder.identity:
+                raise IndexMissing(f"{self.path} was embedded with {snap.model!r}, not {self.embedder.identity!r}; "
+                                   "rebuild it with `fixloop index build`")
+            pairs = snap.conn.execute("SELECT id, vector FROM records ORDER BY id").fetchall()
+            snap.ids = np.array([i for i, _ in pairs], dtype=np.int64)
+            snap.vectors = (np.vstack([np.frombuffer(v, dtype=np.float32) for _, v in pairs]) if pairs
+                            else np.zeros((0, 1), dtype=np.float32))
+        return snap.ids, snap.vectors
+
+    def _mask(self, snap: _Snapshot, scope: Scope) -> np.ndarray:
+        key = (scope_key(scope.vendor), scope_key(scope.model))
+        if key not in snap.masks:
+            snap.masks[key] = np.array([_in_scope(snap.rows[int(i)], scope) for i in snap.ids], dtype=bool)
+        return snap.masks[key]
+
+
+def _group(row: dict) -> tuple[str, str, str]:
+    return row["vendor_key"], row["model_key"], row["code_key"]
+
+
+def _unique_groups(rows) -> list[dict]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for row in rows:
+        if _group(row) not in seen:
+            seen.add(_group(row))
+            out.append(row)
+    return out
+
+
+def _in_scope(row: dict, scope: Scope) -> bool:
+    return (not scope.vendor or row["vendor_key"] in ("", scope_key(scope.vendor))) and (
+        not scope.model or row["model_key"] in ("", scope_key(scope.model)))
+
+
+def _scope_name(scope: Scope) -> str:
+    return " ".join(part for part in (scope.vendor, scope.model) if part)
+
+
+def _distance(a: str, b: str) -> int:
+    digits_a, digits_b = re.sub(r"\D", "", a), re.sub(r"\D", "", b)
+    return abs(int(digits_a) - int(digits_b)) if digits_a and digits_b else 10**6

@@ -1,0 +1,145 @@
+"""`search_maintenance_manual_by_fault_code`: what a code means on this machine and what to do.
+
+Exact code lookups answer from SQLite alone. Symptom queries need the SBERT
+model; until it has loaded (`warm()`), they are answered by keyword search
+and marked `degraded`, so a cold start never makes the loop wait.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from knowledge.models import Hit, Scope, SearchResult
+from knowledge.search import IndexMissing, ManualIndex
+from tools.contract import Item, Tool, ToolContext, ToolOutput
+from tools.plant import DeviceConfig
+
+SYMPTOM_HITS = 3
+CODE_HITS = 3
+
+
+class ManualSearchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fault_code: str | None = Field(
+        default=None, max_length=40, examples=["E102"],
+        description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1, Err-07, XX204, DRV_FAULT",
+    )
+    query: str | None = Field(
+        default=None, max_length=300, examples=["the motor is hot"],
+        description="symptom in the technician's words when no code is shown, e.g. 'the motor is hot', '电机过热'",
+    )
+    device_id: str | None = Field(
+        default=None, max_length=64, description="device id from the plant list, e.g. press-3, cnc-7; "
+                                                 "gives the meaning of the code on that machine",
+    )
+    manual_version: str | None = Field(
+        default=None, max_length=16, description="manual version, e.g. V1.2 or V2.1; leave out for the newest",
+    )
+
+    @field_validator("fault_code", "query", "device_id", "manual_version")
+    @classmethod
+    def _blank_is_missing(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ManualSearchInput:
+        if (self.fault_code is None) == (self.query is None):
+            raise ValueError("give exactly one of fault_code (the code on the HMI) or query (the symptom)")
+        return self
+
+
+class ManualSearchTool(Tool):
+    name = "search_maintenance_manual_by_fault_code"
+    description = (
+        "Look up a fault code (or, without a code, a symptom) in the plant's maintenance manuals. "
+        "Returns the code's meaning for the device, its cause and the numbered remedy steps, "
+        "with manual file, page and version to cite."
+    )
+    input_model = ManualSearchInput
+    output_fields = frozenset({
+        "fault_code", "title", "manual", "manual_title", "version", "version_compatibility", "page", "score",
+        "match", "vendor", "model", "scope", "applies_to_device", "cause", "symptom", "n", "language",
+    })
+    timeout_s = 2.0
+
+    def __init__(self, index_path: Path, devices: dict[str, DeviceConfig], model_path: str | None,
+                 semantic_languages: tuple[str, ...] = ("en",)):
+        self._index = ManualIndex(Path(index_path), model_path=model_path, semantic_languages=tuple(semantic_languages))
+        self._devices = devices
+        self._warming: threading.Thread | None = None
+        self._warm_lock = threading.Lock()
+
+    def warm(self) -> None:
+        """Load the SBERT model and the vectors (blocking); the service calls this in the background."""
+        self._index.warm()
+
+    def run(self, args: ManualSearchInput, ctx: ToolContext) -> ToolOutput:
+        scope = Scope()
+        if args.device_id is not None:
+            device = self._devices.get(args.device_id)
+            if device is None:
+                known = ", ".join(sorted(self._devices)) or "none configured"
+                return ToolOutput.error("unknown_device", f"Unknown device {args.device_id!r}. Known devices: {known}.",
+                                        f"Use one of: {known}; or leave device_id out.", source=self.name)
+            scope = Scope(vendor=device.vendor, model=device.model, label=args.device_id)
+        degraded = False
+        try:
+            if args.fault_code is not None:
+                result = self._index.lookup(args.fault_code, scope, args.manual_version, k=CODE_HITS)
+            elif self._index.embedder.loaded:
+                result = self._index.query(args.query, scope, args.manual_version, k=SYMPTOM_HITS)
+            else:
+                self._warm_in_background()
+                degraded = True
+                result = self._index.search(args.query, scope, args.manual_version, k=SYMPTOM_HITS, mode="lexical")
+        except IndexMissing as exc:
+            return ToolOutput.error("index_missing", str(exc),
+                                    "Answer without the manuals and say so; an operator must build the manual index.",
+                                    source=self.name)
+        return _output(result, degraded)
+
+    def _warm_in_background(self) -> None:
+        with self._warm_lock:
+            if self._warming is None or not self._warming.is_alive():
+                self._warming = threading.Thread(target=self.warm, name="manual-search-warm", daemon=True)
+                self._warming.start()
+
+
+def _output(result: SearchResult, degraded: bool) -> ToolOutput:
+    if result.status == "not_found":
+        return ToolOutput(status="not_found", items=[Item(kind="text", text=result.message)],
+                          suggestion=result.suggestion, confidence=0.0, source="manuals")
+    items: list[Item] = []
+    if result.message:
+        items.append(Item(kind="text", text=result.message))
+    for rank, hit in enumerate(result.hits):
+        items.append(_ref(hit))
+        if hit.match == "exact" or rank == 0:  # steps of the best symptom match only: the rest are candidates
+            items.extend(Item(kind="step", text=step, fields={"n": n, "page": hit.page, "manual": hit.manual,
+                                                               "version": hit.version})
+                         for n, step in enumerate(hit.steps, 1))
+    top = result.hits[0]
+    confidence = top.score if top.applies_to_device is not False else min(top.score, 0.5)
+    suggestion = result.suggestion
+    if degraded:
+        suggestion = "Semantic search is still loading: these are keyword matches only; confirm with the fault code."
+    return ToolOutput(status="degraded" if degraded else "ok", items=items, confidence=confidence,
+                      suggestion=suggestion, source=f"{top.manual} p.{top.page}")
+
+
+def _ref(hit: Hit) -> Item:
+    return Item(
+        kind="ref",
+        text=f"{hit.fault_code} — {hit.title} ({hit.scope}; {hit.manual}, p. {hit.page}, {hit.version})",
+        fields={
+            "fault_code": hit.fault_code, "title": hit.title, "manual": hit.manual, "manual_title": hit.manual_title,
+            "version": hit.version, "version_compatibility": hit.version_compatibility, "page": hit.page,
+            "score": hit.score, "match": hit.match, "vendor": hit.vendor, "model": hit.model, "scope": hit.scope,
+            "applies_to_device": hit.applies_to_device, "cause": hit.cause, "symptom": hit.symptom,
+            "language": hit.language,
+        },
+    )
