@@ -1,0 +1,149 @@
+"""`fixloop runs list | show | codes`: the stored run records, queried from the shell.
+
+    fixloop runs list --reason max_steps          # runs that hit the step budget
+    fixloop runs list --device press-3 --since 2h
+    fixloop runs show run-3f2a9c0d1e2b
+    fixloop runs codes                            # fault codes that cost the most steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from datetime import datetime
+from typing import get_args
+
+from rich.console import Console
+from rich.table import Table
+
+from edge.config import Config
+from edge.run_record import TerminationReason
+from edge.run_store import RunFilter, RunStore
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    runs = subparsers.add_parser("runs", help="query stored run records (traces, termination reasons, steps)")
+    commands = runs.add_subparsers(dest="runs_command", metavar="SUBCOMMAND", required=True)
+
+    listing = commands.add_parser("list", help="recent runs, newest first, with filters")
+    listing.add_argument("--reason", choices=get_args(TerminationReason), help="termination reason, e.g. max_steps")
+    listing.add_argument("--device", help="device id, e.g. press-3")
+    listing.add_argument("--session", help="session id")
+    listing.add_argument("--actor", choices=["technician", "mes", "operator", "agent"])
+    listing.add_argument("--code", help="fault code the run dealt with, e.g. E102")
+    listing.add_argument("--min-steps", type=int, help="at least this many steps (e.g. 6: past the warning line)")
+    listing.add_argument("--degraded", action=argparse.BooleanOptionalAction, default=None,
+                         help="only runs answered (--degraded) or not answered (--no-degraded) by the rules planner")
+    listing.add_argument("--since", type=duration, help="only runs started this long ago or later, e.g. 30m, 2h, 7d")
+    listing.add_argument("--limit", type=int, default=30)
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.set_defaults(func=run_list)
+
+    show = commands.add_parser("show", help="one run's whole trace")
+    show.add_argument("run_id")
+    show.add_argument("--json", action="store_true", help="the whole run record as JSON")
+    show.set_defaults(func=run_show)
+
+    codes = commands.add_parser("codes", help="fault codes ranked by the steps their runs took")
+    codes.add_argument("--since", type=duration, help="only runs started this long ago or later, e.g. 7d")
+    codes.add_argument("--limit", type=int, default=20)
+    codes.add_argument("--json", action="store_true")
+    codes.set_defaults(func=run_codes)
+
+
+def duration(text: str) -> float:
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 30m, 2h or 7d")
+    return float(match.group(1)) * _SECONDS[match.group(2)]
+
+
+def _store(config: Config) -> RunStore:
+    return RunStore(config.state_path(config.service.run_store_file))
+
+
+def _since_ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int((time.time() - seconds) * 1000)
+
+
+def run_list(args: argparse.Namespace, config: Config) -> int:
+    try:
+        where = RunFilter(reason=args.reason, device_id=args.device, session_id=args.session, actor=args.actor,
+                          fault_code=args.code, min_steps=args.min_steps, degraded=args.degraded,
+                          since_ms=_since_ms(args.since), limit=args.limit)
+    except ValueError as exc:
+        Console(stderr=True).print(f"[red]fixloop runs list:[/] {exc}")
+        return 2
+    rows = _store(config).list(where)
+    if args.json:
+        for row in rows:
+            print(row.model_dump_json())
+        return 0
+    table = Table(title=f"{len(rows)} run(s)", show_lines=False)
+    for column in ("started", "run", "device", "actor", "steps", "stop", "ms", "codes", "work order", "question"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        stop_style = "green" if row.reason == "final_answer" else "red"
+        table.add_row(
+            _when(row.started_ms), row.run_id, row.device_id or "-", row.actor,
+            f"[bold red]{row.steps}[/]" if row.steps > 5 else str(row.steps),
+            f"[{stop_style}]{row.reason}[/]" + (" [yellow](degraded)[/]" if row.degraded else ""),
+            f"{row.elapsed_ms:.0f}", ",".join(row.fault_codes) or "-",
+            f"{row.work_order_id or '-'} {row.work_order_status or ''}".strip(), row.question,
+        )
+    Console().print(table)
+    return 0
+
+
+def run_show(args: argparse.Namespace, config: Config) -> int:
+    from edge.cli.agent import print_trace
+
+    store = _store(config)
+    record = store.get(args.run_id)
+    if record is None:
+        Console(stderr=True).print(f"[red]fixloop runs show:[/] no run {args.run_id!r} in {store.path}")
+        return 1
+    confirmations = store.confirmations(args.run_id)
+    if args.json:
+        print(json.dumps({"record": record.model_dump(mode="json"),
+                          "confirmations": [c.model_dump() for c in confirmations]}, indent=2, ensure_ascii=False))
+        return 0
+    console = Console()
+    console.print(f"[bold]{record.question}[/]  [dim]{_when(record.started_ms)} · {record.actor} · "
+                  f"device {record.device_id or '-'} · session {record.session_id or '-'} · "
+                  f"tokens {record.prompt_tokens}+{record.completion_tokens}[/]")
+    print_trace(record, console)
+    for step in record.steps:
+        console.print(f"[dim]step {step.n}: planner {step.planner_ms:.0f} ms, tool {step.tool_ms:.0f} ms, "
+                      f"total {step.step_ms:.0f} ms[/]")
+    if record.termination and record.termination.pending_action:
+        console.print(f"[yellow]pending action at takeover:[/] {json.dumps(record.termination.pending_action, ensure_ascii=False)}")
+    for confirmation in confirmations:
+        console.print(f"[green]confirmed[/] {confirmation.work_order_id} ({confirmation.work_order_status}, "
+                      f"{'created' if confirmation.created else 'already open'}) at {_when(confirmation.confirmed_ms)}")
+    return 0
+
+
+def run_codes(args: argparse.Namespace, config: Config) -> int:
+    rows = _store(config).codes_by_steps(limit=args.limit, since_ms=_since_ms(args.since))
+    if args.json:
+        for row in rows:
+            print(row.model_dump_json())
+        return 0
+    table = Table(title="fault codes by steps per run (over 5 steps: the prompt or a tool needs work)")
+    for column in ("code", "runs", "mean steps", "max steps", "runs > 5 steps", "not answered"):
+        table.add_column(column, justify="left" if column == "code" else "right")
+    for row in rows:
+        table.add_row(row.fault_code, str(row.runs), f"{row.mean_steps:.1f}", str(row.max_steps),
+                      f"[red]{row.over_five}[/]" if row.over_five else "0", str(row.not_answered))
+    Console().print(table)
+    return 0
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,134 @@
+"""`fixloop serve` (the API and the tablet app) and `fixloop demo` (simulator + service + a first answer)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from edge.config import Config
+
+DEMO_QUESTION = "Press-3 shows E102, what should I do?"
+DEMO_DEVICE = "press-3"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser("serve", help="run the API and the tablet app")
+    serve.add_argument("--host", help="listen address (default: [service] host)")
+    serve.add_argument("--port", type=int, help="listen port (default: [service] port)")
+    serve.add_argument("--poller", action="store_true",
+                       help="poll the PLCs into the cache in this process (production runs `fixloop poller` as its own unit)")
+    serve.set_defaults(func=run_serve)
+
+    demo = subparsers.add_parser("demo", help="PLC simulator + service + tablet app on the demo plant; prints the URL")
+    demo.add_argument("--host", help="listen address (default: [service] host)")
+    demo.add_argument("--port", type=int, help="listen port (default: [service] port)")
+    demo.add_argument("--plc-port", type=int, help="serve the simulated PLCs on this port instead of the configured one")
+    demo.add_argument("--once", action="store_true", help="exit after the first answer (for checks and CI)")
+    demo.set_defaults(func=run_demo)
+
+
+def listening_on(config: Config, host: str | None, port: int | None) -> Config:
+    service = config.service.model_copy(update={k: v for k, v in (("host", host), ("port", port)) if v is not None})
+    return config.model_copy(update={"service": service})
+
+
+def run_serve(args: argparse.Namespace, config: Config) -> int:
+    import uvicorn
+
+    from edge.service.app import Service, create_app
+
+    config = listening_on(config, args.host, args.port)
+    console = Console(stderr=True)
+    if not config.service.technician_tokens:
+        console.print("[yellow]warning:[/] [service] technician_tokens is empty: no tablet can use the API")
+    service = Service(config).start(poller=args.poller)
+    console.print(f"fixloop serving on http://{config.service.host}:{config.service.port}/app/ "
+                  f"(planner: {'rules, degraded mode' if service.agent.degraded else config.llm.url})")
+    uvicorn.run(create_app(service), host=config.service.host, port=config.service.port, log_level="info",
+                timeout_graceful_shutdown=10)
+    return 0
+
+
+def run_demo(args: argparse.Namespace, config: Config) -> int:
+    from edge.service.app import Service, create_app
+    from edge.service.server import ServerThread
+    from knowledge.demo import build_demo_index
+    from tools.plc.simulator import start_simulator
+
+    console = Console()
+    config = listening_on(config, args.host, args.port)
+    if args.plc_port:
+        config = config.model_copy(update={"devices": {
+            device_id: device.model_copy(update={"plc": device.plc.model_copy(update={"port": args.plc_port})}, deep=True)
+            for device_id, device in config.devices.items()}})
+    with console.status("Building the demo manual index (only what changed)…"):
+        build_demo_index(Path(config.state_dir), config.knowledge.model_path,
+                         config.state_path(config.knowledge.index_file))
+
+    endpoints: dict[tuple[str, int], dict] = {}
+    for device_id, device in config.devices.items():
+        endpoints.setdefault((device.plc.host, device.plc.port), {})[device_id] = device
+    simulators = []
+    server = None
+    try:
+        for (host, port), devices in endpoints.items():
+            simulators.append(start_simulator(devices, host, port))
+            console.print(f"PLC simulator: modbus://{host}:{port} ({', '.join(devices)})")
+        service = Service(config).start(poller=True)
+        server = ServerThread(create_app(service), config.service.host, config.service.port).start()
+        token = config.service.technician_tokens[0] if config.service.technician_tokens else None
+        console.print(f"[bold green]fixloop is running:[/] {server.url}/app/" + (f"#token={token}" if token else ""))
+        if token:
+            console.print(f"technician token (demo only): [bold]{token}[/]   metrics: {server.url}/metrics "
+                          f"(admin token)   API: {server.url}/docs")
+            ask_first_question(server.url, token, console)
+        if args.once:
+            return 0
+        console.print("[dim]Ctrl-C stops the demo.[/]")
+        while server.thread.is_alive():
+            server.thread.join(0.5)
+    except KeyboardInterrupt:
+        console.print("stopping…")
+    finally:
+        if server is not None:
+            server.stop()
+        for simulator in simulators:
+            simulator.stop()
+    return 0
+
+
+def ask_first_question(url: str, token: str, console: Console) -> None:
+    """One question through the real API, so a terminal user sees the whole path work."""
+    import httpx
+
+    from edge.cli.agent import print_trace
+    from edge.run_record import RunRecord
+
+    console.rule(f"asking: {DEMO_QUESTION}")
+    headers = {"Authorization": f"Bearer {token}"}
+    started = time.perf_counter()
+    first_ms = None
+    events = 0
+    run_id = None
+    with httpx.stream("POST", f"{url}/v1/runs", headers=headers, timeout=60,
+                      json={"question": DEMO_QUESTION, "device_id": DEMO_DEVICE}) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            event = json.loads(line[5:])
+            events += 1
+            first_ms = first_ms if first_ms is not None else (time.perf_counter() - started) * 1000
+            if event["type"] == "stored":
+                run_id = event["run_id"]
+            elif event["type"] == "error":
+                console.print(f"[red]run failed:[/] {event['error']}")
+    console.print(f"[dim]{events} events streamed, the first after {first_ms or 0:.0f} ms[/]")
+    if run_id is None:
+        return
+    view = httpx.get(f"{url}/v1/runs/{run_id}", headers=headers, timeout=10).json()
+    print_trace(RunRecord.model_validate(view["record"]), console)

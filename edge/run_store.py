@@ -1,0 +1,285 @@
+"""Run records in SQLite: every run's whole trace, plus columns to query it by.
+
+The full `RunRecord` is kept as JSON (steps, timings, tokens, observations);
+the columns beside it are what operators filter on: termination reason,
+steps, device, session, the fault codes the run dealt with. A fault code
+gets its own row in `run_codes` so "which codes cost the most steps" is one
+GROUP BY. Confirmations of parked work orders are appended, never rewritten
+into the record: the record says what the run did, the confirmation what a
+person did afterwards.
+
+One file shared by the service's worker threads and the CLI: WAL, a busy
+timeout and a connection per operation, as in the work-order store.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from edge.run_record import RunRecord, Step, TerminationReason
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    request_id TEXT NOT NULL,
+    session_id TEXT,
+    device_id TEXT,
+    actor TEXT NOT NULL,
+    question TEXT NOT NULL,
+    planner TEXT NOT NULL,
+    degraded INTEGER NOT NULL,
+    started_ms INTEGER NOT NULL,
+    elapsed_ms REAL NOT NULL,
+    steps INTEGER NOT NULL,
+    reason TEXT,
+    confidence REAL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    format_errors INTEGER NOT NULL,
+    work_order_id TEXT,
+    work_order_status TEXT,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_time ON runs (started_ms);
+CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, started_ms);
+CREATE INDEX IF NOT EXISTS runs_by_device ON runs (device_id, started_ms);
+CREATE INDEX IF NOT EXISTS runs_by_reason ON runs (reason);
+CREATE TABLE IF NOT EXISTS run_codes (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    fault_code TEXT NOT NULL,
+    PRIMARY KEY (run_id, fault_code)
+);
+CREATE TABLE IF NOT EXISTS confirmations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    work_order_id TEXT NOT NULL,
+    work_order_status TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    confirmed_ms INTEGER NOT NULL
+);
+"""
+
+WORK_ORDER_TOOL = "generate_work_order"
+
+
+class RunSummary(BaseModel):
+    """One row of `runs list` / `GET /v1/runs`: enough to pick a run, not its trace."""
+
+    run_id: str
+    session_id: str | None
+    device_id: str | None
+    actor: str
+    question: str
+    planner: str
+    degraded: bool
+    started_ms: int
+    elapsed_ms: float
+    steps: int
+    reason: str | None
+    confidence: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    format_errors: int
+    fault_codes: list[str]
+    work_order_id: str | None
+    work_order_status: str | None
+
+
+class RunFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: TerminationReason | None = None
+    device_id: str | None = None
+    session_id: str | None = None
+    actor: str | None = None
+    fault_code: str | None = None
+    degraded: bool | None = None
+    min_steps: int | None = Field(default=None, ge=0)
+    since_ms: int | None = None
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class CodeSteps(BaseModel):
+    fault_code: str
+    runs: int
+    mean_steps: float
+    max_steps: int
+    # Runs past the field report's warning line (> 5 steps: the prompt or a tool needs work).
+    over_five: int
+    not_answered: int
+
+
+class Confirmation(BaseModel):
+    run_id: str
+    work_order_id: str
+    work_order_status: str
+    created: bool
+    confirmed_ms: int
+
+
+class RunStore:
+    def __init__(self, path: Path, busy_timeout_ms: int = 5000):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._timeout_s = busy_timeout_ms / 1000
+        with self._connect() as con:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(_SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        con = sqlite3.connect(self.path, timeout=self._timeout_s, isolation_level=None)
+        con.row_factory = sqlite3.Row
+        con.execute("PRAGMA foreign_keys=ON")
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def save(self, record: RunRecord) -> None:
+        """Insert or replace one record and its code rows in a single transaction."""
+        ref = work_order_ref(record)
+        order = ref[1] if ref else {}
+        row = {
+            "run_id": record.run_id, "request_id": record.request_id, "session_id": record.session_id,
+            "device_id": record.device_id, "actor": record.actor, "question": record.question,
+            "planner": record.planner, "degraded": int(record.degraded), "started_ms": record.started_ms,
+            "elapsed_ms": record.elapsed_ms, "steps": len(record.steps),
+            "reason": record.termination.reason if record.termination else None,
+            "confidence": record.termination.confidence if record.termination else None,
+            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
+            "format_errors": sum(1 for step in record.steps if step.format_error),
+            "work_order_id": order.get("work_order_id"), "work_order_status": order.get("work_order_status"),
+            "record": record.model_dump_json(),
+        }
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        with self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.execute("DELETE FROM run_codes WHERE run_id = ?", (record.run_id,))
+                con.execute(f"INSERT OR REPLACE INTO runs ({columns}) VALUES ({marks})", row)
+                con.executemany("INSERT INTO run_codes (run_id, fault_code) VALUES (?, ?)",
+                                [(record.run_id, code) for code in fault_codes_of(record)])
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def get(self, run_id: str) -> RunRecord | None:
+        with self._connect() as con:
+            row = con.execute("SELECT record FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return RunRecord.model_validate_json(row["record"]) if row else None
+
+    def list(self, where: RunFilter | None = None) -> list[RunSummary]:
+        where = where or RunFilter()
+        clauses, params = _clauses(where)
+        sql = (f"SELECT runs.*, (SELECT group_concat(fault_code, ',') FROM run_codes c WHERE c.run_id = runs.run_id)"
+               f" AS codes FROM runs {'WHERE ' + ' AND '.join(clauses) if clauses else ''}"
+               f" ORDER BY started_ms DESC LIMIT ?")
+        with self._connect() as con:
+            rows = con.execute(sql, [*params, where.limit]).fetchall()
+        return [_summary(row) for row in rows]
+
+    def session_records(self, session_id: str, limit: int = 5) -> list[RunRecord]:
+        """The session's latest runs, oldest first: the order a summary is read in."""
+        with self._connect() as con:
+            rows = con.execute("SELECT record FROM runs WHERE session_id = ? ORDER BY started_ms DESC LIMIT ?",
+                               (session_id, limit)).fetchall()
+        return [RunRecord.model_validate_json(row["record"]) for row in reversed(rows)]
+
+    def codes_by_steps(self, limit: int = 20, since_ms: int | None = None) -> list[CodeSteps]:
+        sql = """
+            SELECT c.fault_code, COUNT(*) AS runs, AVG(r.steps) AS mean_steps, MAX(r.steps) AS max_steps,
+                   SUM(r.steps > 5) AS over_five, SUM(COALESCE(r.reason, '') != 'final_answer') AS not_answered
+            FROM run_codes c JOIN runs r ON r.run_id = c.run_id
+            WHERE r.started_ms >= ?
+            GROUP BY c.fault_code ORDER BY mean_steps DESC, runs DESC LIMIT ?"""
+        with self._connect() as con:
+            rows = con.execute(sql, (since_ms or 0, limit)).fetchall()
+        return [CodeSteps(**dict(row)) for row in rows]
+
+    def add_confirmation(self, run_id: str, work_order: dict[str, Any]) -> Confirmation:
+        confirmation = Confirmation(run_id=run_id, work_order_id=str(work_order["work_order_id"]),
+                                    work_order_status=str(work_order["work_order_status"]),
+                                    created=bool(work_order.get("created")), confirmed_ms=int(time.time() * 1000))
+        with self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.execute(
+                    "INSERT INTO confirmations (run_id, work_order_id, work_order_status, created, confirmed_ms)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (run_id, confirmation.work_order_id, confirmation.work_order_status, int(confirmation.created),
+                     confirmation.confirmed_ms))
+                con.execute("UPDATE runs SET work_order_id = ?, work_order_status = ? WHERE run_id = ?",
+                            (confirmation.work_order_id, confirmation.work_order_status, run_id))
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        return confirmation
+
+    def confirmations(self, run_id: str) -> list[Confirmation]:
+        with self._connect() as con:
+            rows = con.execute("SELECT run_id, work_order_id, work_order_status, created, confirmed_ms"
+                               " FROM confirmations WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+        return [Confirmation(**{**dict(row), "created": bool(row["created"])}) for row in rows]
+
+
+def fault_codes_of(record: RunRecord) -> list[str]:
+    """Codes the run was about: asked of a tool, or found by the manual search."""
+    codes: list[str] = []
+    for step in record.steps:
+        if isinstance(step.args, dict) and isinstance(step.args.get("fault_code"), str):
+            codes.append(step.args["fault_code"].strip().upper())
+        if step.observation is not None and step.observation.status == "ok":
+            codes.extend(str(item.fields["fault_code"]).upper() for item in step.observation.content
+                         if item.kind == "ref" and item.fields.get("fault_code") and "manual" in item.fields)
+    return list(dict.fromkeys(code for code in codes if code))
+
+
+def work_order_ref(record: RunRecord) -> tuple[Step, dict[str, Any]] | None:
+    """The last work order the run touched (created, returned or parked for confirmation) and its step."""
+    for step in reversed(record.steps):
+        if step.action == WORK_ORDER_TOOL and step.observation is not None:
+            for item in step.observation.content:
+                if item.kind == "ref" and "work_order_status" in item.fields:
+                    return step, item.fields
+    return None
+
+
+def _clauses(where: RunFilter) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column in ("reason", "device_id", "session_id", "actor"):
+        value = getattr(where, column)
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if where.degraded is not None:
+        clauses.append("degraded = ?")
+        params.append(int(where.degraded))
+    if where.min_steps is not None:
+        clauses.append("steps >= ?")
+        params.append(where.min_steps)
+    if where.since_ms is not None:
+        clauses.append("started_ms >= ?")
+        params.append(where.since_ms)
+    if where.fault_code is not None:
+        clauses.append("run_id IN (SELECT run_id FROM run_codes WHERE fault_code = ?)")
+        params.append(where.fault_code.strip().upper())
+    return clauses, params
+
+
+def _summary(row: sqlite3.Row) -> RunSummary:
+    data = {key: row[key] for key in row.keys() if key not in ("record", "request_id", "codes")}
+    data["degraded"] = bool(data["degraded"])
+    data["fault_codes"] = row["codes"].split(",") if row["codes"] else []
+    return RunSummary(**data)

@@ -1,0 +1,38 @@
+"""Bearer tokens: technicians' tokens for the app's API, the admin token for operations.
+
+Every configured token is compared, each with `hmac.compare_digest`, so the
+time taken does not depend on how much of a guess was right nor on which
+token matched. Tokens are never logged or echoed; a refusal names what is
+missing, not what was sent.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Sequence
+
+from fastapi import Depends, HTTPException
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+Role = str  # "technician" or "admin"
+
+_bearer = HTTPBearer(auto_error=False, description="A technician token (tablet) or the admin token (operations).")
+
+
+def token_matches(candidate: str, tokens: Sequence[str]) -> bool:
+    given = candidate.encode()
+    results = [hmac.compare_digest(given, token.encode()) for token in tokens if token]
+    return any(results)
+
+
+def require(role: Role, tokens: Sequence[str]) -> Callable[..., None]:
+    """A FastAPI dependency that lets a request through only with one of `tokens`."""
+
+    def check(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
+        if credentials is None:
+            raise HTTPException(401, f"missing token: send 'Authorization: Bearer <{role} token>'",
+                                headers={"WWW-Authenticate": "Bearer"})
+        if not token_matches(credentials.credentials, tokens):
+            raise HTTPException(401, f"invalid {role} token", headers={"WWW-Authenticate": "Bearer"})
+
+    return check

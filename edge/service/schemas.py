@@ -1,0 +1,70 @@
+"""Request and response bodies of the HTTP API (they make up /openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from edge.run_record import RunRecord
+from edge.run_store import Confirmation
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+
+
+class AskBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=2000, description="what the technician asks, in English or Chinese",
+                          examples=["Press-3 shows E102, what should I do?"])
+    device_id: str | None = Field(default=None, description="device id as configured, e.g. press-3; optional",
+                                  examples=["press-3"])
+    session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN,
+                                   description="earlier runs of this session are summarised for follow-ups; "
+                                               "omit to start a new session (its id comes back in X-Session-ID)")
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("question is blank")
+        return value
+
+
+class SensorView(BaseModel):
+    id: str
+    label: str
+    label_zh: str
+    unit: str
+
+
+class DeviceView(BaseModel):
+    id: str
+    name: str
+    name_zh: str
+    vendor: str
+    model: str
+    sensors: list[SensorView]
+
+
+class RunView(BaseModel):
+    run_id: str
+    running: bool
+    record: RunRecord | None = None
+    confirmations: list[Confirmation] = Field(default_factory=list)
+
+
+class TakeoverResult(BaseModel):
+    run_id: str
+    # False when the run reached its own end before the takeover was seen.
+    taken_over: bool
+    stopped: bool
+    pending_action: dict[str, Any] | None = None
+    record: RunRecord | None = None
+
+
+class ConfirmResult(BaseModel):
+    run_id: str
+    work_order: dict[str, Any]
+    confirmation: Confirmation
