@@ -57,6 +57,9 @@ class ServiceConfig(Strict):
     port: int = 8080
     technician_tokens: list[str] = Field(default_factory=list)
     admin_token: str | None = None
+    run_store_file: str = "runs.sqlite"
+    # Runs executing at once (each holds a worker thread); more wait for a free worker.
+    max_concurrent_runs: int = Field(default=32, ge=1)
 
 
 class Config(Strict):
