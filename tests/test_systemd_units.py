@@ -129,7 +129,8 @@ def test_vllm_serves_with_prefix_caching_structured_outputs_and_the_pinned_model
     assert argv[:2] == [VLLM_BIN, "serve"]
     assert "--enable-prefix-caching" in argv
     assert argv[argv.index("--structured-outputs-config.backend") + 1] == "xgrammar"
-    assert argv[argv.index("--revision") + 1] == "${FIXLOOP__LLM__REVISION}"
+    # The pinned snapshot itself, so /v1/models reports the revision `fixloop doctor` checks.
+    assert argv[2] == "${FIXLOOP_VLLM_MODEL_DIR}/snapshots/${FIXLOOP__LLM__REVISION}"
     # Served under the very name fixloop asks for, from the same env file.
     assert argv[argv.index("--served-model-name") + 1] == "${FIXLOOP_LLM_MODEL}"
     for flag in ("--quantization", "--max-model-len", "--max-num-seqs", "--gpu-memory-utilization", "--host", "--port"):
