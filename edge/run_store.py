@@ -149,7 +149,7 @@ class RunStore:
         order = ref[1] if ref else {}
         row = {
             "run_id": record.run_id, "request_id": record.request_id, "session_id": record.session_id,
-            "device_id": record.device_id, "actor": record.actor, "question": record.question,
+            "device_id": device_of(record), "actor": record.actor, "question": record.question,
             "planner": record.planner, "degraded": int(record.degraded), "started_ms": record.started_ms,
             "elapsed_ms": record.elapsed_ms, "steps": len(record.steps),
             "reason": record.termination.reason if record.termination else None,
@@ -243,6 +243,16 @@ def fault_codes_of(record: RunRecord) -> list[str]:
             codes.extend(str(item.fields["fault_code"]).upper() for item in step.observation.content
                          if item.kind == "ref" and item.fields.get("fault_code") and "manual" in item.fields)
     return list(dict.fromkeys(code for code in codes if code))
+
+
+def device_of(record: RunRecord) -> str | None:
+    """The machine the run was about: as asked, else the first one a tool was called for."""
+    if record.device_id:
+        return record.device_id
+    for step in record.steps:
+        if isinstance(step.args, dict) and isinstance(step.args.get("device_id"), str):
+            return step.args["device_id"]
+    return None
 
 
 def work_order_ref(record: RunRecord) -> tuple[Step, dict[str, Any]] | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from edge.planner import SessionContext
 from edge.run_record import RunRecord, Step
-from edge.run_store import fault_codes_of
+from edge.run_store import device_of, fault_codes_of
 
 MAX_LINES = 8
 MAX_QUESTION_CHARS = 120
@@ -24,7 +24,7 @@ def session_context(records: list[RunRecord]) -> SessionContext:
     codes: list[str] = []
     device_id: str | None = None
     for record in records:
-        device_id = record.device_id or _device_of(record) or device_id
+        device_id = device_of(record) or device_id
         codes.extend(fault_codes_of(record))
         lines.extend(summarize_run(record))
     # The latest lines matter most to a follow-up; older ones fall off first.
@@ -63,11 +63,4 @@ def _key_result(f: dict[str, Any]) -> str | None:
     if f.get("fault_code") and f.get("title"):
         page = f", p. {f['page']}" if f.get("page") is not None else ""
         return f"{f['fault_code']} {f['title']}{page}"
-    return None
-
-
-def _device_of(record: RunRecord) -> str | None:
-    for step in record.steps:
-        if isinstance(step.args, dict) and isinstance(step.args.get("device_id"), str):
-            return step.args["device_id"]
     return None

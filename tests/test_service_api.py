@@ -7,34 +7,11 @@ import re
 
 import pytest
 
-from tests.fixtures.service import ADMIN_TOKEN, E102, TECHNICIAN_TOKEN
+from tests.fixtures.service import ADMIN_TOKEN, E102, TECHNICIAN_TOKEN, metric, scrape
 
 MANUAL = "search_maintenance_manual_by_fault_code"
 PLC = "read_plc_sensor_value"
 ORDER = "generate_work_order"
-
-
-def metric(text: str, name: str, **labels: str) -> float:
-    """One sample's value from the Prometheus text format (0 when the series does not exist yet)."""
-    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        series, _, value = line.rpartition(" ")
-        sample, _, label_text = series.partition("{")
-        if sample != name:
-            continue
-        found = ",".join(sorted(label_text.rstrip("}").split(","))) if label_text else ""
-        if found == wanted:
-            return float(value)
-    return 0.0
-
-
-def scrape(service) -> str:
-    with service.client(ADMIN_TOKEN) as client:
-        response = client.get("/metrics")
-    assert response.status_code == 200
-    return response.text
 
 
 def test_a_question_streams_its_steps_in_order_and_the_record_is_stored(service):

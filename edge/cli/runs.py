@@ -86,7 +86,8 @@ def run_list(args: argparse.Namespace, config: Config) -> int:
         return 0
     table = Table(title=f"{len(rows)} run(s)", show_lines=False)
     for column in ("started", "run", "device", "actor", "steps", "stop", "ms", "codes", "work order", "question"):
-        table.add_column(column, overflow="fold")
+        # Ids must stay copyable; the question may wrap.
+        table.add_column(column, no_wrap=column != "question", overflow="fold")
     for row in rows:
         stop_style = "green" if row.reason == "final_answer" else "red"
         table.add_row(
