@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test chromium
+.PHONY: demo test system-packages
 
 $(STAMP): pyproject.toml
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -15,14 +15,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
-# Browser tests drive Debian's Chromium; they fail, never skip, when it is missing.
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
+# Browser tests drive Debian's Chromium, unit tests run systemd-analyze: they fail, never skip, when missing.
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	if [ -n "$$missing" ]; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
+	fi
 
 demo: $(STAMP)
 	$(VENV)/bin/fixloop demo
 
-test: $(STAMP) chromium
+test: $(STAMP) system-packages
 	$(PY) -m pytest -q
