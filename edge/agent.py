@@ -26,7 +26,8 @@ def build_registry(config: Config) -> ToolRegistry:
     return ToolRegistry([
         ManualSearchTool(config.state_path(config.knowledge.index_file), config.devices, config.knowledge.model_path),
         PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file)),
-        WorkOrderTool(WorkOrderStore(config.state_path(config.work_orders.store_file)), config.devices, config.work_orders),
+        WorkOrderTool(WorkOrderStore(config.state_path(config.work_orders.store_file), config.work_orders.busy_timeout_ms),
+                      config.devices, config.work_orders),
     ])
 
 
@@ -46,6 +47,13 @@ class Agent:
     @property
     def degraded(self) -> bool:
         return self.client is None
+
+    def warm(self) -> None:
+        """Load what tools load lazily (the SBERT model), blocking; the service does this in the background."""
+        for tool in self.registry:
+            warm = getattr(tool, "warm", None)
+            if warm is not None:
+                warm()
 
     def check_device(self, device_id: str | None) -> None:
         if device_id is not None and device_id not in self.config.devices:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import spacy
 from spacy.tokens import Doc
 
-from knowledge.codes import CodeLinker
+from knowledge.codes import CodeLinker, code_key
 from edge.answer import language_of
 from tools.plant import DeviceConfig
 
@@ -63,7 +63,7 @@ class Lexicon:
         doc = self._nlp(text)
         terms = _without_overlaps(self._term_mentions(text))
         # A device id such as "Press-3" also has the shape of a code; the plant's own words win.
-        codes = [Mention("FAULT_CODE", code.canonical_id, code.code, code.start, code.end)
+        codes = [Mention("FAULT_CODE", code.canonical_id, _as_printed(code.code, code.canonical_id), code.start, code.end)
                  for code in self._codes.mentions(text, language_of(text))
                  if all(code.end <= t.start or code.start >= t.end for t in terms)]
         mentions = sorted(terms + codes, key=lambda m: m.start)
@@ -83,6 +83,18 @@ class Lexicon:
             for label, canonical, device_id in self._terms[match.group(0)]:
                 found.append(Mention(label, canonical, text[match.start():match.end()], match.start(), match.end(), device_id))
         return found
+
+
+def _as_printed(mention: str, canonical_id: str) -> str:
+    """The code as the HMI prints it: "fault E102" -> "E102", "DRV_FAULT" stays. A bare number keeps
+    its cue word ("ALARM 1", "报警号 6065"): the manual tool tries it with and without."""
+    key = canonical_id.removeprefix("fault:")
+    if key.isdigit():
+        return mention
+    for start in range(len(mention)):
+        if code_key(mention[start:]) == key:
+            return mention[start:].strip()
+    return mention
 
 
 def _term_regex(term: str) -> str:

@@ -21,6 +21,8 @@ MANUAL = "search_maintenance_manual_by_fault_code"
 PLC = "read_plc_sensor_value"
 WORK_ORDER = "generate_work_order"
 
+# "degraded" manual results come from keyword search while the SBERT model warms: still answers.
+ANSWERED = ("ok", "degraded")
 MAX_CODES = 2
 MAX_FOLLOW_UP_READINGS = 2
 
@@ -87,7 +89,8 @@ class RulesPlanner:
         if intent.device_id:
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
                 yield ToolCall(f"Read {sensor} on {intent.device_id} live.", PLC, {"device_id": intent.device_id, "sensor": sensor})
-        code = next(iter(intent.codes), None) or _top_manual_code(state.observations)
+        # The manual's own spelling of the code, once it has answered: "报警号 6065" becomes "6065".
+        code = _top_manual_code(state.observations) or next(iter(intent.codes), None)
         wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes))
         if wants_order and intent.device_id and code:
             yield ToolCall("A work order is asked for and the fault is known.", WORK_ORDER,
@@ -95,7 +98,7 @@ class RulesPlanner:
 
     def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:
         """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them."""
-        text = " ".join(item.text for obs in observations if obs.tool == MANUAL and obs.status == "ok"
+        text = " ".join(item.text for obs in observations if obs.tool == MANUAL and obs.status in ANSWERED
                         for item in obs.content if item.kind == "step")
         found = [sensor for owner, sensor in self._lexicon.find(text).sensors if owner == device_id]
         return list(dict.fromkeys(found))[:MAX_FOLLOW_UP_READINGS]
@@ -111,7 +114,7 @@ class RulesPlanner:
 
 def _top_manual_code(observations: list[Observation]) -> str | None:
     for obs in observations:
-        if obs.tool == MANUAL and obs.status == "ok":
+        if obs.tool == MANUAL and obs.status in ANSWERED:
             for item in obs.content:
                 if item.kind == "ref" and item.fields.get("fault_code"):
                     return str(item.fields["fault_code"])

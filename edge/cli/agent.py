@@ -30,6 +30,8 @@ def run_ask(args: argparse.Namespace, config: Config) -> int:
 
     agent = Agent(config)
     try:
+        # A one-shot command has no background to warm in: symptom questions deserve semantic search.
+        agent.warm()
         record = agent.ask(args.question, device_id=args.device, actor="operator")
     except UnknownDevice as exc:
         Console(stderr=True).print(f"[red]fixloop ask:[/] {exc}")
