@@ -28,10 +28,10 @@ SCRIPTS = {
              call(PLC, device_id="press-3", sensor="coolant_level"),
              final("E102: stop the press and check the coolant (obs-1, obs-2).")],
     # Slow steps leave time to take over while the model is thinking.
-    "E103": [call(MANUAL, SLOW_S, fault_code="E103", device_id="press-3"),
+    "E101": [call(MANUAL, SLOW_S, fault_code="E101", device_id="press-3"),
              call(PLC, SLOW_S, device_id="press-3", sensor="hydraulic_pressure"),
              call(PLC, SLOW_S, device_id="press-3", sensor="oil_temp"),
-             final("E103 handled.", SLOW_S)],
+             final("E101 handled.", SLOW_S)],
     "E105": [{"status": 500, "content": "model crashed"}],
     "coolant": [call(PLC, device_id="press-3", sensor="coolant_level"), final("Coolant level read.")],
 }
@@ -56,7 +56,7 @@ def llm_service(tmp_path_factory, service_demo_index):
 def test_takeover_stops_at_the_next_step_boundary_and_hands_over_the_context(llm_service):
     events = []
     with llm_service.client() as client, \
-            client.stream("POST", "/v1/runs", json={"question": "Press-3 shows E103", "device_id": "press-3"}) as stream:
+            client.stream("POST", "/v1/runs", json={"question": "Press-3 shows E101", "device_id": "press-3"}) as stream:
         run_id = stream.headers["x-run-id"]
         lines = stream.iter_lines()
         for line in lines:
