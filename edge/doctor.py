@@ -1,0 +1,286 @@
+"""`fixloop doctor`: is this box ready? Each check says what is wrong and how to fix it.
+
+Checks, in order: the config; the manual index (present, its version and
+record count); each device's PLC (every sensor read once, straight over
+Modbus, so the check never trips a breaker) and the breakers the PLC cache
+holds; the LLM endpoint (reachable, the served model is the pinned one, and
+the server really constrains its output to a JSON Schema). No LLM configured
+is a notice, not a failure: the rules planner answers in degraded mode.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from edge.config import Config
+from edge.llm_client import ChatClient, LlmUnavailable
+from knowledge.embed import Embedder
+from knowledge.index import SCHEMA_VERSION
+from tools.plant import DeviceConfig
+from tools.plc.codec import decode
+from tools.plc.errors import NoCommunication, PlcRejected
+from tools.plc.modbus import ModbusReader
+from tools.plc.reading import is_outlier
+from tools.plc.store import PlcStore
+
+Status = Literal["ok", "notice", "warning", "failure"]
+
+DEMO_TOKENS = {"demo-technician-token", "demo-admin-token"}
+# The server must answer {"status": "ok"}; the prompt asks for something else, so only a
+# server that enforces the schema produces the valid reply.
+PROBE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"status": {"type": "string", "enum": ["ok"]}},
+    "required": ["status"],
+    "additionalProperties": False,
+}
+PROBE_MESSAGES = [
+    {"role": "system", "content": "You are a connectivity probe."},
+    {"role": "user", "content": 'Reply with exactly this JSON object and nothing else: {"status": "unconstrained"}'},
+]
+PROBE_MAX_TOKENS = 16
+LLM_FIX = ("check the server: `systemctl status fixloop-vllm`, `journalctl -u fixloop-vllm -n 50`; "
+           "llm.url / FIXLOOP_LLM_URL must be its OpenAI base URL, e.g. http://127.0.0.1:8000/v1")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def run_checks(config: Config, config_source: str = "embedded demo config") -> list[Check]:
+    return [
+        check_config(config, config_source),
+        check_index(config),
+        *check_plc(config),
+        *check_breakers(config),
+        *check_llm(config),
+    ]
+
+
+def failed(checks: list[Check]) -> bool:
+    return any(check.status == "failure" for check in checks)
+
+
+def as_json(checks: list[Check]) -> str:
+    return json.dumps([asdict(check) for check in checks], ensure_ascii=False, indent=2)
+
+
+# -- config ----------------------------------------------------------------
+
+
+def check_config(config: Config, source: str) -> Check:
+    state = Path(config.state_dir)
+    detail = f"{source}: {len(config.devices)} device(s) ({', '.join(config.devices) or 'none'}), state dir {state}"
+    if not config.devices:
+        return Check("config", "failure", detail, "add the plant's machines under [devices.<id>] with their PLC and sensors")
+    writable_parent = next((p for p in [state, *state.absolute().parents] if p.exists()), None)
+    if writable_parent is None or not writable_parent.is_dir() or not _writable(writable_parent):
+        return Check("config", "failure", f"{detail}; not writable",
+                     "point state_dir / FIXLOOP_STATE_DIR at a directory the fixloop user owns (systemd: StateDirectory)")
+    demo = DEMO_TOKENS & {*config.service.technician_tokens, config.service.admin_token or ""}
+    if demo:
+        status: Status = "notice" if source == "embedded demo config" else "warning"
+        return Check("config", status, f"{detail}; demo tokens in use ({', '.join(sorted(demo))})",
+                     "set your own service.technician_tokens and service.admin_token before the box goes on the line")
+    return Check("config", "ok", detail)
+
+
+def _writable(path: Path) -> bool:
+    import os
+
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+# -- manual index ------------------------------------------------------------
+
+
+def check_index(config: Config) -> Check:
+    path = Path(config.knowledge.index_file)
+    if not path.is_absolute():
+        path = Path(config.state_dir) / path
+    fix = ("build it: `fixloop index build <manual PDFs or folders>` (`fixloop demo` builds the demo plant's), "
+           "or install the line's index release at this path")
+    if not path.exists():
+        return Check("index", "failure", f"no manual index at {path}", fix)
+    try:
+        info = index_info(path)
+    except sqlite3.DatabaseError as exc:
+        return Check("index", "failure", f"{path} is not a readable index: {exc}", fix)
+    if not info["records"]:
+        return Check("index", "failure", f"{path} holds no fault-code records", fix)
+    if info["schema"] != SCHEMA_VERSION:
+        return Check("index", "failure", f"{path}: index schema {info['schema']}, this fixloop reads {SCHEMA_VERSION}",
+                     "rebuild the index with this version: `fixloop index build <manual PDFs or folders>`")
+    expected_model = Embedder(config.knowledge.model_path).identity
+    if info["model"] != expected_model:
+        return Check("index", "failure", f"{path}: embedded with {info['model']}, but knowledge.model_path says "
+                     f"{expected_model}: queries and records would not be comparable",
+                     "rebuild the index with the configured model, or set knowledge.model_path to the index's model")
+    return Check("index", "ok", f"{path}: {info['records']} records from {info['manuals']} manual(s); {info['version']}")
+
+
+def index_info(path: Path) -> dict[str, Any]:
+    """What `fixloop index build` recorded in the file: schema, embedding model, build time, manuals, records."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        manuals = conn.execute("SELECT version, language FROM manuals").fetchall()
+        records = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+    finally:
+        conn.close()
+    versions = ", ".join(sorted({version for version, _ in manuals})) or "-"
+    languages = ", ".join(sorted({language for _, language in manuals})) or "-"
+    version = (f"index schema {meta.get('schema', '?')}, built {meta.get('built_at', '?')}, "
+               f"manual versions {versions} ({languages}), embeddings {meta.get('model', '?')}")
+    return {"records": records, "manuals": len(manuals), "version": version, "schema": meta.get("schema"),
+            "model": meta.get("model")}
+
+
+# -- PLC ---------------------------------------------------------------------
+
+
+def check_plc(config: Config) -> list[Check]:
+    reader = ModbusReader()
+    try:
+        return [_check_device(reader, device, config.plc.read_budget_ms / 1000) for device in config.devices.values()]
+    finally:
+        reader.close()
+
+
+def _check_device(reader: ModbusReader, device: DeviceConfig, budget_s: float) -> Check:
+    plc = device.plc
+    where = f"unit {plc.unit_id} at {plc.host}:{plc.port}"
+    name = f"plc {device.id}"
+    values, problems = [], []
+    for sensor in device.sensors.values():
+        try:
+            value = decode(sensor, reader.read_registers(plc, sensor, budget_s))
+        except NoCommunication as exc:
+            return Check(name, "failure", f"{where}: no answer ({exc.reason}: {exc})",
+                         f"check that the PLC is powered and on the network, and [devices.{device.id}.plc] host/port/"
+                         "unit_id; the agent answers from the PLC cache meanwhile (demo: `fixloop plc-sim`)")
+        except PlcRejected as exc:
+            problems.append(f"{sensor.id}: {exc}")
+            continue
+        values.append(f"{sensor.id} {value:.4g}{' ' + sensor.unit if sensor.unit else ''}")
+        if is_outlier(sensor, value):
+            problems.append(f"{sensor.id} reads {value:.4g} {sensor.unit}, outside {sensor.plausible_min:g}..{sensor.plausible_max:g}")
+    detail = f"{where}: {len(values)}/{len(device.sensors)} sensors read ({', '.join(values)})"
+    if problems:
+        return Check(name, "warning", f"{detail}; " + "; ".join(problems),
+                     "a value outside its plausible range is usually a broken sensor or wiring; a Modbus exception or "
+                     f"malformed reply means the register map in [devices.{device.id}.sensors] does not fit the PLC")
+    return Check(name, "ok", detail)
+
+
+def check_breakers(config: Config) -> list[Check]:
+    path = Path(config.plc.cache_file)
+    if not path.is_absolute():
+        path = Path(config.state_dir) / path
+    if not path.exists():
+        return [Check("plc breakers", "notice", f"no PLC cache at {path} yet",
+                      "start the poller (`systemctl start fixloop-poller`, or `fixloop poller`) so reads can fall back to the cache")]
+    store = PlcStore(path)
+    try:
+        rows = store.all_breakers()
+    finally:
+        store.close()
+    opened = [row for row in rows if row.state != "closed"]
+    counting = [row for row in rows if row.state == "closed"]
+    if opened:
+        open_ms = int(config.plc.breaker_open_s * 1000)
+        described = [
+            f"{row.device_id}/{'whole unit' if row.sensor == '*' else row.sensor} {row.state} after {row.failures} failures"
+            + (f", probes again at {_clock(row.opened_at_ms + open_ms)}" if row.opened_at_ms is not None else "")
+            for row in opened
+        ]
+        return [Check("plc breakers", "warning", "; ".join(described),
+                      "reads of these answer from the cache until the PLC responds again; fix the PLC link, the breaker "
+                      "closes on the next successful probe")]
+    detail = "all closed" + (f"; {len(counting)} counting recent timeouts" if counting else "")
+    return [Check("plc breakers", "ok", f"{path}: {detail}")]
+
+
+def _clock(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).astimezone().isoformat(timespec="seconds")
+
+
+# -- LLM ---------------------------------------------------------------------
+
+
+def check_llm(config: Config) -> list[Check]:
+    llm = config.llm
+    if not llm.url:
+        return [Check("llm", "notice", "no LLM configured: degraded rules mode (the rules planner answers)",
+                      "to use the model set llm.url or FIXLOOP_LLM_URL, e.g. http://127.0.0.1:8000/v1")]
+    client = ChatClient(llm.url, llm.model, llm.timeout_s, PROBE_MAX_TOKENS, llm.structured_outputs, llm.api_key)
+    try:
+        try:
+            models = client.models()
+        except LlmUnavailable as exc:
+            return [Check("llm", "failure", str(exc), LLM_FIX)]
+        checks = [Check("llm", "ok", f"{llm.url} answers; serves {', '.join(str(m.get('id')) for m in models) or 'no models'}"),
+                  check_model(config, models)]
+        checks.append(check_structured_outputs(config, client))
+        return checks
+    finally:
+        client.close()
+
+
+def check_model(config: Config, models: list[dict[str, Any]]) -> Check:
+    llm = config.llm
+    served = {str(m.get("id")): m for m in models}
+    entry = served.get(llm.model)
+    if entry is None:
+        return Check("llm model", "failure", f"pinned {llm.model!r}, but the server serves {', '.join(served) or 'nothing'}",
+                     "serve the pinned model (`vllm serve ... --served-model-name` from the systemd environment file) "
+                     "or pin what is served in llm.model / FIXLOOP_LLM_MODEL, after running `fixloop eval` against it")
+    notes = []
+    limit = entry.get("max_model_len")
+    if isinstance(limit, int) and limit < config.loop.max_tokens:
+        return Check("llm model", "failure", f"{llm.model}: max_model_len {limit} is below the loop's token budget "
+                     f"{config.loop.max_tokens}", "start vLLM with --max-model-len at least loop.max_tokens")
+    if llm.revision:
+        reported = " ".join(str(entry.get(key) or "") for key in ("revision", "root", "parent"))
+        if llm.revision not in reported:
+            where = f"the server reports {reported.strip()!r}" if reported.strip() else "the server does not report a revision"
+            return Check("llm model", "warning", f"{llm.model}: pinned revision {llm.revision} not confirmed; {where}",
+                         "serve the model from the pinned snapshot (`vllm serve <path>/snapshots/<revision>` or "
+                         "`--revision`), so /v1/models names it")
+        notes.append(f"revision {llm.revision}")
+    if isinstance(limit, int):
+        notes.append(f"max_model_len {limit}")
+    return Check("llm model", "ok", f"{llm.model} is served" + (f" ({', '.join(notes)})" if notes else ""))
+
+
+def check_structured_outputs(config: Config, client: ChatClient) -> Check:
+    mode = config.llm.structured_outputs
+    if mode == "none":
+        return Check("llm structured outputs", "warning", "disabled (llm.structured_outputs = none): replies are not "
+                     "constrained to the action schema", "set llm.structured_outputs to the form the server supports")
+    started = time.perf_counter()
+    try:
+        completion = client.chat(PROBE_MESSAGES, PROBE_SCHEMA)
+    except LlmUnavailable as exc:
+        return Check("llm structured outputs", "failure", f"the probe request failed: {exc}", LLM_FIX)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    try:
+        reply = json.loads(completion.text)
+    except json.JSONDecodeError:
+        reply = None
+    if reply == {"status": "ok"}:
+        return Check("llm structured outputs", "ok", f"honoured ({mode}); probe answered in {elapsed_ms:.0f} ms")
+    return Check("llm structured outputs", "failure",
+                 f"the server ignored the JSON Schema sent as {mode!r}: it replied {completion.text[:80]!r}",
+                 "vLLM >= 0.12: structured_outputs (backend xgrammar or guidance); vLLM < 0.12: guided_json; "
+                 "llama.cpp and other OpenAI-compatible servers: response_format. Set llm.structured_outputs to match")
