@@ -11,6 +11,7 @@ is a notice, not a failure: the rules planner answers in degraded mode.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from dataclasses import asdict, dataclass
@@ -96,8 +97,6 @@ def check_config(config: Config, source: str) -> Check:
 
 
 def _writable(path: Path) -> bool:
-    import os
-
     return os.access(path, os.W_OK | os.X_OK)
 
 
