@@ -18,7 +18,6 @@ and sensor names like "press-3" or "3号液压机"). The check:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
