@@ -25,16 +25,17 @@ from spacy.util import filter_spans
 _STRONG = (
     r"[A-Za-z]{1,6}[-:]\d{1,5}"  # Err-07, ALARM:1, error:22, E-102
     r"|[A-Z]{1,4}\d{2,5}(?![.,]?\d)"  # E102, F03, XX204 (not V1.2 style numbers)
-    r"|[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+"  # DRV_FAULT, DOOR_OPEN
+    r"|(?:[A-Z][A-Za-z]*\.)*[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+"  # DRV_FAULT, DOOR_OPEN, ODrive.Error.DC_BUS_UNDER_VOLTAGE
 )
 _NUMERIC = r"\d{1,5}"  # 6065, 04101, 1: only after a cue word, in a heading or in a code column
+_SHORT = r"[A-Za-z]{1,4}\d{1,5}"  # E7, A1: too ambiguous alone, a code after a cue word or in a code column
 CUE_EN = r"(?:fault|error|alarm|alm|err)(?:\s*(?:code|no\.?|number|#))?"
 CUE_ZH = r"(?:故障代码|故障码|故障号|报警号|报警代码|报警码|错误代码|错误码|报警|代码)"
 _CUE = rf"(?:{CUE_EN}|{CUE_ZH})"
 _SEP = r"\s*[:：#]?\s*"
 
 _HEADING_CUED = re.compile(
-    rf"^\s*(?:(?P<self>{_CUE}[-:]\d{{1,5}})|{_CUE}{_SEP}(?P<code>{_STRONG}|{_NUMERIC}))(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.I | re.S
+    rf"^\s*(?:(?P<self>{_CUE}[-:]\d{{1,5}})|{_CUE}{_SEP}(?P<code>{_STRONG}|{_SHORT}|{_NUMERIC}))(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.I | re.S
 )
 _HEADING_BARE = re.compile(
     rf"^\s*(?P<code>{_STRONG}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S
@@ -42,7 +43,7 @@ _HEADING_BARE = re.compile(
 _MENTION = re.compile(
     rf"(?<![\w-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![\w:])", re.I
 )
-_CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
+_CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
 _SEPARATORS = re.compile(r"[\s\-_:：#.]+")
 _LEADING_CUE = re.compile(rf"^\s*{_CUE}{_SEP}(?=\S)", re.I)
@@ -168,7 +169,8 @@ def _link_codes(doc: Doc) -> Doc:
     spans = []
     for match in _MENTION.finditer(doc.text):
         group = "bare" if match.group("bare") else "cued"
-        span = doc.char_span(match.start(group), match.end(group), label=LABEL,
+        # A cued span keeps its cue (`ALARM 1`): the cue may be part of the code; lookup_keys tries both.
+        span = doc.char_span(match.start(), match.end(), label=LABEL,
                              kb_id=canonical_id(match.group(group)), alignment_mode="expand")
         if span is not None:
             spans.append(span)

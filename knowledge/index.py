@@ -29,7 +29,7 @@ from knowledge.extract import Extraction, ManualError, extract_manual, file_sha2
 from knowledge.models import FaultRecord, ManualInfo
 from knowledge.text import terms
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
@@ -190,6 +190,8 @@ def _create_schema(db: sqlite_utils.Database) -> None:
         "lex_head": str, "lex_body": str, "vector": bytes,
     }, pk="id", foreign_keys=[("manual_sha256", "manuals", "sha256")])
     db["records"].create_index(["code_key"])
+    db["records"].create_index(["code_pattern"])
+    db["records"].create_index(["vendor_key", "model_key", "code_key"])
     db["records"].create_index(["manual_sha256"])
 
 
@@ -224,16 +226,20 @@ def _insert_fresh(db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]
             "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         })
         rows.extend(_record_row(record, info) for record in extraction.records)
-    total = len(rows)
-    emit(BuildEvent("embeddings", 0, total))
-    for start in range(0, total, EMBED_BATCH):
-        batch = rows[start:start + EMBED_BATCH]
-        vectors = embedder.encode([row.pop("embed_text") for row in batch])
-        for row, vector in zip(batch, vectors):
-            row["vector"] = vector.astype(np.float32).tobytes()
-        db["records"].insert_all(batch)
-        emit(BuildEvent("embeddings", len(batch), total))
-    return total
+    row_texts = [row["embed_text"] for row in rows]
+    # Language editions differ, but versions of one manual repeat most records word for word.
+    texts = list(dict.fromkeys(row.pop("embed_text") for row in rows))
+    emit(BuildEvent("embeddings", 0, len(texts)))
+    vectors: dict[str, bytes] = {}
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = texts[start:start + EMBED_BATCH]
+        for text, vector in zip(batch, embedder.encode(batch)):
+            vectors[text] = vector.astype(np.float32).tobytes()
+        emit(BuildEvent("embeddings", len(batch), len(texts)))
+    for row, text in zip(rows, row_texts):
+        row["vector"] = vectors[text]
+    db["records"].insert_all(rows)
+    return len(texts)
 
 
 def embed_text(record: FaultRecord) -> str:

@@ -123,11 +123,13 @@ def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
             kept.append(("\n".join(text for text, _ in lines), box, block.size, block.bold))
     tables: list[Table] = []
     table_boxes: list[pymupdf.Rect] = []
+    textpage = None
     if len(page.get_cdrawings()) >= MIN_TABLE_DRAWINGS:
         clip = pymupdf.Rect(0, bands.top * height, page.rect.width, bands.bottom * height)
         # The layout model is for unruled tables and costs ~0.2 s a page; manuals' code tables are ruled.
         for found in page.find_tables(clip=clip, use_layout=False).tables:
-            rows = [[_cell_text(page, cell) for cell in row.cells] for row in found.rows]
+            textpage = textpage or page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
+            rows = [[_cell_text(page, textpage, cell) for cell in row.cells] for row in found.rows]
             if rows and len(rows[0]) >= 2:
                 tables.append(Table(rows=rows))
                 table_boxes.append(pymupdf.Rect(found.bbox))
@@ -140,9 +142,11 @@ def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
     return Page(number=page.number + 1, blocks=content, tables=tables, scanned=scanned)
 
 
-def _cell_text(page: pymupdf.Page, cell) -> str:
+def _cell_text(page: pymupdf.Page, textpage: pymupdf.TextPage, cell) -> str:
     # Cell text by clip keeps word spacing that the table module's own extraction loses.
-    return unicodedata.normalize("NFKC", page.get_text("text", clip=pymupdf.Rect(cell))).strip() if cell else ""
+    if not cell:
+        return ""
+    return unicodedata.normalize("NFKC", page.get_textbox(pymupdf.Rect(cell), textpage=textpage)).strip()
 
 
 def _body_size(raw) -> float:

@@ -81,6 +81,12 @@ class ManualIndex:
         for result in code_results:
             if result.status == "ok":
                 return result
+        if not mentions and _short(text):  # `f 03`, `drv fault`: a code typed loosely
+            loose = self.lookup(text, scope, version, language=language(text), k=k)
+            if loose.status == "ok":
+                return loose
+            if any(c.isdigit() or c == "_" for c in text):
+                code_results.append(loose)
         result = self.search(text, scope, version, k=k)
         return code_results[0] if result.status == "not_found" and code_results else result
 
@@ -92,8 +98,10 @@ class ManualIndex:
         with self._lock:
             for key in lookup_keys(code):
                 rows = [snap.rows[i] for (i,) in snap.conn.execute(
-                    "SELECT id FROM records WHERE code_key = ? OR (code_pattern IS NOT NULL AND ? GLOB code_pattern)"
-                    " ORDER BY id", (key, key))]
+                    "SELECT id FROM records WHERE code_key = ? ORDER BY id", (key,))]
+                if not rows and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
+                    rows = [snap.rows[i] for (i,) in snap.conn.execute(
+                        "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,))]
                 if rows:
                     break
         if not rows:
@@ -309,6 +317,10 @@ class ManualIndex:
         if key not in snap.masks:
             snap.masks[key] = np.array([_in_scope(snap.rows[int(i)], scope) for i in snap.ids], dtype=bool)
         return snap.masks[key]
+
+
+def _short(text: str) -> bool:
+    return 0 < len(text.split()) <= 3 and len(text.strip()) <= 24
 
 
 def _group(row: dict) -> tuple[str, str, str]:

@@ -73,6 +73,11 @@ class ManualSearchTool(Tool):
         self._warming: threading.Thread | None = None
         self._warm_lock = threading.Lock()
 
+    @property
+    def semantic_ready(self) -> bool:
+        """Whether symptom queries get semantic search now (else keyword search, marked degraded)."""
+        return self._index.embedder.loaded
+
     def warm(self) -> None:
         """Load the SBERT model and the vectors (blocking); the service calls this in the background."""
         self._index.warm()
@@ -90,7 +95,7 @@ class ManualSearchTool(Tool):
         try:
             if args.fault_code is not None:
                 result = self._index.lookup(args.fault_code, scope, args.manual_version, k=CODE_HITS)
-            elif self._index.embedder.loaded:
+            elif self.semantic_ready:
                 result = self._index.query(args.query, scope, args.manual_version, k=SYMPTOM_HITS)
             else:
                 self._warm_in_background()

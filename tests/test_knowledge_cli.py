@@ -1,0 +1,68 @@
+"""`fixloop index build|status` and `fixloop search`, driven through their argparse registration."""
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from edge.cli import knowledge as cli
+from edge.config import load_config
+
+
+def run(argv, config, capsys):
+    parser = argparse.ArgumentParser(prog="fixloop")
+    cli.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    code = args.func(args, config)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def config(tmp_path):
+    return load_config(env={"FIXLOOP_STATE_DIR": str(tmp_path / "state")})
+
+
+def test_build_with_a_bad_file_indexes_the_rest_and_reports(demo_index, tmp_path, config, capsys):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    for name in ("hydra_hp200_v1.2_zh.pdf", "meridian_vmc850_v2.1_en.pdf"):
+        shutil.copy(demo_index.parent / "manuals" / name, folder / name)
+    (folder / "scan.pdf").write_text("this is not a pdf")
+    code, out, err = run(["index", "build", str(folder)], config, capsys)
+    out = " ".join(out.split())  # rich wraps at the console width
+    assert code == 1
+    assert "scan.pdf: not a PDF file" in out and "2 indexed" in out and "1 failed" in out
+    assert "1 scanned pages without text" in out and "hydra_hp200_v1.2_zh.pdf p. 3" in out
+    code, out, _ = run(["index", "status", "--json"], config, capsys)
+    status = json.loads(out)
+    assert code == 0 and {m["version"] for m in status["manuals"]} == {"V1.2", "V2.1"}
+
+
+def test_build_of_nothing_is_an_error(tmp_path, config, capsys):
+    code, _, err = run(["index", "build", str(tmp_path / "missing")], config, capsys)
+    assert code == 2 and "no such file" in err
+
+
+def test_search_code_and_symptom(demo_index, config, capsys):
+    db = str(demo_index)
+    code, out, _ = run(["search", "E102", "--device", "press-3", "--db", db, "--json"], config, capsys)
+    hit = json.loads(out)["hits"][0]
+    assert code == 0 and (hit["title"], hit["page"], hit["version"]) == ("Motor over-temperature protection", 2, "V2.1")
+    code, out, _ = run(["search", "电机过热", "--device", "press-3", "--db", db], config, capsys)
+    assert code == 0 and "E102" in out and "电机过温保护" in out
+    code, _, err = run(["search", "E102", "--device", "nope", "--db", db], config, capsys)
+    assert code == 2 and "known devices: cnc-7, press-3" in err
+
+
+def test_batch_mode_prints_one_json_list_a_line(demo_index, tmp_path, config, capsys):
+    batch = tmp_path / "queries.txt"
+    batch.write_text('E102\n{"query": "spindle head is burning hot", "device": "cnc-7"}\nzxqv wplk\n', encoding="utf-8")
+    code, out, err = run(["search", "--batch", str(batch), "--json", "--k", "1", "--db", str(demo_index)], config, capsys)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(lines) == 3
+    assert len(lines[0]) == 1 and lines[0][0]["fault_code"] == "E102"
+    assert lines[1][0]["fault_code"] == "6065" and lines[2] == []
+    assert "line 3" in err

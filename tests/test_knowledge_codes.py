@@ -1,0 +1,74 @@
+"""Fault-code shapes, normal forms and the spaCy linker."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from knowledge.codes import CodeLinker, canonical_id, code_key, glob_pattern, lookup_keys, parse_code_cell, parse_heading
+
+
+@pytest.mark.parametrize(("typed", "printed"), [
+    ("e-102", "E102"), ("E 102", "E102"), ("ALARM 1", "ALARM:1"), ("alarm:1", "ALARM:1"), ("err 07", "Err-07"),
+    ("ERR-07", "Err-07"), ("drv fault", "DRV_FAULT"), ("Ｅ１０２", "E102"), ("error 22", "error:22"),
+])
+def test_printed_and_typed_forms_share_one_key(typed, printed):
+    assert code_key(typed) == code_key(printed)
+    assert canonical_id(printed) == f"fault:{code_key(printed)}"
+
+
+@given(st.from_regex(r"[A-Za-z]{1,4}[0-9]{1,4}", fullmatch=True), st.sampled_from(["", " ", "-", ":", "_"]))
+def test_key_ignores_case_and_separators(code, sep):
+    letters = code.rstrip("0123456789")
+    digits = code[len(letters):]
+    assert code_key(f"{letters.lower()}{sep}{digits}") == code_key(code) == code.upper()
+
+
+def test_cue_words_are_dropped_only_as_a_second_try():
+    assert lookup_keys("Alarm 6065")[-1] == "6065"
+    assert lookup_keys("报警号 6065")[-1] == "6065"
+    assert lookup_keys("ALARM:1")[0] == "ALARM1"
+
+
+def test_placeholder_codes_match_the_number_on_the_hmi():
+    assert glob_pattern("XX204") == "[0-9][0-9]204"
+    assert glob_pattern("E204") is None
+
+
+@pytest.mark.parametrize(("text", "emphasized", "code", "title"), [
+    ("Fault code: E102 — Motor over-temperature protection", False, "E102", "Motor over-temperature protection"),
+    ("故障代码：E102 电机过温保护", False, "E102", "电机过温保护"),
+    ("Alarm 6065 – Spindle over-temperature", False, "6065", "Spindle over-temperature"),
+    ("报警号 6065 主轴过热", False, "6065", "主轴过热"),
+    ("ALARM:1 Hard limit", False, "ALARM:1", "Hard limit"),
+    ("DRV_FAULT: Servo pump drive fault", True, "DRV_FAULT", "Servo pump drive fault"),
+    ("04101 Coolant level low", True, "04101", "Coolant level low"),
+])
+def test_headings_in_the_styles_of_real_manuals(text, emphasized, code, title):
+    heading = parse_heading(text, emphasized)
+    assert heading is not None and (heading.code, heading.title) == (code, title)
+
+
+@pytest.mark.parametrize("text", [
+    "E102 can recur if the cause is not removed",  # running text, not a heading
+    "Error messages are shown on the HMI",
+    "Version V2.1",
+    "3 Fault procedures",
+])
+def test_prose_is_not_a_heading(text):
+    assert parse_heading(text, emphasized=False) is None
+
+
+def test_code_cells():
+    assert [parse_code_cell(c) for c in ["E102", "ALARM:1", "04101", "error:22", "XX204", "Alarm 6065", "Code"]] == [
+        "E102", "ALARM:1", "04101", "error:22", "XX204", "6065", None]
+
+
+def test_linker_marks_codes_in_english_and_chinese_with_canonical_ids():
+    linker = CodeLinker(known_codes=["6065"])
+    english = linker.doc("the spindle shows alarm 6065 and then E102", "en")
+    assert [(e.text, e.kb_id_) for e in english.ents] == [("alarm 6065", "fault:6065"), ("E102", "fault:E102")]
+    # spacy.blank("zh") splits every character; the entity still covers cue and code.
+    chinese = linker.doc("报警6065，主轴很烫", "zh")
+    assert [(e.text, e.kb_id_, e.label_) for e in chinese.ents] == [("报警6065", "fault:6065", "FAULT_CODE")]
+    assert [(m.start, m.code) for m in linker.mentions("16065 is not 6065", "en")] == [(13, "6065")]
+    assert linker.mentions("the motor is hot", "en") == []

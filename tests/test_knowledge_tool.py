@@ -1,0 +1,90 @@
+"""The manual tool through the real registry, with the demo plant's devices."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from edge.config import load_config
+from tools.contract import ToolContext
+from tools.manual_search import ManualSearchTool
+from tools.registry import ToolRegistry
+
+TOOL = "search_maintenance_manual_by_fault_code"
+CTX = ToolContext(request_id="r1", run_id="run1", loop_step=1)
+
+
+@pytest.fixture(scope="module")
+def registry(demo_index: Path):
+    tool = ManualSearchTool(demo_index, load_config(env={}).devices, None)
+    tool.warm()
+    registry = ToolRegistry([tool])
+    yield registry
+    registry.close()
+
+
+def call(registry, args):
+    return registry.call(TOOL, args, CTX, "obs-1")
+
+
+def test_code_on_a_device_gives_meaning_steps_and_citation(registry):
+    obs = call(registry, {"fault_code": "E102", "device_id": "press-3"})
+    assert obs.status == "ok" and obs.dropped_fields == [] and obs.confidence == 1.0
+    ref, *steps = obs.content
+    assert ref.kind == "ref" and ref.fields["title"] == "Motor over-temperature protection"
+    assert (ref.fields["manual"], ref.fields["page"], ref.fields["version"], ref.fields["match"]) == (
+        "hydra_hp200_v2.1_en.pdf", 2, "V2.1", "exact")
+    assert ref.fields["applies_to_device"] is True and "V1.2" in ref.fields["version_compatibility"]
+    assert [s.fields["n"] for s in steps] == [1, 2, 3, 4, 5] and "coolant level" in steps[1].text
+    assert obs.source == "hydra_hp200_v2.1_en.pdf p.2"
+
+
+def test_symptom_query(registry):
+    obs = call(registry, {"query": "the motor is hot", "device_id": "press-3"})
+    assert obs.status == "ok" and obs.content[0].fields["fault_code"] == "E102"
+
+
+def test_not_found_says_so_and_suggests(registry):
+    obs = call(registry, {"fault_code": "E109", "device_id": "press-3"})
+    assert obs.status == "not_found" and "E110" in obs.content[0].text and obs.suggestion
+
+
+@pytest.mark.parametrize("args", [{}, {"fault_code": "E102", "query": "hot"}, {"fault_code": "  "}])
+def test_exactly_one_of_code_or_query(registry, args):
+    obs = call(registry, args)
+    assert obs.status == "error" and obs.error_code == "invalid_arguments"
+
+
+def test_unknown_device_lists_the_known_ones(registry):
+    obs = call(registry, {"fault_code": "E102", "device_id": "press-9"})
+    assert obs.error_code == "unknown_device" and "cnc-7, press-3" in obs.content[0].text
+
+
+def test_schema_carries_the_code_formats():
+    schema = ManualSearchTool.input_schema()
+    assert "E102, F03, 6065, ALARM:1, Err-07, XX204, DRV_FAULT" in schema["properties"]["fault_code"]["description"]
+
+
+def test_cold_start_answers_codes_without_the_model_and_symptoms_degraded(demo_index):
+    """A fresh process: exact codes must not wait for SBERT; symptoms fall back to keywords until it loads."""
+    script = textwrap.dedent(f"""
+        import json
+        from pathlib import Path
+        from edge.config import load_config
+        from tools.contract import ToolContext
+        from tools.manual_search import ManualSearchTool
+        tool = ManualSearchTool(Path({str(demo_index)!r}), load_config(env={{}}).devices, None)
+        ctx = ToolContext(request_id="r", run_id="r", loop_step=1)
+        code = tool.run(tool.input_model(fault_code="F03", device_id="press-3"), ctx)
+        ready_after_code = tool.semantic_ready
+        cold = tool.run(tool.input_model(query="the motor is hot", device_id="press-3"), ctx)
+        tool.warm()
+        warm = tool.run(tool.input_model(query="the motor is hot", device_id="press-3"), ctx)
+        print(json.dumps([code.status, ready_after_code, cold.status, cold.items[0].fields["fault_code"], warm.status]))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == ["ok", False, "degraded", "E102", "ok"]
