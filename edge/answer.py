@@ -132,7 +132,8 @@ def _reading_line(text: str, f: dict[str, Any], words: dict[str, str]) -> str:
         line = words["reading_live"].format(label=label, value=value, unit=unit, quality=quality)
     notes = []
     if f.get("is_outlier"):
-        notes.append(words["outlier"].format(lo=f.get("plausible_min"), hi=f.get("plausible_max"), unit=unit))
+        low, high = f.get("plausible_range") or ("?", "?")
+        notes.append(words["outlier"].format(lo=low, hi=high, unit=unit))
     elif f.get("alarm"):
         notes.append(words["alarm"].format(side=f["alarm"]))
     return f"{line}; {'; '.join(notes)}" if notes else line

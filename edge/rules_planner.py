@@ -14,6 +14,7 @@ from edge.actions import FinalAnswer, ToolCall
 from edge.answer import compose_answer, supporting_ids
 from edge.lexicon import Lexicon
 from edge.planner import Decision, RunState
+from knowledge.codes import code_key, lookup_keys
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 
@@ -59,13 +60,18 @@ class RulesPlanner:
         device_id = state.device_id or (found.devices[0] if found.devices else None) or state.session.device_id
         sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
         codes = found.fault_codes[:MAX_CODES]
+        # A sensor's own name ("vibration", "振动") is not a symptom: look for symptom words outside the entities.
+        rest = "".join(" " if any(e.start_char <= i < e.end_char for e in found.doc.ents) else ch
+                       for i, ch in enumerate(state.question))
+        wants_work_order = bool(_WORK_ORDER.search(state.question)) or state.actor == "mes"
         return Intent(
             device_id=device_id,
             codes=codes,
             sensors=list(dict.fromkeys(sensors)),
             wants_live=bool(_LIVE.search(state.question)),
-            wants_work_order=bool(_WORK_ORDER.search(state.question)) or state.actor == "mes",
-            symptom=not codes and (not sensors or bool(_SYMPTOM.search(state.question))),
+            wants_work_order=wants_work_order,
+            symptom=not codes and not (wants_work_order and state.session.fault_codes)
+            and (not sensors or bool(_SYMPTOM.search(rest))),
         )
 
     def decide(self, state: RunState) -> Decision:
@@ -89,8 +95,7 @@ class RulesPlanner:
         if intent.device_id:
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
                 yield ToolCall(f"Read {sensor} on {intent.device_id} live.", PLC, {"device_id": intent.device_id, "sensor": sensor})
-        # The manual's own spelling of the code, once it has answered: "报警号 6065" becomes "6065".
-        code = _top_manual_code(state.observations) or next(iter(intent.codes), None)
+        code = self._reported_code(intent, state)
         wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes))
         if wants_order and intent.device_id and code:
             yield ToolCall("A work order is asked for and the fault is known.", WORK_ORDER,
@@ -103,22 +108,29 @@ class RulesPlanner:
         found = [sensor for owner, sensor in self._lexicon.find(text).sensors if owner == device_id]
         return list(dict.fromkeys(found))[:MAX_FOLLOW_UP_READINGS]
 
+    def _reported_code(self, intent: Intent, state: RunState) -> str | None:
+        """The fault a technician or the MES reported (now or earlier in the session), in the manual's
+        spelling once the manual has answered ("报警号 6065" -> "6065"). A symptom search's best guess
+        is not a reported fault: no work order is opened on it."""
+        reported = intent.codes or state.session.fault_codes[-1:]
+        if not reported:
+            return None
+        keys = set(lookup_keys(reported[0]))
+        for obs in state.observations:
+            if obs.tool == MANUAL and obs.status in ANSWERED:
+                for item in obs.content:
+                    code = item.fields.get("fault_code") if item.kind == "ref" else None
+                    if code and code_key(str(code)) in keys:
+                        return str(code)
+        return reported[0]
+
     def missing(self, intent: Intent, state: RunState) -> list[str]:
         missing = []
         if (intent.sensors or intent.wants_live) and not intent.device_id:
             missing.append("live readings: which machine? known devices: " + ", ".join(self._devices))
-        if intent.wants_work_order and not (intent.codes or _top_manual_code(state.observations)):
-            missing.append("work order: no fault code identified")
+        if intent.wants_work_order and not self._reported_code(intent, state):
+            missing.append("work order: which fault code does the machine show?")
         return missing
-
-
-def _top_manual_code(observations: list[Observation]) -> str | None:
-    for obs in observations:
-        if obs.tool == MANUAL and obs.status in ANSWERED:
-            for item in obs.content:
-                if item.kind == "ref" and item.fields.get("fault_code"):
-                    return str(item.fields["fault_code"])
-    return None
 
 
 def _summary(code: str, state: RunState) -> str:
