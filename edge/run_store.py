@@ -234,14 +234,17 @@ class RunStore:
 
 
 def fault_codes_of(record: RunRecord) -> list[str]:
-    """Codes the run was about: asked of a tool, or found by the manual search."""
+    """Codes the run was about: as a tool resolved them (the top manual hit, the order), else as asked."""
     codes: list[str] = []
     for step in record.steps:
-        if isinstance(step.args, dict) and isinstance(step.args.get("fault_code"), str):
+        obs = step.observation
+        resolved = next((str(item.fields["fault_code"]) for item in obs.content
+                         if item.kind == "ref" and item.fields.get("fault_code")), None) \
+            if obs is not None and obs.status in ("ok", "degraded") else None
+        if resolved:
+            codes.append(resolved)
+        elif isinstance(step.args, dict) and isinstance(step.args.get("fault_code"), str):
             codes.append(step.args["fault_code"].strip().upper())
-        if step.observation is not None and step.observation.status == "ok":
-            codes.extend(str(item.fields["fault_code"]).upper() for item in step.observation.content
-                         if item.kind == "ref" and item.fields.get("fault_code") and "manual" in item.fields)
     return list(dict.fromkeys(code for code in codes if code))
 
 

@@ -45,7 +45,7 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
     console = Console(stderr=True)
     if not config.service.technician_tokens:
         console.print("[yellow]warning:[/] [service] technician_tokens is empty: no tablet can use the API")
-    service = Service(config).start(poller=args.poller)
+    service = Service(config, poller=args.poller)
     console.print(f"fixloop serving on http://{config.service.host}:{config.service.port}/app/ "
                   f"(planner: {'rules, degraded mode' if service.agent.degraded else config.llm.url})")
     uvicorn.run(create_app(service), host=config.service.host, port=config.service.port, log_level="info",
@@ -78,7 +78,7 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
         for (host, port), devices in endpoints.items():
             simulators.append(start_simulator(devices, host, port))
             console.print(f"PLC simulator: modbus://{host}:{port} ({', '.join(devices)})")
-        service = Service(config).start(poller=True)
+        service = Service(config, poller=True)
         server = ServerThread(create_app(service), config.service.host, config.service.port).start()
         token = config.service.technician_tokens[0] if config.service.technician_tokens else None
         console.print(f"[bold green]fixloop is running:[/] {server.url}/app/" + (f"#token={token}" if token else ""))

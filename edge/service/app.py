@@ -1,8 +1,7 @@
 """The FastAPI app: run streaming, run records, takeover, confirmation, health, metrics, the tablet app.
 
-    service = Service(config)          # agent, stores, run workers
-    service.start(poller=True)         # background warm-up (+ PLC poller thread)
-    app = create_app(service)          # routes; closing the app's lifespan closes the service
+    service = Service(config, poller=True)   # agent, stores, run workers
+    app = create_app(service)                # routes; the app's lifespan starts and closes the service
 """
 
 from __future__ import annotations
@@ -49,8 +48,9 @@ TAKEOVER_GRACE_S = 3.0
 class Service:
     """Everything a running service holds; built once, shared by all requests."""
 
-    def __init__(self, config: Config, agent: Agent | None = None):
+    def __init__(self, config: Config, agent: Agent | None = None, poller: bool = False):
         self.config = config
+        self.with_poller = poller
         self.agent = agent or Agent(config)
         self.run_store = RunStore(config.state_path(config.service.run_store_file))
         self.work_orders = WorkOrderStore(config.state_path(config.work_orders.store_file),
@@ -60,15 +60,15 @@ class Service:
         self.readiness = Readiness(config, self.warmup)
         self.poller: Poller | None = None
 
-    def start(self, poller: bool = False) -> Service:
+    def start(self) -> None:
+        """Background work, begun once the server is up: warming competes for the CPU with start-up imports."""
         manual = self.agent.registry.get(MANUAL_TOOL)
         if manual is not None and hasattr(manual, "warm"):
             self.warmup.start("manual search model", manual.warm)
-        if poller:
+        if self.with_poller:
             gateway = PlcGateway(self.config.devices, self.config.plc, self.config.state_path(self.config.plc.cache_file))
             self.poller = Poller(gateway, self.config.plc.poll_interval_s)
             self.poller.start()
-        return self
 
     def close(self) -> None:
         self.runs.close()
@@ -106,6 +106,7 @@ def create_app(service: Service) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.start()
         yield
         await run_in_threadpool(service.close)
 
