@@ -60,8 +60,8 @@ def script(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def app_service(tmp_path_factory, service_demo_index):
-    with run_service(tmp_path_factory.mktemp("browser"), service_demo_index, script,
+def app_service(tmp_path_factory, demo_index):
+    with run_service(tmp_path_factory.mktemp("browser"), demo_index, script,
                      loop={"max_wall_s": 30.0}) as running:
         yield running
 

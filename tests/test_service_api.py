@@ -186,10 +186,10 @@ def test_health_readiness_and_openapi_need_no_token(service):
     assert app.status_code == 200 and "app.js" in app.text
 
 
-def test_readiness_fails_when_the_plc_is_gone_and_its_cache_is_empty(tmp_path, service_demo_index):
+def test_readiness_fails_when_the_plc_is_gone_and_its_cache_is_empty(tmp_path, demo_index):
     from tests.fixtures.service import run_service
 
-    with run_service(tmp_path, service_demo_index) as running:
+    with run_service(tmp_path, demo_index) as running:
         running.sim.stop()
         with running.client(None) as client:
             response = client.get("/readyz")

@@ -10,10 +10,10 @@ import sys
 from tests.fixtures.service import free_port
 
 
-def test_demo_once_starts_everything_and_prints_the_url_and_a_first_answer(tmp_path, service_demo_index):
+def test_demo_once_starts_everything_and_prints_the_url_and_a_first_answer(tmp_path, demo_index):
     state = tmp_path / "state"
     # The session's index and PDFs: the demo's incremental build then has nothing to do.
-    shutil.copytree(service_demo_index.parent, state)
+    shutil.copytree(demo_index.parent, state)
     port, plc_port = free_port(), free_port()
     env = {**os.environ, "FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
 

@@ -15,9 +15,9 @@ COOLANT = "What is the coolant level on cnc-7 right now?"
 
 
 @pytest.fixture(scope="module")
-def budget_service(tmp_path_factory, service_demo_index):
+def budget_service(tmp_path_factory, demo_index):
     """A step budget of 3: the E102 flow (5 steps) hits it, a plain reading does not."""
-    with run_service(tmp_path_factory.mktemp("runs-cli"), service_demo_index, loop={"max_steps": 3}) as running:
+    with run_service(tmp_path_factory.mktemp("runs-cli"), demo_index, loop={"max_steps": 3}) as running:
         running.budget_run = running.ask(E102, "press-3")
         running.answered_run = running.ask(COOLANT)
         yield running
