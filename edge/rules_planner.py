@@ -31,8 +31,9 @@ _LIVE = re.compile(r"\b(now|current(ly)?|right now|real[- ]?time|live|at the mom
 _WORK_ORDER = re.compile(r"\b(work[- ]?orders?|dispatch|ticket|maintenance request)\b|工单|派单|报修", re.I)
 _SYMPTOM = re.compile(
     r"\b(hot|overheat\w*|noise|noisy|leak\w*|vibrat\w*|shak\w*|smell\w*|smok\w*|stuck|slow|drops?|dropping|"
-    r"won'?t|doesn'?t|does not|fails?|failing|stopp\w*|jam\w*|grind\w*|squeal\w*|alarm)\b"
-    r"|过热|发热|很热|异响|噪音|泄漏|漏油|振动|抖动|冒烟|卡住|无法|不能|停机|报警",
+    r"won'?t|doesn'?t|does not|fails?|failing|stopp\w*|jam\w*|grind\w*|squeal\w*|alarm|too high|too low|"
+    r"abnormal|rough|poor|bad|chatter\w*|wrong)\b"
+    r"|过热|发热|很热|异响|噪音|泄漏|漏油|振动|抖动|冒烟|卡住|无法|不能|停机|报警|很大|很差|异常|过高|过低|太高|太低",
     re.I,
 )
 
@@ -135,7 +136,7 @@ class RulesPlanner:
 
 def _summary(code: str, state: RunState) -> str:
     for obs in state.observations:
-        for item in obs.content:
+        for item in obs.content if obs.tool == MANUAL else ():
             if item.kind == "ref" and item.fields.get("fault_code") == code and item.fields.get("title"):
                 return f"{code}: {item.fields['title']}. Reported: {state.question}"[:500]
     return f"{code}. Reported: {state.question}"[:500]
