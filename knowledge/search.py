@@ -81,14 +81,22 @@ class ManualIndex:
         for result in code_results:
             if result.status == "ok":
                 return result
-        if not mentions and _short(text):  # `f 03`, `drv fault`: a code typed loosely
-            loose = self.lookup(text, scope, version, language=language(text), k=k)
-            if loose.status == "ok":
-                return loose
-            if any(c.isdigit() or c == "_" for c in text):
-                code_results.append(loose)
+        if not mentions and _short(text) and self._known(snap, text):  # `f 03`, `drv fault`: a code typed loosely
+            return self.lookup(text, scope, version, language=language(text), k=k)
         result = self.search(text, scope, version, k=k)
         return code_results[0] if result.status == "not_found" and code_results else result
+
+    def _known(self, snap: _Snapshot, code: str) -> bool:
+        with self._lock:
+            return any(self._ids_for(snap, key) for key in lookup_keys(code))
+
+    @staticmethod
+    def _ids_for(snap: _Snapshot, key: str) -> list[int]:
+        ids = [i for (i,) in snap.conn.execute("SELECT id FROM records WHERE code_key = ? ORDER BY id", (key,))]
+        if not ids and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
+            ids = [i for (i,) in snap.conn.execute(
+                "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,))]
+        return ids
 
     def lookup(self, code: str, scope: Scope | None = None, version: str | None = None,
                language: str | None = None, k: int = 5) -> SearchResult:
@@ -97,11 +105,7 @@ class ManualIndex:
         rows = []
         with self._lock:
             for key in lookup_keys(code):
-                rows = [snap.rows[i] for (i,) in snap.conn.execute(
-                    "SELECT id FROM records WHERE code_key = ? ORDER BY id", (key,))]
-                if not rows and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
-                    rows = [snap.rows[i] for (i,) in snap.conn.execute(
-                        "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,))]
+                rows = [snap.rows[i] for i in self._ids_for(snap, key)]
                 if rows:
                     break
         if not rows:

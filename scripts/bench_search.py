@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sqlite3
 import statistics
@@ -59,6 +60,7 @@ def main() -> int:
     queries = [json.loads(line) for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
     devices = load_config(env={}).devices
 
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-search-") as tmp:
         work = Path(tmp)
         corpus_pdfs = render_corpus(entries_file, work / "corpus")
@@ -71,7 +73,6 @@ def main() -> int:
 
         db = work / "manuals.sqlite"
         report = build_index(demo_pdfs + corpus_pdfs, db, embedder=embedder)
-        corpus_shas = [m.title for m in report.manuals]  # for the summary only
         records_before = report.records
         total = pad(db, args.min_records)
 
@@ -82,11 +83,13 @@ def main() -> int:
         latency = measure(index, queries, scopes, args.rounds)
 
     failed = [m for m in report.manuals if m.status == "failed"]
+    console.print(f"[dim]machine: {os.cpu_count()} cores, load average at start {load_start:.2f}, at end {os.getloadavg()[0]:.2f} "
+                  "(other processes compete for the same cores)[/]")
     console.print(f"[bold]Indexing[/] {len(report.manuals)} manuals ({len(demo_pdfs)} demo, {len(corpus_pdfs)} from the corpus), "
                   f"{report.pages} pages, {records_before} records in {report.elapsed_s:.1f} s: "
                   f"[bold]{report.pages / report.elapsed_s:.1f} pages/s[/] "
                   f"({records_before / report.elapsed_s:.0f} records/s; model load {load_s:.1f} s not included; "
-                  f"{report.scanned_pages} scanned pages reported; {len(failed)} failed; {len(corpus_shas)} manuals)")
+                  f"{report.scanned_pages} scanned pages reported; {len(failed)} failed)")
     console.print(f"[bold]Search index[/] {total} records after padding with corpus copies under other vendor names")
     print_quality(quality)
     print_latency(latency)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from knowledge.demo import write_demo_manuals  # noqa: E402
+from knowledge.demo import demo_manuals, write_demo_manuals  # noqa: E402
 
 
 def main() -> int:
@@ -24,9 +24,9 @@ def main() -> int:
     parser.add_argument("directory", nargs="?", type=Path, default=Path("var") / "manuals")
     parser.add_argument("--force", action="store_true", help="render again even if the PDFs exist")
     args = parser.parse_args()
-    if args.force:
-        for old in args.directory.glob("*.pdf"):
-            old.unlink()
+    if args.force:  # only our own files: the folder may hold the plant's real manuals too
+        for name in demo_manuals():
+            (args.directory / name).unlink(missing_ok=True)
     for path in write_demo_manuals(args.directory):
         print(path)
     return 0
