@@ -179,7 +179,7 @@ class _Run:
             request_id=self.request.request_id, run_id=self.request.run_id, loop_step=n,
             actor=self.request.actor,  # type: ignore[arg-type]
             require_confirmation=self.request.require_confirmation,
-            alarm=self.request.alarm, evidence=tuple(_evidence(self.state.observations)),
+            alarm=self.request.alarm, evidence=tuple(evidence_of(self.state.observations)),
         )
         observation = self.loop.registry.call(action.tool, action.args, ctx, observation_id=f"obs-{n}")
         observation.truncated = len(observation.payload_json()) > self.loop.limits.observation_max_chars
@@ -216,7 +216,7 @@ class _Run:
         return self.record
 
 
-def _evidence(observations: list[Observation]) -> list[dict[str, Any]]:
+def evidence_of(observations: list[Observation]) -> list[dict[str, Any]]:
     """Manual refs and sensor readings gathered so far: the trace a work order keeps."""
     return [{"tool": obs.tool, "observation": obs.id, **item.fields}
             for obs in observations if obs.status in ("ok", "degraded")

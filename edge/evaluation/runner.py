@@ -83,7 +83,7 @@ def evaluate(config: Config, cases: list[EvalCase], workdir: Path,
     try:
         agent = Agent(plant.config)
         try:
-            warm(agent)
+            agent.warm()  # as the service does at start-up: no case meets a cold tool
             return evaluate_on(agent, plant, cases, on_case)
         finally:
             agent.close()
@@ -105,14 +105,6 @@ def evaluate_on(agent: Agent, plant: EvalPlant, cases: list[EvalCase],
         cases=reports,
         summary=summarise({report.case.id: report.score for report in reports}),
     )
-
-
-def warm(agent: Agent) -> None:
-    """Load models up front, as the service does at start-up, so no case meets a cold tool."""
-    for tool in agent.registry:
-        load = getattr(tool, "warm", None)
-        if callable(load):
-            load()
 
 
 def _request(case: EvalCase, question: str, earlier: list[RunRecord]) -> RunRequest:

@@ -27,7 +27,7 @@ from edge.agent import Agent, build_registry
 from edge.config import Config
 from edge.evaluation.cases import EvalCase
 from edge.evaluation.plant import EvalPlant
-from edge.evaluation.runner import CaseReport, EvalReport, evaluate_on, fresh_ids, warm
+from edge.evaluation.runner import CaseReport, EvalReport, evaluate_on, fresh_ids
 from edge.loop import RunRequest
 from edge.run_record import RunRecord
 from edge.scripted_llm_server import ScriptedLlmServer
@@ -158,7 +158,7 @@ def measure_tokens(config: Config, cases: list[EvalCase], workdir: Path,
     agents: list[Agent] = []
     try:
         agents.append(Agent(plant.config, registry))
-        warm(agents[0])
+        agents[0].warm()
         if plant.config.llm.url:
             agent = agents[0]
             report = evaluate_on(agent, plant, cases, on_case)

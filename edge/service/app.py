@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from edge.agent import Agent
 from edge.config import Config
-from edge.loop import RunRequest, _evidence as evidence_of
+from edge.loop import RunRequest, evidence_of
 from edge.run_record import TerminationReason
 from edge.run_store import WORK_ORDER_TOOL, RunFilter, RunStore, RunSummary, work_order_ref
 from edge.service import metrics
