@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from knowledge.codes import code_key, parse_code_cell, parse_heading
 from knowledge.models import FaultRecord
-from knowledge.pdf import Page, Table
+from knowledge.pdf import Page
 from knowledge.text import join_lines
 
 _FIELD_WORDS = {

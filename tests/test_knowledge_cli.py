@@ -3,7 +3,6 @@
 import argparse
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
