@@ -24,7 +24,8 @@ class UnknownDevice(ValueError):
 
 def build_registry(config: Config) -> ToolRegistry:
     return ToolRegistry([
-        ManualSearchTool(config.state_path(config.knowledge.index_file), config.devices, config.knowledge.model_path),
+        ManualSearchTool(config.state_path(config.knowledge.index_file), config.devices, config.knowledge.model_path,
+                         tuple(config.knowledge.semantic_languages)),
         PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file)),
         WorkOrderTool(WorkOrderStore(config.state_path(config.work_orders.store_file), config.work_orders.busy_timeout_ms),
                       config.devices, config.work_orders),

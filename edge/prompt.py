@@ -47,7 +47,23 @@ Example 2 (a failed call)
 Question: What is the spindle temperature right now? (device: cnc-7)
 {"thought": "A current value: read the PLC.", "action": "read_plc_sensor_value", "args": {"device_id": "cnc-7", "sensor": "spindle temp sensor"}}
 Observation: {"id": "obs-1", "tool": "read_plc_sensor_value", "status": "error", "error_code": "unknown_sensor", "content": [{"kind": "text", "text": "cnc-7 has no sensor 'spindle temp sensor'. Its sensors: spindle_temp, spindle_speed, coolant_level, vibration."}], "suggestion": "Use spindle_temp."}
-{"thought": "Use the sensor id the observation suggests.", "action": "read_plc_sensor_value", "args": {"device_id": "cnc-7", "sensor": "spindle_temp"}}"""
+{"thought": "Use the sensor id the observation suggests.", "action": "read_plc_sensor_value", "args": {"device_id": "cnc-7", "sensor": "spindle_temp"}}
+
+Example 3 (a symptom, in Chinese; the answer is in Chinese)
+Question: 7号加工中心主轴振动很大，怎么办？ (device: cnc-7)
+{"thought": "没有故障代码，是症状：按描述查手册。", "action": "search_maintenance_manual_by_fault_code", "args": {"query": "主轴振动很大", "device_id": "cnc-7"}}
+Observation: {"id": "obs-1", "tool": "search_maintenance_manual_by_fault_code", "status": "ok", "content": [{"kind": "ref", "fault_code": "6066", "title": "主轴振动过大", "manual": "meridian_vmc850_v2.1_zh.pdf", "version": "V2.1", "page": 3, "match": "semantic"}, {"kind": "step", "text": "停止主轴，检查刀具夹紧和刀具磨损。", "n": 1}, {"kind": "step", "text": "读取主轴振动值（传感器 vibration）。", "n": 2}]}
+{"thought": "手册要求读取振动值。", "action": "read_plc_sensor_value", "args": {"device_id": "cnc-7", "sensor": "vibration"}}
+Observation: {"id": "obs-2", "tool": "read_plc_sensor_value", "status": "degraded", "content": [{"kind": "ref", "sensor": "vibration", "value": 9.2, "unit": "mm/s", "quality": "UncertainNoCommunicationLastUsableValue", "source": "cache_fallback", "age_s": 240, "alarm": "high"}], "suggestion": "Tell the user the value comes from the cache and how old it is."}
+{"thought": "有手册步骤和缓存读数。", "final_answer": "可能是 6066 主轴振动过大（meridian_vmc850_v2.1_zh.pdf，V2.1，第 3 页）。1. 停止主轴，检查刀具夹紧和刀具磨损。2. 振动值 9.2 mm/s，来自 4 分钟前的缓存（PLC 当前无法连接），已超过报警限值。", "evidence": ["obs-1", "obs-2"]}
+
+Example 4 (a work order)
+Question: Open a work order for press-3, fault F03. (device: press-3)
+{"thought": "A work order for a known fault: confirm the fault in the manual first.", "action": "search_maintenance_manual_by_fault_code", "args": {"fault_code": "F03", "device_id": "press-3"}}
+Observation: {"id": "obs-1", "tool": "search_maintenance_manual_by_fault_code", "status": "ok", "content": [{"kind": "ref", "fault_code": "F03", "title": "Safety valve monitoring fault", "manual": "hydra_hp200_v2.1_en.pdf", "version": "V2.1", "page": 2, "match": "exact"}, {"kind": "step", "text": "Lock out the press.", "n": 1}]}
+{"thought": "Now create the order, once.", "action": "generate_work_order", "args": {"device_id": "press-3", "fault_code": "F03", "summary": "F03 safety valve monitoring fault reported by the technician", "priority": "high"}}
+Observation: {"id": "obs-2", "tool": "generate_work_order", "status": "ok", "content": [{"kind": "ref", "work_order_id": "WO-3F2A9C01D4E5B677", "work_order_status": "open", "created": true, "priority": "high"}]}
+{"thought": "The order exists.", "final_answer": "F03 is a safety valve monitoring fault (hydra_hp200_v2.1_en.pdf, V2.1, p. 2): lock out the press. Work order WO-3F2A9C01D4E5B677 is open (priority high).", "evidence": ["obs-1", "obs-2"]}"""
 
 
 def system_prompt(registry: ToolRegistry) -> str:

@@ -41,7 +41,9 @@ _HEADING_BARE = re.compile(
     rf"^\s*(?P<code>{_STRONG}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S
 )
 _MENTION = re.compile(
-    rf"(?<![\w-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![\w:])", re.I
+    # ASCII boundaries, not \w: Chinese runs straight into codes ("出现E102故障", "加工中心报警号 9999"),
+    # and a colon after a code ends the code ("shows E103: what now") unless a number follows ("ALARM:1").
+    rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![A-Za-z0-9_]|:\d)", re.I
 )
 _CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")

@@ -62,7 +62,8 @@ def test_well_formed_run_ends_with_final_answer_and_shares_the_prompt_prefix(scr
     # Each request's messages extend the previous request's: the prefix cache can reuse all of it.
     for earlier, later in zip(server.requests, server.requests[1:]):
         assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
-    assert record.steps[1].llm.shared_prefix_tokens / record.steps[1].llm.prompt_tokens > 0.9
+    # All of the previous request's prompt is a shared prefix (token counts are the server's estimates).
+    assert record.steps[1].llm.shared_prefix_tokens >= 0.95 * record.steps[0].llm.prompt_tokens
     assert record.context_tokens == record.steps[-1].llm.prompt_tokens + record.steps[-1].llm.completion_tokens
 
 

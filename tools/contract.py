@@ -80,6 +80,9 @@ class Tool:
     description: ClassVar[str]
     input_model: ClassVar[type[BaseModel]]
     output_fields: ClassVar[frozenset[str]]
+    # The subset of output_fields the model reads; None = all. The rest (titles, timestamps, scores)
+    # are for people and the tablet app, and would only lengthen every later prompt.
+    prompt_fields: ClassVar[frozenset[str] | None] = None
     timeout_s: ClassVar[float] = 2.0
     side_effect: ClassVar[bool] = False
 

@@ -33,6 +33,7 @@ class Observation(BaseModel):
     truncated: bool = False
     no_new_information: bool = False
     dropped_fields: list[str] = Field(default_factory=list)
+    prompt_fields: list[str] | None = None
     elapsed_ms: float = 0.0
 
     def payload(self) -> dict[str, Any]:
@@ -43,7 +44,7 @@ class Observation(BaseModel):
             "status": self.status,
             "source": self.source,
             "confidence": round(self.confidence, 3),
-            "content": [_item_payload(item) for item in self.content],
+            "content": _content_payload(self.content, self.prompt_fields),
         }
         if self.error_code:
             data["error_code"] = self.error_code
@@ -67,6 +68,27 @@ class Observation(BaseModel):
              "error_code": self.error_code},
             sort_keys=True, ensure_ascii=False, default=str,
         )
+
+
+def _content_payload(items: list[Item], prompt_fields: list[str] | None) -> list[dict[str, Any]]:
+    """Compact for the prompt, so it grows as little as possible per step: a ref's fields stand for
+    its prose, empty fields go, and a step leaves out what it shares with its ref (manual, page)."""
+    payload = []
+    context: dict[str, Any] = {}
+    for item in items:
+        data: dict[str, Any] = {"kind": item.kind}
+        if item.text and not (item.kind == "ref" and item.fields):
+            data["text"] = item.text
+        for key, value in item.fields.items():
+            if prompt_fields is not None and key not in prompt_fields:
+                continue
+            if value is None or value == "" or value == [] or (item.kind == "step" and context.get(key) == value):
+                continue
+            data[key] = value
+        if item.kind == "ref":
+            context = item.fields
+        payload.append(data)
+    return payload
 
 
 def _item_payload(item: Item) -> dict[str, Any]:

@@ -113,6 +113,7 @@ class ToolRegistry:
             error_code=output.error_code,
             suggestion=output.suggestion,
             dropped_fields=dropped,
+            prompt_fields=sorted(tool.prompt_fields) if tool and tool.prompt_fields is not None else None,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
 

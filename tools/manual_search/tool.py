@@ -64,6 +64,10 @@ class ManualSearchTool(Tool):
         "fault_code", "title", "manual", "manual_title", "version", "version_compatibility", "page", "score",
         "match", "vendor", "model", "scope", "applies_to_device", "cause", "symptom", "n", "language",
     })
+    prompt_fields = frozenset({
+        "fault_code", "title", "manual", "version", "version_compatibility", "page", "match", "scope",
+        "applies_to_device", "cause", "n",
+    })
     timeout_s = 2.0
 
     def __init__(self, index_path: Path, devices: dict[str, DeviceConfig], model_path: str | None,

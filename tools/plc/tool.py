@@ -51,6 +51,10 @@ class PlcReadTool(Tool):
         "device_id", "sensor", "label", "value", "unit", "ts_ms", "timestamp", "age_s", "quality", "source",
         "is_outlier", "alarm", "plausible_range", "fallback_reason",
     })
+    prompt_fields = frozenset({
+        "device_id", "sensor", "value", "unit", "age_s", "quality", "source", "is_outlier", "alarm",
+        "plausible_range", "fallback_reason",
+    })
     timeout_s = 1.0
 
     def __init__(
