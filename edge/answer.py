@@ -22,8 +22,8 @@ PHRASES = {
         "scope": "applies to {scope}",
         "steps": "Steps:",
         "not_found": "Manual: nothing found for {what}. {suggestion}",
-        "reading_live": "{label}: {value} {unit} (live, {quality})",
-        "reading_cache": "{label}: {value} {unit} from cache, {age} old — PLC not reachable ({quality})",
+        "reading_live": "{label}: {value} {unit} (live at {time}, {quality})",
+        "reading_cache": "{label}: {value} {unit} from cache, read at {time}, {age} old — PLC not reachable ({quality})",
         "reading_bad": "{label}: no usable value — {text}",
         "outlier": "suspect reading, outside {lo}…{hi} {unit}: confirm on site whether the sensor has failed",
         "alarm": "past its {side} alarm limit",
@@ -41,8 +41,8 @@ PHRASES = {
         "scope": "适用于 {scope}",
         "steps": "处理步骤：",
         "not_found": "手册中未找到 {what}。{suggestion}",
-        "reading_live": "{label}：{value} {unit}（实时，{quality}）",
-        "reading_cache": "{label}：{value} {unit}，来自缓存，{age} 前 — PLC 无法连接（{quality}）",
+        "reading_live": "{label}：{value} {unit}（实时，{time}，{quality}）",
+        "reading_cache": "{label}：{value} {unit}，来自缓存，读取于 {time}（{age} 前）— PLC 无法连接（{quality}）",
         "reading_bad": "{label}：无可用数值 — {text}",
         "outlier": "读数可疑，超出 {lo}…{hi} {unit}：请现场确认传感器是否故障",
         "alarm": "已超过{side}报警限值",
@@ -126,10 +126,12 @@ def _reading_line(text: str, f: dict[str, Any], words: dict[str, str]) -> str:
     value, unit, quality = f.get("value"), f.get("unit", ""), f.get("quality", "")
     if value is None:
         return words["reading_bad"].format(label=label, text=text)
+    time_read = str(f.get("timestamp") or "?")
     if f.get("source") == "cache_fallback":
-        line = words["reading_cache"].format(label=label, value=value, unit=unit, quality=quality, age=_age(f.get("age_s")))
+        line = words["reading_cache"].format(label=label, value=value, unit=unit, quality=quality,
+                                             age=_age(f.get("age_s")), time=time_read)
     else:
-        line = words["reading_live"].format(label=label, value=value, unit=unit, quality=quality)
+        line = words["reading_live"].format(label=label, value=value, unit=unit, quality=quality, time=time_read)
     notes = []
     if f.get("is_outlier"):
         low, high = f.get("plausible_range") or ("?", "?")

@@ -178,8 +178,11 @@ def test_registry_call_keeps_every_reading_field(plc_tool):
     finally:
         registry.close()
     assert obs.status == "ok" and obs.dropped_fields == []
-    payload = obs.payload()["content"][0]
+    fields = obs.content[0].fields
     for key in ("value", "unit", "ts_ms", "age_s", "quality", "source", "is_outlier", "alarm", "plausible_range"):
+        assert key in fields
+    payload = obs.payload()["content"][0]  # what the model reads
+    for key in ("value", "unit", "timestamp", "age_s", "quality", "source", "is_outlier", "plausible_range"):
         assert key in payload
     assert plc_tool.timeout_s == pytest.approx(0.45)
 

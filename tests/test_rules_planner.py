@@ -25,14 +25,14 @@ def actions(record) -> list[str]:
 @pytest.mark.parametrize("question, device, codes, sensors", [
     ("Press-3 shows E102, what should I do?", ["press-3"], ["E102"], []),
     ("What is the coolant level on press-3 right now?", ["press-3"], [], ["coolant_level"]),
-    ("3号液压机报警号 6065，冷却液液位现在多少？", ["press-3"], ["6065"], ["coolant_level"]),
+    ("3号液压机报警号 6065，冷却液液位现在多少？", ["press-3"], ["报警号 6065"], ["coolant_level"]),
     ("cnc 7 spindle temperature", ["cnc-7"], [], ["spindle_temp"]),
     ("DRV_FAULT and Err-07 on the cnc", ["cnc-7"], ["DRV_FAULT", "Err-07"], []),
 ])
 def test_lexicon_finds_devices_codes_and_sensors(agent_config, question, device, codes, sensors):
     found = Lexicon(agent_config.devices).find(question)
     assert found.devices == device
-    assert [code.replace(" ", "") for code in found.fault_codes] == codes
+    assert found.fault_codes == codes
     assert sorted({sensor for owner, sensor in found.sensors if owner == device[0]}) == sensors
     assert {ent.label_ for ent in found.doc.ents} >= {"DEVICE"}
 
@@ -69,8 +69,8 @@ def test_symptom_without_code_searches_by_description(agent):
 
 def test_work_order_request_creates_one_order_and_a_repeat_returns_it(agent):
     question = "Open a work order for press-3, fault E102, motor overheating"
-    first = agent.ask(question)
-    second = agent.ask(question)
+    first = agent.ask(question, actor="operator")
+    second = agent.ask(question, actor="operator")
     assert actions(first)[0] == MANUAL and actions(first)[-1] == WORK_ORDER
     orders = [run.steps[-2].observation.content[0].fields for run in (first, second)]
     assert orders[0]["created"] is True and orders[1]["created"] is False

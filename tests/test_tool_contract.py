@@ -130,4 +130,4 @@ def test_envelope_fields():
     payload = obs.payload()
     assert payload["status"] == "not_found" and payload["suggestion"] == "describe the symptom"
     assert obs.ts_ms > 1_700_000_000_000
-    assert TRUNCATION_MARKER.format(n=5) in cut_middle("x" * 500, 100)
+    assert TRUNCATION_MARKER.format(n=424) in cut_middle("x" * 500, 100)

@@ -52,7 +52,7 @@ class PlcReadTool(Tool):
         "is_outlier", "alarm", "plausible_range", "fallback_reason",
     })
     prompt_fields = frozenset({
-        "device_id", "sensor", "value", "unit", "age_s", "quality", "source", "is_outlier", "alarm",
+        "device_id", "sensor", "value", "unit", "timestamp", "age_s", "quality", "source", "is_outlier", "alarm",
         "plausible_range", "fallback_reason",
     })
     timeout_s = 1.0
