@@ -43,6 +43,7 @@ class Agent:
             self.client = ChatClient(config.llm.url, config.llm.model, config.llm.timeout_s,
                                      config.llm.max_tokens_per_step, config.llm.structured_outputs, config.llm.api_key)
             planner = LlmPlanner(self.client, self.registry, list(config.devices), config.loop.observation_max_chars)
+        self.rules = rules
         self.loop = AgentLoop(self.registry, planner, rules, config.loop)
 
     @property
@@ -50,7 +51,9 @@ class Agent:
         return self.client is None
 
     def warm(self) -> None:
-        """Load what tools load lazily (the SBERT model), blocking; the service does this in the background."""
+        """Load what is loaded lazily (the SBERT model, the spaCy lexicon), blocking; the service does
+        this in the background."""
+        self.rules.warm()
         for tool in self.registry:
             warm = getattr(tool, "warm", None)
             if warm is not None:

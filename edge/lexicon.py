@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import spacy
 from spacy.tokens import Doc
 
-from knowledge.codes import CodeLinker, code_key
+from knowledge.code_linker import CodeLinker
+from knowledge.codes import code_key
 from edge.answer import language_of
 from tools.plant import DeviceConfig
 

@@ -8,15 +8,19 @@ and writes the final answer from the observations.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import compose_answer, supporting_ids
-from edge.lexicon import Lexicon
 from edge.planner import Decision, RunState
 from knowledge.codes import code_key, lookup_keys
 from tools.observation import Observation
 from tools.plant import DeviceConfig
+
+if TYPE_CHECKING:
+    from edge.lexicon import Lexicon
 
 MANUAL = "search_maintenance_manual_by_fault_code"
 PLC = "read_plc_sensor_value"
@@ -53,11 +57,26 @@ class RulesPlanner:
 
     def __init__(self, devices: dict[str, DeviceConfig], degraded: bool = True):
         self._devices = devices
-        self._lexicon = Lexicon(devices)
+        self._lexicon: Lexicon | None = None
+        self._lexicon_lock = threading.Lock()
         self.degraded = degraded
 
+    def warm(self) -> None:
+        """Build the spaCy lexicon; lazily, because importing spaCy would cost the service a second of start-up."""
+        with self._lexicon_lock:
+            if self._lexicon is None:
+                from edge.lexicon import Lexicon
+
+                self._lexicon = Lexicon(self._devices)
+
+    @property
+    def lexicon(self) -> Lexicon:
+        if self._lexicon is None:
+            self.warm()
+        return self._lexicon
+
     def analyse(self, state: RunState) -> Intent:
-        found = self._lexicon.find(state.question)
+        found = self.lexicon.find(state.question)
         device_id = state.device_id or (found.devices[0] if found.devices else None) or state.session.device_id
         sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
         codes = found.fault_codes[:MAX_CODES]
@@ -106,7 +125,7 @@ class RulesPlanner:
         """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them."""
         text = " ".join(item.text for obs in observations if obs.tool == MANUAL and obs.status in ANSWERED
                         for item in obs.content if item.kind == "step")
-        found = [sensor for owner, sensor in self._lexicon.find(text).sensors if owner == device_id]
+        found = [sensor for owner, sensor in self.lexicon.find(text).sensors if owner == device_id]
         return list(dict.fromkeys(found))[:MAX_FOLLOW_UP_READINGS]
 
     def _reported_code(self, intent: Intent, state: RunState) -> str | None:

@@ -15,11 +15,14 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from knowledge.codes import CodeLinker, code_key, lookup_keys
+from knowledge.codes import code_key, lookup_keys
+
+if TYPE_CHECKING:
+    from knowledge.code_linker import CodeLinker
 from knowledge.embed import Embedder
 from knowledge.index import scope_key
 from knowledge.metadata import normalize_version, version_order
@@ -75,6 +78,8 @@ class ManualIndex:
         snap = self._current()
         with self._lock:
             if snap.linker is None:
+                from knowledge.code_linker import CodeLinker  # spaCy: loaded on the first free-text query
+
                 snap.linker = CodeLinker({row["code"] for row in snap.rows.values()})
             mentions = snap.linker.mentions(text, language(text))
         code_results = [self.lookup(m.code, scope, version, language=language(text), k=k) for m in mentions]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-
-from spacy.lang.en.stop_words import STOP_WORDS
+from functools import lru_cache
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
@@ -39,8 +38,17 @@ def terms(text: str) -> list[str]:
     as overlapping bigrams (and single characters for one-character runs).
     """
     text = unicodedata.normalize("NFKC", text).lower()
-    out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in STOP_WORDS]
+    stop_words = _english_stop_words()
+    out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stop_words]
     for run in _CJK_RUN.findall(text):
         chars = [c for c in run if c not in _ZH_STOP] if len(run) > 2 else list(run)
         out.extend(chars if len(chars) == 1 else ("".join(p) for p in zip(chars, chars[1:])))
     return out
+
+
+@lru_cache(maxsize=1)
+def _english_stop_words() -> frozenset[str]:
+    # Importing spaCy costs about a second (it pulls in torch): not at service start-up, only on first use.
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)

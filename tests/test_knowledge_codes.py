@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge.codes import CodeLinker, canonical_id, code_key, glob_pattern, lookup_keys, parse_code_cell, parse_heading
+from knowledge.code_linker import CodeLinker
+from knowledge.codes import canonical_id, code_key, glob_pattern, lookup_keys, parse_code_cell, parse_heading
 
 
 @pytest.mark.parametrize(("typed", "printed"), [

@@ -178,7 +178,7 @@ def test_health_readiness_and_openapi_need_no_token(service):
     assert report["ready"] is True and report["degraded"] is True
     assert report["checks"]["llm"]["mode"] == "degraded"
     assert set(report["checks"]["plc"]["devices"]) == {"press-3", "cnc-7"}
-    assert "manual search model" in report["warmup"]
+    assert "models (manual search, lexicon)" in report["warmup"]
     for path in ("/v1/runs", "/v1/runs/{run_id}", "/v1/runs/{run_id}/takeover", "/v1/runs/{run_id}/confirm",
                  "/v1/mes/alarms", "/v1/devices", "/v1/work-orders", "/healthz", "/readyz", "/metrics"):
         assert path in spec["paths"], path

@@ -23,7 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from knowledge.codes import CodeLinker, canonical_id
+from knowledge.code_linker import CodeLinker
+from knowledge.codes import canonical_id
 from edge.answer import language_of
 from tools.observation import Observation
 from tools.plant import DeviceConfig

@@ -14,7 +14,8 @@ from edge.answer import language_of
 from edge.evaluation.cases import EvalCase, ReadingKind
 from edge.evaluation.grounding import Evidence, collect_evidence, ungrounded
 from edge.run_record import RunRecord
-from knowledge.codes import CodeLinker, canonical_id, code_key
+from knowledge.code_linker import CodeLinker
+from knowledge.codes import canonical_id, code_key
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 

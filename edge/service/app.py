@@ -39,7 +39,6 @@ from tools.plc.poller import Poller
 from tools.work_orders.model import ACTIVE_STATUSES, WorkOrder
 from tools.work_orders.store import WorkOrderStore
 
-MANUAL_TOOL = "search_maintenance_manual_by_fault_code"
 SESSION_SUMMARY_RUNS = 5
 # A takeover waits for the step in progress: one LLM request plus one tool call at most.
 TAKEOVER_GRACE_S = 3.0
@@ -62,9 +61,7 @@ class Service:
 
     def start(self) -> None:
         """Background work, begun once the server is up: warming competes for the CPU with start-up imports."""
-        manual = self.agent.registry.get(MANUAL_TOOL)
-        if manual is not None and hasattr(manual, "warm"):
-            self.warmup.start("manual search model", manual.warm)
+        self.warmup.start("models (manual search, lexicon)", self.agent.warm)
         if self.with_poller:
             gateway = PlcGateway(self.config.devices, self.config.plc, self.config.state_path(self.config.plc.cache_file))
             self.poller = Poller(gateway, self.config.plc.poll_interval_s)
