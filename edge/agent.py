@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from edge.config import Config
 from edge.llm_client import ChatClient
@@ -12,6 +12,7 @@ from edge.loop import AgentLoop, EventSink, RunRequest
 from edge.rules_planner import RulesPlanner
 from edge.run_record import RunRecord
 from tools.manual_search.tool import ManualSearchTool
+from tools.plc.gateway import PlcGateway
 from tools.plc.tool import PlcReadTool
 from tools.registry import ToolRegistry
 from tools.work_orders.store import WorkOrderStore
@@ -23,13 +24,34 @@ class UnknownDevice(ValueError):
 
 
 def build_registry(config: Config) -> ToolRegistry:
+    store = work_order_store(config)
     return ToolRegistry([
         ManualSearchTool(config.state_path(config.knowledge.index_file), config.devices, config.knowledge.model_path,
                          tuple(config.knowledge.semantic_languages)),
-        PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file)),
-        WorkOrderTool(WorkOrderStore(config.state_path(config.work_orders.store_file), config.work_orders.busy_timeout_ms),
-                      config.devices, config.work_orders),
+        PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file),
+                    on_breaker_open=breaker_notifier(store)),
+        WorkOrderTool(store, config.devices, config.work_orders),
     ])
+
+
+def work_order_store(config: Config) -> WorkOrderStore:
+    return WorkOrderStore(config.state_path(config.work_orders.store_file), config.work_orders.busy_timeout_ms)
+
+
+def plc_gateway(config: Config) -> PlcGateway:
+    """A gateway for pollers, with the same breaker notification as the tool's."""
+    return PlcGateway(config.devices, config.plc, config.state_path(config.plc.cache_file),
+                      breaker_notifier(work_order_store(config)))
+
+
+def breaker_notifier(store: WorkOrderStore) -> Callable[[dict[str, Any]], None]:
+    """Operations hears of an opened PLC breaker through the MES outbox too (besides the log event and
+    the counter); the webhook id names the opening, so the tool and a poller reporting it send one."""
+    def notify(event: dict[str, Any]) -> None:
+        scope = event["sensor"] if event["sensor"] != "*" else "unit"
+        store.notify(f"msg_breaker_{event['device_id']}_{scope}_{event['opened_at_ms']}", "plc.breaker_opened",
+                     event, actor="plc")
+    return notify
 
 
 class Agent:

@@ -88,3 +88,14 @@ def test_sensor_question_without_device_says_which_machine_is_missing(agent):
     record = agent.ask("What is the coolant level right now?")
     assert PLC not in actions(record)
     assert "which machine" in record.termination.final_answer
+
+
+def test_an_opened_plc_breaker_is_queued_once_for_the_mes(make_agent, plc_sim):
+    agent = make_agent(plc={"read_budget_ms": 150})
+    plc_sim.silence("press-3")
+    for _ in range(4):
+        agent.ask("What is the coolant level on press-3 right now?")
+    store = agent.registry.get(WORK_ORDER).store
+    events = [row for row in store.outbox() if row.event_type == "plc.breaker_opened"]
+    assert len(events) == 1
+    assert events[0].work_order_id is None and "press-3" in events[0].body

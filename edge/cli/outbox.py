@@ -73,7 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _store(config: Config) -> WorkOrderStore:
-    return WorkOrderStore(config.state_path(config.work_orders.store_file), config.work_orders.busy_timeout_ms)
+    from edge.agent import work_order_store
+
+    return work_order_store(config)
 
 
 # -- outbox ------------------------------------------------------------------
@@ -106,7 +108,7 @@ def _outbox_table(rows: list[OutboxRow], now: float) -> Table:
         style = STATUS_STYLE.get(row.status, "white")
         due = "" if row.status != "pending" else _relative(row.next_attempt_at - now)
         result = row.last_error or (str(row.last_status_code) if row.last_status_code else "")
-        table.add_row(str(row.row_id), row.work_order_id, row.event_type.removeprefix("work_order."),
+        table.add_row(str(row.row_id), row.work_order_id or "-", row.event_type.removeprefix("work_order."),
                       f"[{style}]{row.status}[/]",
                       str(row.attempts), due, result)
     return table

@@ -152,12 +152,12 @@ def run_plc_read(args: argparse.Namespace, config: Config) -> int:
 
 
 def run_poller(args: argparse.Namespace, config: Config) -> int:
-    from tools.plc.gateway import PlcGateway
+    from edge.agent import plc_gateway
     from tools.plc.poller import Poller, PollReport, poll_once
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     console = Console()
-    gateway = PlcGateway(config.devices, config.plc, config.state_path(config.plc.cache_file))
+    gateway = plc_gateway(config)
 
     def show(report: PollReport) -> None:
         style = "green" if report.no_communication == report.skipped == len(report.rejected) == 0 else "yellow"

@@ -20,7 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from edge.agent import Agent
+from edge.agent import Agent, plc_gateway, work_order_store
 from edge.config import Config
 from edge.loop import RunRequest, evidence_of
 from edge.run_record import TerminationReason
@@ -34,10 +34,8 @@ from edge.service.runs import EventBridge, RunManager
 from edge.service.schemas import (AskBody, ConfirmResult, DeviceView, RunView, SensorView, TakeoverResult)
 from edge.sessions import session_context
 from tools.contract import ToolContext
-from tools.plc.gateway import PlcGateway
 from tools.plc.poller import Poller
 from tools.work_orders.model import ACTIVE_STATUSES, WorkOrder
-from tools.work_orders.store import WorkOrderStore
 
 SESSION_SUMMARY_RUNS = 5
 # A takeover waits for the step in progress: one LLM request plus one tool call at most.
@@ -52,8 +50,7 @@ class Service:
         self.with_poller = poller
         self.agent = agent or Agent(config)
         self.run_store = RunStore(config.state_path(config.service.run_store_file))
-        self.work_orders = WorkOrderStore(config.state_path(config.work_orders.store_file),
-                                          config.work_orders.busy_timeout_ms)
+        self.work_orders = work_order_store(config)
         self.runs = RunManager(self.agent, self.run_store, config.service.max_concurrent_runs)
         self.warmup = Warmup()
         self.readiness = Readiness(config, self.warmup)
@@ -63,8 +60,7 @@ class Service:
         """Background work, begun once the server is up: warming competes for the CPU with start-up imports."""
         self.warmup.start("models (manual search, lexicon)", self.agent.warm)
         if self.with_poller:
-            gateway = PlcGateway(self.config.devices, self.config.plc, self.config.state_path(self.config.plc.cache_file))
-            self.poller = Poller(gateway, self.config.plc.poll_interval_s)
+            self.poller = Poller(plc_gateway(self.config), self.config.plc.poll_interval_s)
             self.poller.start()
 
     def close(self) -> None:

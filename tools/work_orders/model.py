@@ -64,7 +64,7 @@ class OutboxRow(BaseModel):
 
     row_id: int
     webhook_id: str
-    work_order_id: str
+    work_order_id: str | None
     event_type: str
     body: str
     status: OutboxStatus

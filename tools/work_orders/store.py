@@ -62,7 +62,7 @@ CREATE INDEX IF NOT EXISTS work_orders_by_fault ON work_orders (device_id, fault
 CREATE TABLE IF NOT EXISTS outbox (
     row_id INTEGER PRIMARY KEY AUTOINCREMENT,
     webhook_id TEXT NOT NULL UNIQUE,
-    work_order_id TEXT NOT NULL REFERENCES work_orders (id),
+    work_order_id TEXT REFERENCES work_orders (id),  -- NULL for plant events such as an opened PLC breaker
     event_type TEXT NOT NULL,
     body TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
@@ -232,20 +232,15 @@ class WorkOrderStore:
     # -- outbox ----------------------------------------------------------
 
     def _enqueue(self, con: sqlite3.Connection, order: WorkOrder, event_type: str, actor: str) -> None:
-        now = self._clock()
         # Each status is entered at most once (the lifecycle has no cycles), so this id is stable and unique.
-        webhook_id = f"msg_{order.id}_{order.status}"
-        body = _dumps({
-            "type": event_type,
-            "timestamp": _iso(now),
-            "actor": actor,
-            "data": order.model_dump(mode="json"),
-        })
-        con.execute(
-            """INSERT INTO outbox (webhook_id, work_order_id, event_type, body, status, next_attempt_at, created_at)
-               VALUES (?, ?, ?, ?, 'pending', ?, ?)""",
-            (webhook_id, order.id, event_type, body, now, now),
-        )
+        _insert_event(con, f"msg_{order.id}_{order.status}", event_type, order.model_dump(mode="json"), actor,
+                      self._clock(), order.id)
+
+    def notify(self, webhook_id: str, event_type: str, data: dict[str, Any], actor: str) -> bool:
+        """Queue a plant event for the MES (e.g. a PLC breaker opened); the same webhook id is queued once,
+        so several processes reporting one occurrence send one delivery. True if newly queued."""
+        with self._write() as con:
+            return _insert_event(con, webhook_id, event_type, data, actor, self._clock(), None)
 
     def claim_due(self, now: float, limit: int, lease_s: float) -> list[OutboxRow]:
         """Pending rows due by `now`, pushed `lease_s` ahead so another worker skips them meanwhile."""
@@ -348,6 +343,17 @@ class WebhookInProgress(WorkOrderError):
 
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _insert_event(con: sqlite3.Connection, webhook_id: str, event_type: str, data: dict[str, Any], actor: str,
+                  now: float, work_order_id: str | None) -> bool:
+    body = _dumps({"type": event_type, "timestamp": _iso(now), "actor": actor, "data": data})
+    cursor = con.execute(
+        """INSERT INTO outbox (webhook_id, work_order_id, event_type, body, status, next_attempt_at, created_at)
+           VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (webhook_id) DO NOTHING""",
+        (webhook_id, work_order_id, event_type, body, now, now),
+    )
+    return cursor.rowcount == 1
 
 
 def _dumps(value: Any) -> str:
