@@ -11,6 +11,7 @@ or `drop` (close the connection without answering).
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +65,11 @@ class ScriptedLlmServer:
 
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out in two writes; with Nagle on, delayed ACKs add 40 ms to every reply.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_GET(self) -> None:
                 if self.path == f"{server._root}/models":
