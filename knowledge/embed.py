@@ -71,4 +71,5 @@ def _free_cores() -> int:
     threads fighting other processes for a core halve throughput (and turn an 8 ms
     query encode into 100 ms, which is why single queries always run on one thread)."""
     cores = os.cpu_count() or 1
-    return max(1, min(cores, round(cores - os.getloadavg()[0])))
+    # The load average counts this process too: an otherwise idle box reads about 1.
+    return max(1, min(cores, round(cores - os.getloadavg()[0]) + 1))
