@@ -1,5 +1,6 @@
 """The poller keeps the cache fresh, and skips PLCs behind an open breaker."""
 
+import sqlite3
 import time
 
 from tools.plc.config import PlcConfig
@@ -65,3 +66,56 @@ def test_poller_thread_runs_cycles_until_stopped(plant_devices, plc_sim, tmp_pat
         assert store.get_reading("cnc-7", "spindle_speed") is not None
     finally:
         store.close()
+
+
+def hold_write_lock(path):
+    """Another process's writer in the middle of a transaction on the shared cache file."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def wait_for(condition, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_poller_thread_survives_a_locked_cache_and_resumes(plant_devices, plc_sim, tmp_path, caplog):
+    cache = tmp_path / "c.sqlite"
+    cycles = []
+    gateway = PlcGateway(plant_devices, PlcConfig(read_budget_ms=200), cache, busy_timeout_s=0.05)
+    holder = hold_write_lock(cache)
+    poller = Poller(gateway, interval_s=0.05, on_cycle=cycles.append)
+    poller.start()
+    try:
+        wait_for(lambda: sum("cycle failed" in r.message for r in caplog.records) >= 2)
+        holder.rollback()
+        wait_for(lambda: len(cycles) >= 1)
+        assert poller._thread is not None and poller._thread.is_alive()
+    finally:
+        poller.stop()
+        holder.close()
+        gateway.close()
+    failures = [r for r in caplog.records if "cycle failed" in r.message]
+    assert len(failures) >= 2 and "database is locked" in failures[0].exc_text
+    assert cycles and cycles[0].refreshed == 8
+
+
+def test_poller_thread_survives_a_failing_on_cycle_hook(plant_devices, plc_sim, tmp_path):
+    cycles = []
+
+    def flaky(report):
+        cycles.append(report)
+        if len(cycles) == 1:
+            raise RuntimeError("dashboard went away")
+
+    gateway = PlcGateway(plant_devices, PlcConfig(read_budget_ms=200), tmp_path / "c.sqlite")
+    poller = Poller(gateway, interval_s=0.05, on_cycle=flaky)
+    poller.start()
+    try:
+        wait_for(lambda: len(cycles) >= 2)
+    finally:
+        poller.stop()
+        gateway.close()
+    assert len(cycles) >= 2

@@ -1,5 +1,6 @@
 """read_plc_sensor_value against the real simulator over loopback Modbus TCP."""
 
+import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -199,3 +200,17 @@ def test_registry_rejects_missing_sensor_argument_with_a_hint(plc_tool):
 def test_tool_without_devices_fails_at_start(tmp_path):
     with pytest.raises(ValueError, match="at least one device"):
         PlcReadTool({}, PlcConfig(), tmp_path / "c.sqlite")
+
+
+def test_live_value_is_returned_when_the_cache_cannot_be_written(plc_tool, plc_sim, tmp_path):
+    # The poller (another process) holds the write lock longer than the tool may wait.
+    holder = sqlite3.connect(tmp_path / "plc_cache.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        out = ask(plc_tool, "press-3", "coolant_level")
+    finally:
+        holder.rollback()
+        holder.close()
+    assert out.status == "ok" and fields(out)["source"] == "live"
+    assert fields(out)["value"] == pytest.approx(plc_sim.value("press-3", "coolant_level"), abs=0.2)
+    assert plc_tool.gateway.store.get_reading("press-3", "coolant_level") is None

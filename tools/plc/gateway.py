@@ -2,11 +2,14 @@
 
 Used by the agent tool (`read`) and the poller (`refresh`). A live value is
 stored in the cache as it is read, so the tool's own reads keep the cache
-fresh between polls.
+fresh between polls (best effort: a cache that cannot be written does not
+cost the agent a live value it already has).
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +23,9 @@ from tools.plc.config import PlcConfig
 from tools.plc.errors import NoCommunication, PlcRejected
 from tools.plc.modbus import ModbusReader
 from tools.plc.reading import Quality, Reading, Source, alarm_for, fallback_quality, is_outlier
-from tools.plc.store import PlcStore
+from tools.plc.store import BUSY_TIMEOUT_S, PlcStore
+
+log = logging.getLogger("fixloop.plc")
 
 
 class PlcGateway:
@@ -31,10 +36,11 @@ class PlcGateway:
         cache_path: Path,
         on_breaker_open: Callable[[dict[str, Any]], None] | None = None,
         clock: Callable[[], float] = time.time,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
     ):
         self.devices = devices
         self.config = config
-        self.store = PlcStore(cache_path)
+        self.store = PlcStore(cache_path, busy_timeout_s)
         self.breakers = Breakers(self.store, config.breaker_threshold, config.breaker_open_s, on_breaker_open, clock)
         self._reader = ModbusReader()
         self._clock = clock
@@ -51,9 +57,15 @@ class PlcGateway:
             )
         else:
             try:
-                reading = self._live(device, sensor)
+                value, ts_ms = self._live(device, sensor)
             except NoCommunication as exc:
                 reading = self._from_cache(device, sensor, f"{exc.reason}: {exc}")
+            else:
+                try:
+                    self._store_live(device_id, sensor_id, value, ts_ms)
+                except sqlite3.Error:
+                    log.exception("plc_cache_write_failed %s/%s: returning the live value uncached", device_id, sensor_id)
+                reading = self._reading(device, sensor, value, ts_ms, "Good", "live")
         metrics.READS.labels(device_id, sensor_id, reading.quality).inc()
         return reading
 
@@ -64,16 +76,19 @@ class PlcGateway:
         if decision == "open":
             return None
         try:
-            self._live(device, sensor)
+            value, ts_ms = self._live(device, sensor)
         except NoCommunication:
             return False
+        # Filling the cache is the poller's whole job, so a failed write is the poller's error.
+        self._store_live(device_id, sensor_id, value, ts_ms)
         return True
 
     def close(self) -> None:
         self._reader.close()
         self.store.close()
 
-    def _live(self, device: DeviceConfig, sensor: SensorConfig) -> Reading:
+    def _live(self, device: DeviceConfig, sensor: SensorConfig) -> tuple[float, int]:
+        """The decoded value and its timestamp in ms; counts communication failures on the breakers."""
         try:
             registers = self._reader.read_registers(device.plc, sensor, self.config.read_budget_ms / 1000)
             value = decode(sensor, registers)
@@ -85,10 +100,11 @@ class PlcGateway:
             self.store.clear_breakers(device.id, sensor.id)
             self.breakers.succeeded(device.id, sensor.id)
             raise
-        ts_ms = int(self._clock() * 1000)
-        self.store.put_reading(device.id, sensor.id, value, ts_ms)
-        self.breakers.succeeded(device.id, sensor.id)
-        return self._reading(device, sensor, value, ts_ms, "Good", "live")
+        return value, int(self._clock() * 1000)
+
+    def _store_live(self, device_id: str, sensor_id: str, value: float, ts_ms: int) -> None:
+        self.store.put_reading(device_id, sensor_id, value, ts_ms)
+        self.breakers.succeeded(device_id, sensor_id)
 
     def _from_cache(self, device: DeviceConfig, sensor: SensorConfig, reason: str, probe_after_ms: int | None = None) -> Reading:
         cached = self.store.get_reading(device.id, sensor.id)

@@ -62,16 +62,32 @@ class Poller:
         self._thread: threading.Thread | None = None
 
     def run(self) -> None:
-        """Poll until `stop()`; each cycle starts `interval_s` after the previous one started."""
+        """Poll until `stop()`; each cycle starts `interval_s` after the previous one started.
+
+        A failed cycle (say the cache file stayed locked) is logged and the next one runs on
+        schedule: a poller thread that died would leave its process looking healthy while the
+        cache goes stale.
+        """
         while not self._stop.is_set():
+            started = time.perf_counter()
+            self._cycle()
+            self._stop.wait(max(0.0, self.interval_s - (time.perf_counter() - started)))
+
+    def _cycle(self) -> None:
+        try:
             report = poll_once(self.gateway)
-            log.info(
-                "plc_poll refreshed=%d no_communication=%d skipped=%d rejected=%d elapsed_s=%.3f",
-                report.refreshed, report.no_communication, report.skipped, len(report.rejected), report.elapsed_s,
-            )
-            if self._on_cycle is not None:
+        except Exception:
+            log.exception("plc_poll cycle failed; retrying next cycle")
+            return
+        log.info(
+            "plc_poll refreshed=%d no_communication=%d skipped=%d rejected=%d elapsed_s=%.3f",
+            report.refreshed, report.no_communication, report.skipped, len(report.rejected), report.elapsed_s,
+        )
+        if self._on_cycle is not None:
+            try:
                 self._on_cycle(report)
-            self._stop.wait(max(0.0, self.interval_s - report.elapsed_s))
+            except Exception:
+                log.exception("plc_poll on_cycle hook failed")
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run, name="plc-poller", daemon=True)

@@ -46,12 +46,17 @@ class BreakerRow:
     opened_at_ms: int | None
 
 
+# Writers of the shared WAL file wait this long for each other; every transaction is short, so
+# only a stalled disk or a stuck process makes anyone wait the full time.
+BUSY_TIMEOUT_S = 5.0
+
+
 class PlcStore:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         # One connection guarded by a lock: the tool is called from a thread pool.
-        self._db = sqlite3.connect(path, timeout=0.5, check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(path, timeout=busy_timeout_s, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")

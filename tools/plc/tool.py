@@ -21,6 +21,9 @@ OUTLIER_SUGGESTION = (
     "The value is outside the sensor's plausible range: confirm on site whether the sensor has failed "
     "before reasoning from it."
 )
+# After a timed-out read the tool writes twice (sensor and unit breaker): both waits must fit in
+# the 0.2 s left after the read budget, while the poller writing the same file waits much longer.
+STORE_BUSY_TIMEOUT_S = 0.05
 CONFIDENCE = {"Good": 1.0, "UncertainNoCommunicationLastUsableValue": 0.6, "BadNoCommunication": 0.0}
 
 
@@ -67,7 +70,7 @@ class PlcReadTool(Tool):
         if not devices:
             raise ValueError("the PLC tool needs at least one device under [devices] in the config")
         self.devices = devices
-        self.gateway = PlcGateway(devices, config, cache_path, on_breaker_open)
+        self.gateway = PlcGateway(devices, config, cache_path, on_breaker_open, busy_timeout_s=STORE_BUSY_TIMEOUT_S)
         # The read itself is bounded by the budget; the rest is the cache lookup and formatting.
         self.timeout_s = config.read_budget_ms / 1000 + 0.2  # type: ignore[misc]
 
