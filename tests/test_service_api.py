@@ -82,6 +82,37 @@ def test_confirm_refuses_runs_without_a_proposal_and_unknown_runs(service):
     assert unknown.status_code == 404
 
 
+def stored_proposal(service, run_id: str, **args) -> str:
+    """A copy of a stored run whose work-order proposal, still awaiting confirmation, carries `args`:
+    what the store holds for a run made before the plant's config or the tool's arguments changed."""
+    record = service.service.run_store.get(run_id)
+    step = next(s for s in reversed(record.steps) if s.action == ORDER)
+    items = [item.model_copy(update={"fields": {**item.fields, "work_order_status": "pending_confirmation"}})
+             if item.kind == "ref" else item for item in step.observation.content]
+    observation = step.observation.model_copy(update={"content": items})
+    changed = step.model_copy(update={"args": {**step.args, **args}, "observation": observation})
+    copy = record.model_copy(update={"run_id": f"{run_id}-{len(args)}{sorted(args)[0]}",
+                                     "steps": [changed if s.n == step.n else s for s in record.steps]})
+    service.service.run_store.save(copy)
+    return copy.run_id
+
+
+def test_confirm_names_what_the_work_order_tool_refused_with_a_client_status(service):
+    result = service.ask(E102, "press-3")
+    decommissioned = stored_proposal(service, result.run_id, device_id="press-99")
+    bad_priority = stored_proposal(service, result.run_id, priority="whenever")
+    with service.client() as client:
+        unknown_device = client.post(f"/v1/runs/{decommissioned}/confirm")
+        invalid = client.post(f"/v1/runs/{bad_priority}/confirm")
+        orders = client.get("/v1/work-orders", params={"device_id": "press-99"}).json()
+
+    assert unknown_device.status_code == 409, unknown_device.text
+    assert "unknown_device" in unknown_device.json()["detail"] and "'press-99'" in unknown_device.json()["detail"]
+    assert invalid.status_code == 422, invalid.text
+    assert "invalid_arguments" in invalid.json()["detail"] and "'priority'" in invalid.json()["detail"]
+    assert orders == []
+
+
 def test_a_follow_up_in_the_session_reads_the_sensor_instead_of_searching_the_manual_again(service):
     first = service.ask(E102, "press-3")
     session = first.headers["x-session-id"]

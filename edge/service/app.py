@@ -40,6 +40,9 @@ from tools.work_orders.model import ACTIVE_STATUSES, WorkOrder
 SESSION_SUMMARY_RUNS = 5
 # A takeover waits for the step in progress: one LLM request plus one tool call at most.
 TAKEOVER_GRACE_S = 3.0
+# The work-order tool runs in this process, so its refusals are ours to classify, not a bad gateway's.
+# The stored proposal no longer fits the tool (arguments) or the plant (device removed since the run).
+CONFIRM_ERROR_STATUS = {"invalid_arguments": 422, "unknown_device": 409, "timeout": 504, "tool_failed": 500}
 
 
 class Service:
@@ -146,10 +149,7 @@ def create_app(service: Service) -> FastAPI:
     @app.get("/v1/work-orders", tags=["plant"], dependencies=[technician])
     def work_orders(device_id: str | None = None, active: bool = True,
                     limit: int = Query(default=20, ge=1, le=200)) -> list[WorkOrder]:
-        orders = service.work_orders.list(device_id=device_id, limit=limit if not active else 1000)
-        if active:
-            orders = [order for order in orders if order.status in ACTIVE_STATUSES][:limit]
-        return orders
+        return service.work_orders.list(ACTIVE_STATUSES if active else (), device_id=device_id, limit=limit)
 
     # -- runs --------------------------------------------------------------
 
@@ -197,12 +197,13 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/v1/runs/{run_id}", tags=["runs"], dependencies=[technician])
     def get_run(run_id: str) -> RunView:
+        # Live set first: a run is stored before it leaves the live set, so this order cannot miss it.
+        if service.runs.get(run_id) is not None:
+            return RunView(run_id=run_id, running=True)
         record = service.run_store.get(run_id)
         if record is not None:
             return RunView(run_id=run_id, running=False, record=record,
                            confirmations=service.run_store.confirmations(run_id))
-        if service.runs.get(run_id) is not None:
-            return RunView(run_id=run_id, running=True)
         raise HTTPException(404, f"no run {run_id!r}")
 
     @app.post("/v1/runs/{run_id}/takeover", tags=["runs"], dependencies=[technician])
@@ -245,7 +246,10 @@ def create_app(service: Service) -> FastAPI:
                       if item.kind == "ref" and item.fields.get("work_order_id")), None)
         if observation.status != "ok" or order is None:
             text = " ".join(item.text for item in observation.content if item.text)
-            raise HTTPException(502, f"the work-order store refused the order: {text or observation.error_code}")
+            status = CONFIRM_ERROR_STATUS.get(observation.error_code or "", 500)
+            reason = observation.error_code or "no order returned"
+            raise HTTPException(status, f"the work-order tool refused the order ({reason})"
+                                        + (f": {text}" if text else ""))
         confirmation = await run_in_threadpool(service.run_store.add_confirmation, run_id, order)
         metrics.CONFIRMATIONS.labels(str(confirmation.created).lower()).inc()
         return ConfirmResult(run_id=run_id, work_order=order, confirmation=confirmation)

@@ -60,11 +60,17 @@ class RunManager:
         return live
 
     def run_sync(self, request: RunRequest) -> RunRecord:
-        """A headless run on the caller's thread (MES alarms): stored and counted like any other."""
+        """A headless run (MES alarms): stored and counted like any other, and queued behind
+        `max_concurrent_runs` like any other. Blocks the calling thread, so call it off the event loop."""
         live = LiveRun(request)
         with self._lock:
             self._live[request.run_id] = live
-        self._execute(live, lambda event: None)
+        try:
+            self._pool.submit(self._execute, live, lambda event: None).result()
+        finally:
+            # Normally _execute has already removed it; not if the pool refused or cancelled the run.
+            with self._lock:
+                self._live.pop(request.run_id, None)
         if live.record is None:
             raise RuntimeError(live.error or "run failed")
         return live.record
