@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from edge.run_record import RunRecord, Step, TerminationReason
+from knowledge.codes import code_key
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -244,8 +245,9 @@ def fault_codes_of(record: RunRecord) -> list[str]:
         if resolved:
             codes.append(resolved)
         elif isinstance(step.args, dict) and isinstance(step.args.get("fault_code"), str):
-            codes.append(step.args["fault_code"].strip().upper())
-    return list(dict.fromkeys(code for code in codes if code))
+            codes.append(step.args["fault_code"])
+    # Keyed like the manual index and the work orders, so `E-102` and `E102` are one code in every query.
+    return list(dict.fromkeys(key for key in map(code_key, codes) if key))
 
 
 def device_of(record: RunRecord) -> str | None:
@@ -287,7 +289,7 @@ def _clauses(where: RunFilter) -> tuple[list[str], list[Any]]:
         params.append(where.since_ms)
     if where.fault_code is not None:
         clauses.append("run_id IN (SELECT run_id FROM run_codes WHERE fault_code = ?)")
-        params.append(where.fault_code.strip().upper())
+        params.append(code_key(where.fault_code))
     return clauses, params
 
 

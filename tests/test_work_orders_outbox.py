@@ -200,3 +200,49 @@ def test_worker_loop_delivers_new_orders_and_stops(work_order_store, mes_receive
     thread.join(timeout=5)
     assert not thread.is_alive()
     assert len(mes_receiver.deliveries_for(order.id)) == 1 and sum(s.delivered for s in rounds) == 1
+
+
+def test_each_row_is_signed_when_it_is_sent_not_when_the_round_began(work_order_store, mes_receiver, client):
+    _order(work_order_store, "E101"), _order(work_order_store, "E102")
+    mes_receiver.slow_acks, mes_receiver.slow_ack_s = 1, 1.2  # the first post of the batch takes over a second
+    assert deliver_due(work_order_store, _config(mes_receiver.url), client, time.time()).delivered == 2
+    first, second = (int(a["headers"]["webhook-timestamp"]) for a in mes_receiver.attempts)
+    assert second >= first + 1
+
+
+def test_a_slow_batch_keeps_its_rows_from_a_second_worker(work_order_store, mes_receiver, client):
+    rows = [_order(work_order_store, f"E10{i}") for i in range(3)]
+    # Each post takes 0.3 s against a 0.5 s lease: the third row's claim lapses while the batch is still posting.
+    config = _config(mes_receiver.url, lease_s=0.5, timeout_s=0.45)
+    mes_receiver.slow_acks, mes_receiver.slow_ack_s = 3, 0.3
+    with httpx.Client() as other:
+        first = threading.Thread(target=deliver_due, args=(work_order_store, config, other, time.time()))
+        first.start()
+        time.sleep(0.75)
+        second = deliver_due(work_order_store, config, client, time.time())
+        first.join()
+    assert second.attempted == 0
+    assert len(mes_receiver.attempts) == 3 and mes_receiver.duplicates == []
+    assert {p["data"]["id"] for p in mes_receiver.deliveries.values()} == {o.id for o in rows}
+
+
+def test_lease_must_outlast_a_request():
+    with pytest.raises(ValueError, match=r"lease_s \(5.0\) must exceed timeout_s \(10.0\)"):
+        MesConfig(timeout_s=10, lease_s=5)
+
+
+def test_a_requeued_row_gets_a_fresh_give_up_period(tmp_path, mes_receiver, client):
+    clock = [time.time()]
+    store = WorkOrderStore(tmp_path / "wo.sqlite", clock=lambda: clock[0])
+    _order(store)
+    config = _config(mes_receiver.url, give_up_after_s=10)
+    mes_receiver.down = True
+    assert deliver_due(store, config, client, clock[0] + 11).failed == 1
+    clock[0] += 20
+    assert store.requeue() == 1
+    (row,) = store.outbox()
+    assert row.created_at == clock[0] - 20 and row.queued_at == clock[0]
+    # Failing again within the new period is a retry, not an immediate give-up.
+    assert deliver_due(store, config, client, clock[0] + 1).retrying == 1
+    (row,) = store.outbox()
+    assert deliver_due(store, config, client, max(row.next_attempt_at, clock[0] + 10)).failed == 1

@@ -100,13 +100,23 @@ def test_bad_input_is_refused_and_leaves_nothing(work_order_store):
     assert _rows(work_order_store, "SELECT count(*) FROM outbox") == [(0,)]
 
 
+@pytest.mark.parametrize(("first", "second"), [("E-102", "E102"), ("ALARM:1", "ALARM 1"), ("err_07", "ERR-07")])
+def test_spellings_of_one_code_share_one_active_order(work_order_store, first, second):
+    order, created = _create(work_order_store, fault_code=first)
+    again, created_again = _create(work_order_store, fault_code=second, run_id="run-2")
+    assert created and not created_again and again.id == order.id
+    assert order.fault_code == first.upper()  # displayed as first spelled
+    assert work_order_store.active_for("press-3", second) == order
+    assert _rows(work_order_store, "SELECT count(*) FROM work_orders") == [(1,)]
+
+
 def test_the_schema_itself_refuses_a_second_active_order(work_order_store):
-    _create(work_order_store)
+    _create(work_order_store, fault_code="E-102")
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
         con = sqlite3.connect(work_order_store.path)
         try:
-            con.execute("""INSERT INTO work_orders VALUES ('WO-X', 'press-3', 'E102', 't', 's', 'low', 'acknowledged',
-                           'agent', 'r', 'episode:9', NULL, '[]', 'now', 'now')""")
+            con.execute("""INSERT INTO work_orders VALUES ('WO-X', 'press-3', 'E102', 'E102', 't', 's', 'low',
+                           'acknowledged', 'agent', 'r', 'episode:9', NULL, '[]', 'now', 'now')""")
         finally:
             con.close()
 
@@ -116,8 +126,18 @@ def test_list_filters(work_order_store):
     b, _ = _create(work_order_store, device_id="cnc-7", fault_code="ALARM:1")
     work_order_store.set_status(b.id, "acknowledged", actor="technician")
     assert {o.id for o in work_order_store.list()} == {a.id, b.id}
-    assert [o.id for o in work_order_store.list(status="acknowledged")] == [b.id]
+    assert [o.id for o in work_order_store.list(("acknowledged",))] == [b.id]
     assert [o.id for o in work_order_store.list(device_id="press-3")] == [a.id]
+    with pytest.raises(WorkOrderError, match="status 'closed' is not one of"):
+        work_order_store.list(("closed",))
+
+
+def test_listing_active_orders_counts_only_active_ones_against_the_limit(work_order_store):
+    active, _ = _create(work_order_store, fault_code="E101")
+    for code in ("E102", "E103"):  # newer, but closed
+        order, _ = _create(work_order_store, fault_code=code)
+        work_order_store.set_status(order.id, "cancelled", actor="operator")
+    assert [o.id for o in work_order_store.list(("open", "acknowledged", "in_progress"), limit=1)] == [active.id]
 
 
 def test_requeue_failed_rows(work_order_store):

@@ -68,6 +68,7 @@ def test_unknown_device_lists_the_known_ones(work_order_store, devices):
     ({**ARGS, "fault_code": "overheating!!"}, "fault_code"),
     ({**ARGS, "priority": "asap"}, "priority"),
     ({k: v for k, v in ARGS.items() if k != "summary"}, "summary"),
+    ({**ARGS, "summary": "      "}, "summary"),  # spaces only: stripped before the length check
     ({**ARGS, "colour": "red"}, "colour"),
 ])
 def test_bad_arguments_name_the_field(work_order_store, devices, args, field):

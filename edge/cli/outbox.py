@@ -169,7 +169,7 @@ def run_outbox_deliver(args: argparse.Namespace, config: Config) -> int:
 
 
 def run_orders_list(args: argparse.Namespace, config: Config) -> int:
-    orders = _store(config).list(status=args.status, device_id=args.device, limit=args.limit)
+    orders = _store(config).list((args.status,) if args.status else (), device_id=args.device, limit=args.limit)
     if args.json:
         print(json.dumps([order.model_dump(mode="json") for order in orders], indent=2, ensure_ascii=False))
         return 0

@@ -29,11 +29,11 @@ class MesConfig(BaseModel):
     # Retry delay doubles from `backoff_base_s` up to `backoff_max_s`, each with jitter.
     backoff_base_s: float = Field(default=2.0, gt=0)
     backoff_max_s: float = Field(default=600.0, gt=0)
-    # A row still failing this long after it was written is marked failed (kept; `fixloop outbox retry`).
+    # A row still failing this long after it was queued (or requeued by `fixloop outbox retry`) is marked failed.
     give_up_after_s: float = Field(default=86400.0, gt=0)
     batch_size: int = Field(default=50, ge=1)
     poll_interval_s: float = Field(default=2.0, gt=0)
-    # A worker owns a claimed row this long; if it dies the row becomes due again.
+    # A worker owns a claimed row this long (renewed before each post); if it dies the row becomes due again.
     lease_s: float = Field(default=60.0, gt=0)
     # Inbound alarms: accepted webhook-timestamp skew, and how long replay records are kept.
     tolerance_s: float = Field(default=300.0, gt=0)
@@ -53,6 +53,9 @@ class MesConfig(BaseModel):
     def _url_needs_secret(self) -> MesConfig:
         if self.url and not self.secrets:
             raise ValueError("mes.url is set but mes.secrets is empty: deliveries must be signed")
+        if self.lease_s <= self.timeout_s:
+            raise ValueError(f"lease_s ({self.lease_s}) must exceed timeout_s ({self.timeout_s}): a row's lease "
+                             "must outlast its request, or another worker posts it again")
         if self.backoff_base_s > self.backoff_max_s:
             raise ValueError(f"backoff_base_s ({self.backoff_base_s}) must not exceed backoff_max_s ({self.backoff_max_s})")
         return self

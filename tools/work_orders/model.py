@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from knowledge.codes import code_key
+
 Priority = Literal["low", "medium", "high", "urgent"]
 OrderStatus = Literal["open", "acknowledged", "in_progress", "done", "cancelled"]
 OutboxStatus = Literal["pending", "delivered", "failed"]
@@ -44,7 +46,7 @@ class WorkOrder(BaseModel):
 
     id: str
     device_id: str  # the asset
-    fault_code: str  # the failure/problem code
+    fault_code: str  # the failure/problem code, as first spelled (identity is its `fault_key`)
     title: str
     summary: str
     priority: Priority
@@ -73,6 +75,8 @@ class OutboxRow(BaseModel):
     last_status_code: int | None
     last_error: str | None
     created_at: float
+    # Give-up is measured from here: the first queueing, reset when an operator requeues the row.
+    queued_at: float
     delivered_at: float | None
 
 
@@ -86,8 +90,13 @@ def normalize_fault_code(raw: str) -> str:
     return code
 
 
+def fault_key(fault_code: str) -> str:
+    """A code's identity: `E-102` and `E102`, `ALARM:1` and `ALARM 1` are one fault (the manual search's key)."""
+    return code_key(fault_code)
+
+
 def order_id(device_id: str, fault_code: str, occurrence: str) -> str:
-    digest = hashlib.sha256(f"{device_id}\x1f{fault_code}\x1f{occurrence}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{device_id}\x1f{fault_key(fault_code)}\x1f{occurrence}".encode()).hexdigest()
     return "WO-" + digest[:16].upper()
 
 

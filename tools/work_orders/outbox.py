@@ -61,14 +61,25 @@ def deliver_due(
     now: float,
     rng: random.Random | None = None,
 ) -> DeliveryStats:
-    """Post every row due by `now` once; record the outcome of each."""
+    """Post every row due by `now` (the round's start) once; record the outcome of each.
+
+    A batch can take up to `batch_size * timeout_s`, longer than a lease and near
+    the receiver's timestamp tolerance, so each row is signed with the time it is
+    sent and its lease is renewed just before; a row whose lease lapsed and was
+    claimed by another worker is left to that worker.
+    """
     stats = DeliveryStats()
     if not config.url:
         return stats
     rng = rng or random.Random()
-    for row in store.claim_due(now, config.batch_size, config.lease_s):
+    started = time.monotonic()
+    for claimed in store.claim_due(now, config.batch_size, config.lease_s):
+        at = now + (time.monotonic() - started)
+        row = store.renew_lease(claimed, at + config.lease_s)
+        if row is None:
+            continue
         stats.attempted += 1
-        status_code, error, retry_after = _post(row, config, client, now)
+        status_code, error, retry_after = _post(row, config, client, at)
         if status_code is not None and 200 <= status_code < 300:
             store.record_attempt(row.row_id, status="delivered", next_attempt_at=now, status_code=status_code,
                                  error=None, now=now)
@@ -77,7 +88,7 @@ def deliver_due(
             store.record_attempt(row.row_id, status="failed", next_attempt_at=now, status_code=410,
                                  error="410 Gone: the MES no longer accepts this endpoint", now=now)
             stats.failed += 1
-        elif now - row.created_at >= config.give_up_after_s:
+        elif now - row.queued_at >= config.give_up_after_s:
             store.record_attempt(row.row_id, status="failed", next_attempt_at=now, status_code=status_code,
                                  error=f"gave up after {config.give_up_after_s:g} s: {error}", now=now)
             stats.failed += 1

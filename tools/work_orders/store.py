@@ -7,8 +7,8 @@ before it reads what it is about to change. A new connection per operation
 keeps threads and forked processes from sharing one.
 
 Idempotency lives in the schema: the primary key is derived from device, fault
-code and occurrence, and a partial unique index allows one active order per
-device and fault. A second writer's INSERT hits a constraint and returns the
+key (`E-102` and `E102` are one fault) and occurrence, and a partial unique
+index allows one active order per device and fault key. A second writer's INSERT hits a constraint and returns the
 order that won; there is no check-then-insert window.
 """
 
@@ -33,6 +33,7 @@ from tools.work_orders.model import (
     WorkOrderError,
     WorkOrderNotFound,
     alarm_occurrence,
+    fault_key,
     normalize_fault_code,
     order_id,
 )
@@ -44,6 +45,7 @@ CREATE TABLE IF NOT EXISTS work_orders (
     id TEXT PRIMARY KEY,
     device_id TEXT NOT NULL,
     fault_code TEXT NOT NULL,
+    fault_key TEXT NOT NULL,
     title TEXT NOT NULL,
     summary TEXT NOT NULL,
     priority TEXT NOT NULL CHECK (priority IN ({", ".join(f"'{p}'" for p in PRIORITIES)})),
@@ -56,9 +58,9 @@ CREATE TABLE IF NOT EXISTS work_orders (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
-CREATE UNIQUE INDEX IF NOT EXISTS work_orders_one_active
-    ON work_orders (device_id, fault_code) WHERE status IN ({_ACTIVE_SQL});
-CREATE INDEX IF NOT EXISTS work_orders_by_fault ON work_orders (device_id, fault_code);
+CREATE UNIQUE INDEX IF NOT EXISTS work_orders_one_active_key
+    ON work_orders (device_id, fault_key) WHERE status IN ({_ACTIVE_SQL});
+CREATE INDEX IF NOT EXISTS work_orders_by_fault_key ON work_orders (device_id, fault_key);
 CREATE TABLE IF NOT EXISTS outbox (
     row_id INTEGER PRIMARY KEY AUTOINCREMENT,
     webhook_id TEXT NOT NULL UNIQUE,
@@ -71,6 +73,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     last_status_code INTEGER,
     last_error TEXT,
     created_at REAL NOT NULL,
+    queued_at REAL NOT NULL,
     delivered_at REAL
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at);
@@ -153,6 +156,7 @@ class WorkOrderStore:
         and fault code wins.
         """
         fault_code = normalize_fault_code(fault_code)
+        key = fault_key(fault_code)
         if priority not in PRIORITIES:
             raise WorkOrderError(f"priority {priority!r} is not one of {', '.join(PRIORITIES)}")
         stamp = self._iso_now()
@@ -160,16 +164,16 @@ class WorkOrderStore:
             occurrence = alarm_occurrence(alarm)
             if occurrence is None:
                 (count,) = con.execute(
-                    "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_code = ?", (device_id, fault_code)
+                    "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_key = ?", (device_id, key)
                 ).fetchone()
                 occurrence = f"episode:{count + 1}"
             new_id = order_id(device_id, fault_code, occurrence)
             inserted = con.execute(
-                """INSERT INTO work_orders (id, device_id, fault_code, title, summary, priority, status, created_by,
-                       source_run_id, occurrence, alarm, evidence, created_at, updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)
+                """INSERT INTO work_orders (id, device_id, fault_code, fault_key, title, summary, priority, status,
+                       created_by, source_run_id, occurrence, alarm, evidence, created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT DO NOTHING""",
-                (new_id, device_id, fault_code, title, summary, priority, created_by, run_id, occurrence,
+                (new_id, device_id, fault_code, key, title, summary, priority, created_by, run_id, occurrence,
                  _dumps(alarm) if alarm else None, _dumps(list(evidence)), stamp, stamp),
             ).rowcount
             if inserted:
@@ -178,9 +182,9 @@ class WorkOrderStore:
                 return order, True
             row = con.execute(
                 f"""SELECT * FROM work_orders
-                    WHERE id = ? OR (device_id = ? AND fault_code = ? AND status IN ({_ACTIVE_SQL}))
+                    WHERE id = ? OR (device_id = ? AND fault_key = ? AND status IN ({_ACTIVE_SQL}))
                     ORDER BY id = ? DESC LIMIT 1""",
-                (new_id, device_id, fault_code, new_id),
+                (new_id, device_id, key, new_id),
             ).fetchone()
             return _order(row), False
 
@@ -192,16 +196,21 @@ class WorkOrderStore:
     def active_for(self, device_id: str, fault_code: str) -> WorkOrder | None:
         with self._read() as con:
             row = con.execute(
-                f"SELECT * FROM work_orders WHERE device_id = ? AND fault_code = ? AND status IN ({_ACTIVE_SQL})",
-                (device_id, normalize_fault_code(fault_code)),
+                f"SELECT * FROM work_orders WHERE device_id = ? AND fault_key = ? AND status IN ({_ACTIVE_SQL})",
+                (device_id, fault_key(normalize_fault_code(fault_code))),
             ).fetchone()
         return _order(row) if row else None
 
-    def list(self, status: str | None = None, device_id: str | None = None, limit: int = 100) -> list[WorkOrder]:
-        where, params = [], []
-        if status:
-            where.append("status = ?")
-            params.append(status)
+    def list(self, statuses: Sequence[str] = (), device_id: str | None = None, limit: int = 100) -> list[WorkOrder]:
+        """The newest orders in any of `statuses` (all when empty), filtered in SQL so `limit` counts matches."""
+        where: list[str] = []
+        params: list[Any] = []
+        if statuses:
+            unknown = [s for s in statuses if s not in TRANSITIONS]
+            if unknown:
+                raise WorkOrderError(f"status {unknown[0]!r} is not one of {', '.join(TRANSITIONS)}")
+            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
+            params.extend(statuses)
         if device_id:
             where.append("device_id = ?")
             params.append(device_id)
@@ -251,7 +260,18 @@ class WorkOrderStore:
             ).fetchall()
             con.executemany("UPDATE outbox SET next_attempt_at = ? WHERE row_id = ?",
                             [(now + lease_s, row["row_id"]) for row in rows])
-        return [OutboxRow.model_validate(dict(row)) for row in rows]
+        # `next_attempt_at` is the lease this worker now holds; `renew_lease` checks it is still ours.
+        return [OutboxRow.model_validate({**dict(row), "next_attempt_at": now + lease_s}) for row in rows]
+
+    def renew_lease(self, row: OutboxRow, until: float) -> OutboxRow | None:
+        """Extend a claimed row's lease right before posting it; None when its lease lapsed and another
+        worker claimed it meanwhile (that worker posts it, so this one must not)."""
+        with self._write() as con:
+            renewed = con.execute(
+                "UPDATE outbox SET next_attempt_at = ? WHERE row_id = ? AND status = 'pending' AND next_attempt_at = ?",
+                (until, row.row_id, row.next_attempt_at),
+            ).rowcount
+        return row.model_copy(update={"next_attempt_at": until}) if renewed else None
 
     def record_attempt(
         self,
@@ -279,12 +299,12 @@ class WorkOrderStore:
         return [OutboxRow.model_validate(dict(row)) for row in rows]
 
     def requeue(self, row_ids: Sequence[int] | None = None) -> int:
-        """Make failed rows (all, or the given ones) due now; returns how many were requeued."""
+        """Make failed rows (all, or the given ones) due now, with a fresh give-up period; returns how many."""
         now = self._clock()
         with self._write() as con:
             if row_ids is None:
-                cur = con.execute("UPDATE outbox SET status = 'pending', next_attempt_at = ? WHERE status = 'failed'",
-                                  (now,))
+                cur = con.execute("UPDATE outbox SET status = 'pending', next_attempt_at = ?, queued_at = ? "
+                                  "WHERE status = 'failed'", (now, now))
                 return cur.rowcount
             requeued = 0
             for row_id in row_ids:
@@ -293,8 +313,9 @@ class WorkOrderStore:
                     raise WorkOrderNotFound(f"no outbox row {row_id}")
                 if row["status"] == "delivered":
                     raise WorkOrderError(f"outbox row {row_id} was already delivered")
-                requeued += con.execute("UPDATE outbox SET status = 'pending', next_attempt_at = ? WHERE row_id = ?",
-                                        (now, row_id)).rowcount
+                requeued += con.execute(
+                    "UPDATE outbox SET status = 'pending', next_attempt_at = ?, queued_at = ? WHERE row_id = ?",
+                    (now, now, row_id)).rowcount
             return requeued
 
     # -- inbound webhook replay records ------------------------------------
@@ -349,9 +370,10 @@ def _insert_event(con: sqlite3.Connection, webhook_id: str, event_type: str, dat
                   now: float, work_order_id: str | None) -> bool:
     body = _dumps({"type": event_type, "timestamp": _iso(now), "actor": actor, "data": data})
     cursor = con.execute(
-        """INSERT INTO outbox (webhook_id, work_order_id, event_type, body, status, next_attempt_at, created_at)
-           VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (webhook_id) DO NOTHING""",
-        (webhook_id, work_order_id, event_type, body, now, now),
+        """INSERT INTO outbox (webhook_id, work_order_id, event_type, body, status, next_attempt_at, created_at,
+               queued_at)
+           VALUES (?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (webhook_id) DO NOTHING""",
+        (webhook_id, work_order_id, event_type, body, now, now, now),
     )
     return cursor.rowcount == 1
 
@@ -362,6 +384,7 @@ def _dumps(value: Any) -> str:
 
 def _order(row: sqlite3.Row) -> WorkOrder:
     data = dict(row)
+    del data["fault_key"]  # derived from fault_code; kept as a column only for the unique index
     data["alarm"] = json.loads(data["alarm"]) if data["alarm"] else None
     data["evidence"] = json.loads(data["evidence"])
     return WorkOrder.model_validate(data)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from tools.contract import Item, Tool, ToolContext, ToolOutput
 from tools.plant import DeviceConfig
@@ -27,9 +27,8 @@ class WorkOrderArgs(BaseModel):
         description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1",
         examples=["E102"],
     )
-    summary: str = Field(
-        min_length=3,
-        max_length=2000,
+    # Stripped before the length check, so a summary of spaces is refused rather than stored empty.
+    summary: Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=2000)] = Field(
         description="one or two sentences: the symptom and what the evidence showed, e.g. motor overheating, 92 °C",
         examples=["motor overheating, motor_temp 92 °C"],
     )
@@ -43,7 +42,7 @@ class WorkOrderArgs(BaseModel):
     def _fault_code(cls, value: str) -> str:
         return normalize_fault_code(value)
 
-    @field_validator("device_id", "summary")
+    @field_validator("device_id")
     @classmethod
     def _strip(cls, value: str) -> str:
         return value.strip()
