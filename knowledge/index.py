@@ -127,6 +127,14 @@ def build_index(paths: Iterable[Path], db_path: Path, model_path: str | None = N
 def _build(files: list[Path], db_path: Path, tmp: Path, reusable: dict[str, ManualInfo],
            embedder: Embedder, emit: Progress) -> BuildReport:
     db = sqlite_utils.Database(tmp)
+    try:
+        return _fill(db, files, db_path, reusable, embedder, emit)
+    finally:
+        db.close()  # also when the build fails: the caller then unlinks the file
+
+
+def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable: dict[str, ManualInfo],
+          embedder: Embedder, emit: Progress) -> BuildReport:
     _create_schema(db)
     manuals: list[ManualReport] = []
     fresh: list[tuple[Extraction, Path]] = []
@@ -164,7 +172,6 @@ def _build(files: list[Path], db_path: Path, tmp: Path, reusable: dict[str, Manu
         {"key": "built_at", "value": datetime.now(timezone.utc).isoformat(timespec="seconds")},
     ], pk="key", replace=True)
     db.conn.commit()
-    db.close()
     return BuildReport(index=str(db_path), manuals=manuals, pages=sum(m.pages for m in manuals),
                        records=sum(m.records for m in manuals), embedded=embedded, elapsed_s=0.0)
 

@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -291,12 +292,20 @@ class ManualIndex:
         signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         with self._lock:
             if self._snapshot is None or self._snapshot.signature != signature:
-                if self._snapshot is not None:
-                    self._snapshot.conn.close()
+                # The replaced snapshot is not closed here: a search in another thread may still be
+                # reading it. Its connection closes when the last holder lets go (see `_open`).
                 self._snapshot = self._open(signature)
             return self._snapshot
 
+    def close(self) -> None:
+        """Close the open index file; a later call reopens it."""
+        with self._lock:
+            if self._snapshot is not None:
+                self._snapshot.conn.close()
+                self._snapshot = None
+
     def _open(self, signature: tuple) -> _Snapshot:
+        conn = None
         try:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             conn.row_factory = sqlite3.Row
@@ -306,9 +315,13 @@ class ManualIndex:
                 " r.pages, r.vendor, r.model, r.vendor_key, r.model_key, r.version, r.language,"
                 " m.file, m.title AS manual_title, m.valid_for FROM records r JOIN manuals m ON m.sha256 = r.manual_sha256")}
         except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
             raise IndexMissing(f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`") from None
         conn.row_factory = None
-        return _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""))
+        snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""))
+        weakref.finalize(snap, conn.close)
+        return snap
 
     def _vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
         if snap.vectors is None:

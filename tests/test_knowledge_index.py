@@ -1,10 +1,12 @@
 """Index builds: incremental reuse, atomic swap, crash safety, bad files."""
 
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,73 @@ def test_status_lists_manuals_and_notices_changed_files(library, tmp_path):
     on_disk = {m.file: m.on_disk for m in read_status(db).manuals}
     assert on_disk[HYDRA[0]] == "changed" and on_disk[HYDRA[1]] == "missing"
     assert next(m for m in status.manuals if m.file == HYDRA[0]).scanned_pages == [4]
+
+
+def open_files(fragment: str) -> list[str]:
+    """Files this process holds open whose path contains `fragment` (unlinked ones end in ' (deleted)')."""
+    targets = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the fd listing itself, already closed
+            pass
+    return [t for t in targets if fragment in t]
+
+
+def test_a_failed_build_closes_its_temporary_file(library, tmp_path):
+    def crash(event: BuildEvent) -> None:
+        if event.stage == "embeddings" and event.advance:
+            raise RuntimeError("power cut")
+
+    with pytest.raises(RuntimeError, match="power cut") as failure:
+        build_index([library / HYDRA[1]], tmp_path / "manuals.sqlite", progress=crash)
+    # `failure` keeps the build's frames alive: only an explicit close releases the file.
+    assert failure.value is not None and open_files(".manuals.sqlite.building-") == []
+
+
+def test_searches_running_while_the_index_is_swapped_do_not_fail(library, tmp_path):
+    small, full, db = tmp_path / "small.sqlite", tmp_path / "full.sqlite", tmp_path / "manuals.sqlite"
+    build_index([library / HYDRA[1]], small)
+    build_index([library], full)
+    reader = ManualIndex(db)
+    shutil.copy(full, db)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                reader.search("motor overheating", k=3, mode="lexical")
+                reader.lookup("E102")
+            except BaseException as exc:  # noqa: BLE001 - any failure is the finding
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        for swap in range(150):
+            # What a rebuild does: a new file renamed over the live one.
+            staged = tmp_path / f".staged-{swap}"
+            shutil.copy(small if swap % 2 else full, staged)
+            os.replace(staged, db)
+            reader.lookup("E102")
+            if errors:
+                break
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert errors == []
+
+
+def test_close_releases_the_index_file_and_a_later_query_reopens_it(library, tmp_path):
+    db = tmp_path / "manuals.sqlite"
+    build_index([library], db)
+    reader = ManualIndex(db)
+    assert reader.lookup("E102").status == "ok" and open_files(str(db))
+    reader.close()
+    assert open_files(str(db)) == []
+    assert reader.lookup("E102").status == "ok"
+    reader.close()

@@ -1,6 +1,8 @@
 """The manual tool through the real registry, with the demo plant's devices."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -88,3 +90,17 @@ def test_cold_start_answers_codes_without_the_model_and_symptoms_degraded(demo_i
     result = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == ["ok", False, "degraded", "E102", "ok"]
+
+
+def test_close_releases_the_index_file(demo_index, tmp_path):
+    index = Path(shutil.copy(demo_index, tmp_path / "manuals.sqlite"))  # other tests keep the shared one open
+    tool = ManualSearchTool(index, load_config(env={}).devices, None)
+    registry = ToolRegistry([tool])
+    assert call(registry, {"fault_code": "E102", "device_id": "press-3"}).status == "ok"
+    assert str(index) in held_files()
+    tool.close()
+    assert str(index) not in held_files()
+
+
+def held_files() -> list[str]:
+    return [os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]

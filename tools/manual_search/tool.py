@@ -86,6 +86,9 @@ class ManualSearchTool(Tool):
         """Load the SBERT model and the vectors (blocking); the service calls this in the background."""
         self._index.warm()
 
+    def close(self) -> None:
+        self._index.close()
+
     def run(self, args: ManualSearchInput, ctx: ToolContext) -> ToolOutput:
         scope = Scope()
         if args.device_id is not None:
