@@ -80,6 +80,4 @@ def _first_json_object(text: str) -> dict[str, Any]:
         obj, _ = json.JSONDecoder().raw_decode(text[start:])
     except json.JSONDecodeError as exc:
         raise FormatError(f"Invalid JSON at character {exc.pos}: {exc.msg}. Reply with exactly one JSON object.") from None
-    if not isinstance(obj, dict):
-        raise FormatError("The reply must be a JSON object, not a list or a value.")
     return obj

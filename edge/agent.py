@@ -46,11 +46,14 @@ def plc_gateway(config: Config) -> PlcGateway:
 
 def breaker_notifier(store: WorkOrderStore) -> Callable[[dict[str, Any]], None]:
     """Operations hears of an opened PLC breaker through the MES outbox too (besides the log event and
-    the counter); the webhook id names the opening, so the tool and a poller reporting it send one."""
+    the counter); the webhook id names the opening, so the tool and a poller reporting it send one.
+    The write happens off the read path (a busy work-order database must not eat the read budget), in a
+    non-daemon thread so that a one-shot CLI run still queues it before exiting."""
     def notify(event: dict[str, Any]) -> None:
         scope = event["sensor"] if event["sensor"] != "*" else "unit"
-        store.notify(f"msg_breaker_{event['device_id']}_{scope}_{event['opened_at_ms']}", "plc.breaker_opened",
-                     event, actor="plc")
+        webhook_id = f"msg_breaker_{event['device_id']}_{scope}_{event['opened_at_ms']}"
+        threading.Thread(target=store.notify, args=(webhook_id, "plc.breaker_opened", event, "plc"),
+                         name="breaker-notify").start()
     return notify
 
 
@@ -58,7 +61,7 @@ class Agent:
     def __init__(self, config: Config, registry: ToolRegistry | None = None):
         self.config = config
         self.registry = registry or build_registry(config)
-        rules = RulesPlanner(config.devices, degraded=True)
+        rules = RulesPlanner(config.devices)
         self.client: ChatClient | None = None
         planner = rules
         if config.llm.url:

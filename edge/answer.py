@@ -57,6 +57,9 @@ PHRASES = {
 
 
 def language_of(text: str) -> str:
+    """Any Chinese makes a question or an answer Chinese: technicians write codes, file names and
+    quality names into Chinese sentences. (Manual text is judged by its share of CJK instead,
+    `knowledge.text.language`.)"""
     return "zh" if _CJK.search(text) else "en"
 
 

@@ -44,9 +44,9 @@ class Mentions:
 
 
 class Lexicon:
-    def __init__(self, devices: dict[str, DeviceConfig], known_codes: list[str] = ()):
+    def __init__(self, devices: dict[str, DeviceConfig]):
         self._nlp = spacy.blank("zh")
-        self._codes = CodeLinker(known_codes)
+        self._codes = CodeLinker()
         self._devices = devices
         terms: dict[str, list[tuple[str, str, str | None]]] = {}
         for device in devices.values():

@@ -182,7 +182,6 @@ class _Run:
             alarm=self.request.alarm, evidence=tuple(evidence_of(self.state.observations)),
         )
         observation = self.loop.registry.call(action.tool, action.args, ctx, observation_id=f"obs-{n}")
-        observation.truncated = len(observation.payload_json()) > self.loop.limits.observation_max_chars
         previous = self.state.observations[-1] if self.state.observations else None
         if previous is not None and previous.fingerprint() == observation.fingerprint():
             observation.no_new_information = True

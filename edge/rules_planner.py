@@ -55,11 +55,13 @@ class Intent:
 class RulesPlanner:
     name = "rules"
 
-    def __init__(self, devices: dict[str, DeviceConfig], degraded: bool = True):
+    # Without a language model every answer is a degraded one, and says so.
+    degraded = True
+
+    def __init__(self, devices: dict[str, DeviceConfig]):
         self._devices = devices
         self._lexicon: Lexicon | None = None
         self._lexicon_lock = threading.Lock()
-        self.degraded = degraded
 
     def warm(self) -> None:
         """Build the spaCy lexicon; lazily, because importing spaCy would cost the service a second of start-up."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from edge.lexicon import Lexicon
@@ -96,6 +98,11 @@ def test_an_opened_plc_breaker_is_queued_once_for_the_mes(make_agent, plc_sim):
     for _ in range(4):
         agent.ask("What is the coolant level on press-3 right now?")
     store = agent.registry.get(WORK_ORDER).store
+    deadline = time.monotonic() + 5  # the notification is written off the read path
+    while not (events := [row for row in store.outbox() if row.event_type == "plc.breaker_opened"]):
+        assert time.monotonic() < deadline, "no breaker notification queued"
+        time.sleep(0.05)
+    time.sleep(0.3)
     events = [row for row in store.outbox() if row.event_type == "plc.breaker_opened"]
     assert len(events) == 1
     assert events[0].work_order_id is None and "press-3" in events[0].body

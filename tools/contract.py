@@ -89,6 +89,9 @@ class Tool:
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Release connections and files; the registry calls this when it shuts down."""
+
     @classmethod
     def input_schema(cls) -> dict[str, Any]:
         schema = cls.input_model.model_json_schema()

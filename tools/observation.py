@@ -58,8 +58,10 @@ class Observation(BaseModel):
         return json.dumps(self.payload(), ensure_ascii=False, separators=(",", ":"), default=str)
 
     def render(self, max_chars: int) -> str:
-        """Compact JSON for the prompt, cut head+tail beyond `max_chars`."""
-        return cut_middle(self.payload_json(), max_chars)
+        """Compact JSON for the prompt, cut head+tail beyond `max_chars` (and marked `truncated`)."""
+        full = self.payload_json()
+        self.truncated = len(full) > max_chars
+        return cut_middle(full, max_chars)
 
     def fingerprint(self) -> str:
         """Identity of the observation's substance, ignoring ids and times."""

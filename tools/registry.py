@@ -39,6 +39,8 @@ class ToolRegistry:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for tool in self._tools.values():
+            tool.close()
 
     # -- generated views -------------------------------------------------
 

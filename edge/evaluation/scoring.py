@@ -88,8 +88,9 @@ def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfi
     reason = record.termination.reason if record.termination else None
     if expect.termination is not None:
         score["termination"] = check("termination", reason == expect.termination, f"expected {expect.termination}, got {reason}")
-    language = expect.language or language_of(case.question)
-    score["language"] = check("language", language_of(answer) == language, f"expected {language}, got {language_of(answer)}")
+    expected_language = expect.language or language_of(case.question)
+    score["language"] = check("language", language_of(answer) == expected_language,
+                              f"expected {expected_language}, got {language_of(answer)}")
     applicable = [value for value in score.values() if value is not None]
     return CaseScore(
         **score,
