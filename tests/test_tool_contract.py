@@ -131,3 +131,21 @@ def test_envelope_fields():
     assert payload["status"] == "not_found" and payload["suggestion"] == "describe the symptom"
     assert obs.ts_ms > 1_700_000_000_000
     assert TRUNCATION_MARKER.format(n=424) in cut_middle("x" * 500, 100)
+
+
+def test_every_tool_resolves_device_names_the_same_way(agent_config):
+    registry = build_registry(agent_config)
+    calls = {
+        "search_maintenance_manual_by_fault_code": {"fault_code": "E102"},
+        "read_plc_sensor_value": {"sensor": "coolant_level"},
+        "generate_work_order": {"fault_code": "E102", "summary": "motor too hot"},
+    }
+    try:
+        for tool, args in calls.items():
+            for name in ("Press 3", "3号液压机"):
+                obs = registry.call(tool, {**args, "device_id": name}, CTX, "obs-1")
+                assert obs.error_code != "unknown_device", (tool, name)
+            obs = registry.call(tool, {**args, "device_id": "press-9"}, CTX, "obs-1")
+            assert obs.error_code == "unknown_device" and "press-3, cnc-7" in obs.content[0].text
+    finally:
+        registry.close()

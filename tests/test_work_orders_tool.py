@@ -60,7 +60,7 @@ def test_evidence_and_actor_are_stored_as_the_trace(work_order_store, devices):
 def test_unknown_device_lists_the_known_ones(work_order_store, devices):
     obs = _registry(work_order_store, devices).call("generate_work_order", {**ARGS, "device_id": "press-9"}, _ctx(), "o")
     assert (obs.status, obs.error_code) == ("error", "unknown_device")
-    assert "press-9" in obs.content[0].text and "cnc-7, press-3" in obs.content[0].text
+    assert "press-9" in obs.content[0].text and "press-3, cnc-7" in obs.content[0].text
     assert work_order_store.list() == []
 
 

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tools.contract import ToolOutput
+
 DataType = Literal["int16", "uint16", "int32", "uint32", "float32"]
 REGISTER_WIDTH: dict[str, int] = {"int16": 1, "uint16": 1, "int32": 2, "uint32": 2, "float32": 2}
 
@@ -106,3 +108,20 @@ def bind_device_ids(devices: dict[str, DeviceConfig]) -> dict[str, DeviceConfig]
             raise ValueError(f"device {device_id!r}: id {device.id!r} differs from its key")
         device.id = device_id
     return devices
+
+
+def find_device(devices: dict[str, DeviceConfig], name: str) -> str | None:
+    """The configured id for what a model or a technician wrote: the id, the name or a synonym,
+    case-, space- and dash-insensitive ("Press 3", "press_3", "3号液压机" are all press-3)."""
+    wanted = normalize_name(name)
+    for device_id, device in devices.items():
+        names = (device_id, device.name, device.name_zh, *device.synonyms)
+        if wanted in {normalize_name(n) for n in names if n}:
+            return device_id
+    return None
+
+
+def unknown_device(devices: dict[str, DeviceConfig], name: str, source: str) -> ToolOutput:
+    known = ", ".join(devices) or "(none configured)"
+    return ToolOutput.error("unknown_device", f"There is no device {name!r}. Known devices: {known}.",
+                            f"Use one of the known device ids exactly as listed: {known}.", source=source)

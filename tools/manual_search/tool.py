@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from knowledge.models import Hit, Scope, SearchResult
 from knowledge.search import IndexMissing, ManualIndex
 from tools.contract import Item, Tool, ToolContext, ToolOutput
-from tools.plant import DeviceConfig
+from tools.plant import DeviceConfig, find_device, unknown_device
 
 SYMPTOM_HITS = 3
 CODE_HITS = 3
@@ -92,12 +92,11 @@ class ManualSearchTool(Tool):
     def run(self, args: ManualSearchInput, ctx: ToolContext) -> ToolOutput:
         scope = Scope()
         if args.device_id is not None:
-            device = self._devices.get(args.device_id)
-            if device is None:
-                known = ", ".join(sorted(self._devices)) or "none configured"
-                return ToolOutput.error("unknown_device", f"Unknown device {args.device_id!r}. Known devices: {known}.",
-                                        f"Use one of: {known}; or leave device_id out.", source=self.name)
-            scope = Scope(vendor=device.vendor, model=device.model, label=args.device_id)
+            device_id = find_device(self._devices, args.device_id)
+            if device_id is None:
+                return unknown_device(self._devices, args.device_id, self.name)
+            device = self._devices[device_id]
+            scope = Scope(vendor=device.vendor, model=device.model, label=device_id)
         degraded = False
         try:
             if args.fault_code is not None:

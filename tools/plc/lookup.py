@@ -16,14 +16,6 @@ def _names(entry_id: str, *others: str, synonyms: list[str]) -> set[str]:
     return {normalize(n) for n in (entry_id, *others, *synonyms) if n}
 
 
-def find_device(devices: dict[str, DeviceConfig], name: str) -> str | None:
-    wanted = normalize(name)
-    for device_id, device in devices.items():
-        if wanted in _names(device_id, device.name, device.name_zh, synonyms=device.synonyms):
-            return device_id
-    return None
-
-
 def find_sensor(device: DeviceConfig, name: str) -> str | None:
     wanted = normalize(name)
     for sensor_id, sensor in device.sensors.items():

@@ -10,11 +10,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.contract import Item, Tool, ToolContext, ToolOutput
-from tools.plant import DeviceConfig
+from tools.plant import DeviceConfig, find_device, unknown_device
 from tools.plc.config import PlcConfig
 from tools.plc.errors import MalformedReply, ModbusExceptionReply
 from tools.plc.gateway import PlcGateway
-from tools.plc.lookup import closest_sensor, find_device, find_sensor
+from tools.plc.lookup import closest_sensor, find_sensor
 from tools.plc.reading import Reading
 
 OUTLIER_SUGGESTION = (
@@ -81,12 +81,7 @@ class PlcReadTool(Tool):
         assert isinstance(args, PlcReadArgs)
         device_id = find_device(self.devices, args.device_id)
         if device_id is None:
-            return ToolOutput.error(
-                "unknown_device",
-                f"There is no device {args.device_id!r}. Known devices: {', '.join(self.devices)}.",
-                "Use one of the known device ids exactly as listed.",
-                source=self.name,
-            )
+            return unknown_device(self.devices, args.device_id, self.name)
         device = self.devices[device_id]
         sensor_id = find_sensor(device, args.sensor)
         if sensor_id is None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from tools.contract import Item, Tool, ToolContext, ToolOutput
-from tools.plant import DeviceConfig
+from tools.plant import DeviceConfig, find_device, unknown_device
 from tools.work_orders.config import WorkOrderConfig
 from tools.work_orders.model import SEVERITY_PRIORITY, Priority, WorkOrder, normalize_fault_code
 from tools.work_orders.store import WorkOrderStore
@@ -67,15 +67,11 @@ class WorkOrderTool(Tool):
         self.config = config
 
     def run(self, args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput:
-        device = self.devices.get(args.device_id)
-        if device is None:
-            known = ", ".join(sorted(self.devices)) or "(none configured)"
-            return ToolOutput.error(
-                "unknown_device",
-                f"There is no device {args.device_id!r}. Known devices: {known}.",
-                f"Use one of: {known}.",
-                source=SOURCE,
-            )
+        device_id = find_device(self.devices, args.device_id)
+        if device_id is None:
+            return unknown_device(self.devices, args.device_id, SOURCE)
+        args = args.model_copy(update={"device_id": device_id})
+        device = self.devices[device_id]
         priority = args.priority or SEVERITY_PRIORITY.get(str((ctx.alarm or {}).get("severity", "")).lower(), "medium")
         title = _title(device, args.fault_code, args.summary)
 
