@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from edge.actions import FinalAnswer, ToolCall
-from edge.answer import compose_answer, supporting_ids
+from edge.answer import compose_answer, language_of, supporting_ids
 from edge.planner import Decision, RunState
 from knowledge.codes import code_key, lookup_keys
 from tools.observation import Observation
@@ -110,8 +110,10 @@ class RulesPlanner:
 
     def _calls(self, intent: Intent, state: RunState):
         device = {"device_id": intent.device_id} if intent.device_id else {}
+        edition = {"language": "zh"} if language_of(state.question) == "zh" else {}
         for code in intent.codes:
-            yield ToolCall(f"Fault code {code}: look it up in the manual first.", MANUAL, {"fault_code": code, **device})
+            yield ToolCall(f"Fault code {code}: look it up in the manual first.", MANUAL,
+                           {"fault_code": code, **device, **edition})
         if intent.symptom:
             yield ToolCall("A symptom without a code: search the manual by description.", MANUAL, {"query": state.question, **device})
         if intent.device_id:
@@ -120,7 +122,9 @@ class RulesPlanner:
         code = self._reported_code(intent, state)
         wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes))
         if wants_order and intent.device_id and code:
-            yield ToolCall("A work order is asked for and the fault is known.", WORK_ORDER,
+            thought = ("A work order is asked for and the fault is known." if intent.wants_work_order else
+                       "A known fault on a known machine: propose a work order for the technician to confirm.")
+            yield ToolCall(thought, WORK_ORDER,
                            {"device_id": intent.device_id, "fault_code": code, "summary": _summary(code, state)})
 
     def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:

@@ -8,6 +8,7 @@ and marked `degraded`, so a cold start never makes the loop wait.
 from __future__ import annotations
 
 import threading
+from typing import Literal
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -35,6 +36,9 @@ class ManualSearchInput(BaseModel):
     device_id: str | None = Field(
         default=None, max_length=64, description="device id from the plant list, e.g. press-3, cnc-7; "
                                                  "gives the meaning of the code on that machine",
+    )
+    language: Literal["en", "zh"] | None = Field(
+        default=None, description="edition to quote for a fault code: zh when the question is in Chinese, else en",
     )
     manual_version: str | None = Field(
         default=None, max_length=16, description="manual version, e.g. V1.2 or V2.1; leave out for the newest",
@@ -100,7 +104,8 @@ class ManualSearchTool(Tool):
         degraded = False
         try:
             if args.fault_code is not None:
-                result = self._index.lookup(args.fault_code, scope, args.manual_version, k=CODE_HITS)
+                result = self._index.lookup(args.fault_code, scope, args.manual_version, language=args.language,
+                                            k=CODE_HITS)
             elif self.semantic_ready:
                 result = self._index.query(args.query, scope, args.manual_version, k=SYMPTOM_HITS)
             else:
