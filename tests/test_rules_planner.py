@@ -60,6 +60,7 @@ def test_live_question_reads_the_plc(agent):
 def test_chinese_question_gets_a_chinese_answer(agent):
     record = agent.ask("3号液压机出现E102故障，现在冷却液液位是多少？")
     assert actions(record)[:2] == [MANUAL, PLC]
+    assert record.steps[0].observation.content[0].fields["language"] == "zh"  # the Chinese edition is quoted
     assert record.termination.final_answer.startswith("降级模式")
 
 
