@@ -67,7 +67,7 @@ def compose_answer(question: str, observations: list[Observation], degraded: boo
     words = PHRASES[language_of(question)]
     parts: list[str] = [words["degraded"]] if degraded else []
     for obs in _latest_per_call(observations):
-        parts.extend(_describe(obs, words))
+        parts.extend(_describe(obs, words, language_of(question)))
     if not observations:
         parts.append(words["nothing"])
     if missing:
@@ -84,7 +84,7 @@ def _latest_per_call(observations: list[Observation]) -> list[Observation]:
     return [obs for obs in observations if not obs.no_new_information]
 
 
-def _describe(obs: Observation, words: dict[str, str]) -> list[str]:
+def _describe(obs: Observation, words: dict[str, str], language: str) -> list[str]:
     if obs.status == "error" and not any(item.kind == "ref" for item in obs.content):
         text = " ".join(item.text for item in obs.content if item.text)
         return [words["error"].format(tool=obs.tool, text=text, suggestion=obs.suggestion or "").strip()]
@@ -101,7 +101,7 @@ def _describe(obs: Observation, words: dict[str, str]) -> list[str]:
             _flush(lines, steps, words)
             lines.append(_manual_line(f, words))
         elif "sensor" in f:
-            lines.append(_reading_line(item.text, f, words))
+            lines.append(_reading_line(item.text, f, words, language))
         elif "work_order_status" in f:
             lines.append(_order_line(f, words))
         elif item.text:
@@ -124,8 +124,8 @@ def _manual_line(f: dict[str, Any], words: dict[str, str]) -> str:
     return f"{line}; {words['scope'].format(scope=scope)}" if scope else line
 
 
-def _reading_line(text: str, f: dict[str, Any], words: dict[str, str]) -> str:
-    label = f.get("label") or f.get("sensor")
+def _reading_line(text: str, f: dict[str, Any], words: dict[str, str], language: str) -> str:
+    label = (language == "zh" and f.get("label_zh")) or f.get("label") or f.get("sensor")
     value, unit, quality = f.get("value"), f.get("unit", ""), f.get("quality", "")
     if value is None:
         return words["reading_bad"].format(label=label, text=text)

@@ -62,6 +62,7 @@ def test_chinese_question_gets_a_chinese_answer(agent):
     assert actions(record)[:2] == [MANUAL, PLC]
     assert record.steps[0].observation.content[0].fields["language"] == "zh"  # the Chinese edition is quoted
     assert record.termination.final_answer.startswith("降级模式")
+    assert "冷却液液位：" in record.termination.final_answer  # the sensor's Chinese label
 
 
 def test_symptom_without_code_searches_by_description(agent):

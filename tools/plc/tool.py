@@ -51,7 +51,7 @@ class PlcReadTool(Tool):
     )
     input_model = PlcReadArgs
     output_fields = frozenset({
-        "device_id", "sensor", "label", "value", "unit", "ts_ms", "timestamp", "age_s", "quality", "source",
+        "device_id", "sensor", "label", "label_zh", "value", "unit", "ts_ms", "timestamp", "age_s", "quality", "source",
         "is_outlier", "alarm", "plausible_range", "fallback_reason",
     })
     prompt_fields = frozenset({
@@ -117,7 +117,8 @@ class PlcReadTool(Tool):
         return f"modbus://{plc.host}:{plc.port}/{plc.unit_id}"
 
     def _output(self, reading: Reading) -> ToolOutput:
-        item = Item(kind="ref", text=describe(reading), fields=_fields(reading))
+        label_zh = self.devices[reading.device_id].sensors[reading.sensor].label_zh
+        item = Item(kind="ref", text=describe(reading), fields={**_fields(reading), "label_zh": label_zh})
         source = self._source(reading.device_id)
         if reading.quality == "BadNoCommunication":
             return ToolOutput(
