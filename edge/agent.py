@@ -19,6 +19,9 @@ from tools.work_orders.store import WorkOrderStore
 from tools.work_orders.tool import WorkOrderTool
 
 
+MANUAL = ManualSearchTool.name
+
+
 class UnknownDevice(ValueError):
     pass
 
@@ -61,7 +64,8 @@ class Agent:
     def __init__(self, config: Config, registry: ToolRegistry | None = None):
         self.config = config
         self.registry = registry or build_registry(config)
-        rules = RulesPlanner(config.devices)
+        manual = self.registry.get(MANUAL)
+        rules = RulesPlanner(config.devices, known_codes=getattr(manual, "known_codes", tuple))
         self.client: ChatClient | None = None
         planner = rules
         if config.llm.url:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import spacy
 from spacy.tokens import Doc
@@ -44,9 +45,9 @@ class Mentions:
 
 
 class Lexicon:
-    def __init__(self, devices: dict[str, DeviceConfig]):
+    def __init__(self, devices: dict[str, DeviceConfig], known_codes: Iterable[str] = ()):
         self._nlp = spacy.blank("zh")
-        self._codes = CodeLinker()
+        self._codes = CodeLinker(known_codes)
         self._devices = devices
         terms: dict[str, list[tuple[str, str, str | None]]] = {}
         for device in devices.values():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import compose_answer, language_of, supporting_ids
@@ -58,8 +58,9 @@ class RulesPlanner:
     # Without a language model every answer is a degraded one, and says so.
     degraded = True
 
-    def __init__(self, devices: dict[str, DeviceConfig]):
+    def __init__(self, devices: dict[str, DeviceConfig], known_codes: Callable[[], Iterable[str]] = tuple):
         self._devices = devices
+        self._known_codes = known_codes
         self._lexicon: Lexicon | None = None
         self._lexicon_lock = threading.Lock()
 
@@ -69,7 +70,7 @@ class RulesPlanner:
             if self._lexicon is None:
                 from edge.lexicon import Lexicon
 
-                self._lexicon = Lexicon(self._devices)
+                self._lexicon = Lexicon(self._devices, self._known_codes())
 
     @property
     def lexicon(self) -> Lexicon:

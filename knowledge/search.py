@@ -68,6 +68,13 @@ class ManualIndex:
 
     # -- public API -------------------------------------------------------
 
+    def codes(self) -> set[str]:
+        """Every code in the index as printed; empty while there is no index."""
+        try:
+            return {row["code"] for row in self._current().rows.values()}
+        except IndexMissing:
+            return set()
+
     def warm(self) -> None:
         """Load the model and the vectors now, so the first symptom query does not wait."""
         self.embedder.load()

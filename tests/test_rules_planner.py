@@ -49,6 +49,12 @@ def test_fault_code_question_searches_the_manual_first_and_answers(agent):
     assert WORK_ORDER not in actions(record)  # not asked for, and the CLI does not propose
 
 
+def test_a_bare_number_the_manuals_know_is_a_fault_code(agent):
+    record = agent.ask("cnc-7 shows 6065 on the HMI")
+    assert record.steps[0].action == MANUAL and record.steps[0].args["fault_code"] == "6065"
+    assert record.steps[0].observation.status == "ok"
+
+
 def test_live_question_reads_the_plc(agent):
     record = agent.ask("What is the coolant level on press-3 right now?")
     assert actions(record) == [PLC]

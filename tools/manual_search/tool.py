@@ -90,6 +90,10 @@ class ManualSearchTool(Tool):
         """Load the SBERT model and the vectors (blocking); the service calls this in the background."""
         self._index.warm()
 
+    def known_codes(self) -> set[str]:
+        """The codes the manuals know, so a bare number on an HMI ("shows 6065") is recognised as one."""
+        return self._index.codes()
+
     def close(self) -> None:
         self._index.close()
 
