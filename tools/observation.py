@@ -64,9 +64,9 @@ class Observation(BaseModel):
         return cut_middle(full, max_chars)
 
     def fingerprint(self) -> str:
-        """Identity of the observation's substance, ignoring ids and times."""
+        """Identity of what the model reads, ignoring the observation's id and time."""
         return json.dumps(
-            {"tool": self.tool, "status": self.status, "content": [_item_payload(i) for i in self.content],
+            {"tool": self.tool, "status": self.status, "content": _content_payload(self.content, self.prompt_fields),
              "error_code": self.error_code},
             sort_keys=True, ensure_ascii=False, default=str,
         )
@@ -91,14 +91,6 @@ def _content_payload(items: list[Item], prompt_fields: list[str] | None) -> list
             context = item.fields
         payload.append(data)
     return payload
-
-
-def _item_payload(item: Item) -> dict[str, Any]:
-    data: dict[str, Any] = {"kind": item.kind}
-    if item.text:
-        data["text"] = item.text
-    data.update(item.fields)
-    return data
 
 
 def cut_middle(text: str, max_chars: int) -> str:
