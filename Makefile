@@ -15,17 +15,22 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
-# Browser tests drive Debian's Chromium, unit tests run systemd-analyze: they fail, never skip, when missing.
+# Browser tests drive Debian's Chromium, unit tests run systemd-analyze, indexing OCRs scanned pages
+# with Tesseract (English and Chinese data): they fail, never skip, when missing.
 system-packages:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	langs=$$(tesseract --list-langs 2>&1); \
+	echo "$$langs" | grep -qx eng && echo "$$langs" | grep -qx chi_sim || \
+	  missing="$$missing tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim"; \
 	if [ -n "$$missing" ]; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-demo: $(STAMP)
+# The demo's index OCRs a scanned page; with everything installed system-packages only checks commands.
+demo: $(STAMP) system-packages
 	$(VENV)/bin/fixloop demo
 
 test: $(STAMP) system-packages

@@ -18,6 +18,8 @@ PHRASES = {
     "en": {
         "degraded": "Degraded mode (rules planner, no language model): answer assembled from the tool results.",
         "manual": "{code} — {title} ({where})",
+        "manual_page": "Manual page ({where}{ocr}): “{snippet}”",
+        "ocr": ", scanned page read by OCR: check the page",
         "where": "{manual}, {version}, p. {page}",
         "scope": "applies to {scope}",
         "steps": "Steps:",
@@ -37,6 +39,8 @@ PHRASES = {
     "zh": {
         "degraded": "降级模式（规则规划器，无语言模型）：答案由工具结果组成。",
         "manual": "{code} — {title}（{where}）",
+        "manual_page": "手册页面（{where}{ocr}）：“{snippet}”",
+        "ocr": "，扫描页经 OCR 识别，请核对原页",
         "where": "{manual}，{version}，第 {page} 页",
         "scope": "适用于 {scope}",
         "steps": "处理步骤：",
@@ -119,6 +123,9 @@ def _flush(lines: list[str], steps: list[str], words: dict[str, str]) -> None:
 
 def _manual_line(f: dict[str, Any], words: dict[str, str]) -> str:
     where = words["where"].format(manual=f.get("manual", "?"), version=f.get("version", "?"), page=f.get("page", "?"))
+    if f.get("kind") == "page":  # no structured entry: the page's own words, quoted
+        return words["manual_page"].format(where=where, ocr=words["ocr"] if f.get("ocr") else "",
+                                           snippet=f.get("snippet", ""))
     line = words["manual"].format(code=f["fault_code"], title=f["title"], where=where)
     scope = f.get("scope")
     return f"{line}; {words['scope'].format(scope=scope)}" if scope else line

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 _STRONG = (
     r"[A-Za-z]{1,6}[-:]\d{1,5}"  # Err-07, ALARM:1, error:22, E-102
     r"|[A-Z]{1,4}\d{2,5}(?![.,]?\d)"  # E102, F03, XX204 (not V1.2 style numbers)
+    r"|0[xX][0-9A-Fa-f]{2,8}"  # 0x0400: a fault word's value as a bus reports it
+    r"|(?:[Bb]it|BIT)\s?\d{1,2}(?!\d)"  # bit 11 of a status word
     r"|(?:[A-Z][A-Za-z]*\.)*[A-Z][A-Z0-9]+(?:_[A-Z0-9]+)+"  # DRV_FAULT, DOOR_OPEN, ODrive.Error.DC_BUS_UNDER_VOLTAGE
 )
 _NUMERIC = r"\d{1,5}"  # 6065, 04101, 1: only after a cue word, in a heading or in a code column
@@ -38,7 +40,9 @@ MENTION = re.compile(
     # and a colon after a code ends the code ("shows E103: what now") unless a number follows ("ALARM:1").
     rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![A-Za-z0-9_]|:\d)", re.I
 )
-_CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
+# In a code column a display's letters with a dot or dash are a code too: O-I, P-LOSS, OL-br, SC-trP.
+_DISPLAY = r"[A-Za-z]{1,4}\.?\s?[.\-][A-Za-z0-9]{1,6}(?:-[A-Za-z0-9]{1,4})?|[A-Za-z]\.\s?[A-Za-z0-9\-]{2,8}"
+_CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
 _SEPARATORS = re.compile(r"[\s\-_:：#.]+")
 _LEADING_CUE = re.compile(rf"^\s*{_CUE}{_SEP}(?=\S)", re.I)
@@ -95,6 +99,35 @@ def parse_code_cell(text: str) -> str | None:
     """The content of a table's code column, if it is a code."""
     match = _CELL.match(unicodedata.normalize("NFKC", text))
     return _tidy_code(match.group("strong") or match.group("code")) if match else None
+
+
+def named_alarm(text: str) -> str | None:
+    """A code column that holds names (`Over Voltage`, `Lost Phase`): drives that signal alarms
+    by an LED and software name them instead of numbering them."""
+    text = " ".join(unicodedata.normalize("NFKC", text).split())
+    if 3 <= len(text) <= 32 and len(text.split()) <= 4 and re.fullmatch(r"[A-Za-z][A-Za-z \-/]*", text):
+        return text
+    return None
+
+
+def is_named(code: str) -> bool:
+    return " " in code.strip()
+
+
+_DISPLAY_LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1", "V": "U", "S": "5", "Z": "2", "B": "8", "Q": "0"})
+
+
+def loose_key(raw: str) -> str:
+    """The key a code matches by when its exact key does not: zero padding dropped (`0023`
+    on paper is `23` on the display, `0x0400` is `0x400`), and letters a 7-segment display
+    cannot tell from digits folded together (`O.Volt` is printed `O.Uo1t`)."""
+    key = code_key(raw)
+    hexadecimal = re.fullmatch(r"0X0*([0-9A-F]+)", key)
+    if hexadecimal:
+        return "0X" + hexadecimal.group(1)
+    if key.isdigit():
+        return key.lstrip("0") or "0"
+    return key.translate(_DISPLAY_LOOKALIKES)
 
 
 def _tidy_code(code: str) -> str:

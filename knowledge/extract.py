@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowledge.codes import code_key
-from knowledge.metadata import manual_info
+from knowledge.metadata import manual_info, merge_overrides, read_sidecar
 from knowledge.models import FaultRecord, ManualInfo
 from knowledge.pdf import ManualError, read_manual
+from knowledge.passages import Passage, page_passages
 from knowledge.records import assemble
+from knowledge.sections import fault_pages
 
 __all__ = ["Extraction", "ManualError", "extract_manual", "file_sha256"]
 
@@ -20,6 +22,9 @@ class Extraction:
     info: ManualInfo
     records: list[FaultRecord]
     duplicates: int
+    passages: list[Passage]
+    ocr_seconds: float
+    warnings: list[str]
 
 
 def file_sha256(path: Path) -> str:
@@ -33,8 +38,18 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def extract_manual(path: Path, sha256: str | None = None) -> Extraction:
+def extract_manual(path: Path, sha256: str | None = None, overrides: dict[str, str | None] | None = None) -> Extraction:
+    """`overrides`: the operator's word on vendor, model, version, device… (command-line options),
+    over a sidecar file beside the PDF, over what the pages say."""
     raw = read_manual(path)
-    info = manual_info(path, sha256 or file_sha256(path), raw)
-    assembly = assemble(raw.pages, raw.body_size, frozenset(code_key(name) for name in (info.model,) if name))
-    return Extraction(info=info, records=assembly.records, duplicates=assembly.duplicates)
+    info = manual_info(path, sha256 or file_sha256(path), raw, merge_overrides(read_sidecar(path), overrides or {}))
+    info = info.model_copy(update={
+        "ocr_pages": [page.number for page in raw.pages if page.ocr],
+        "fault_sections": raw.fault_sections,
+    })
+    assembly = assemble(raw.pages, raw.body_size, raw.fault_pages,
+                        frozenset(code_key(name) for name in (info.model,) if name))
+    sections = fault_pages(raw.pages, raw.body_size)
+    return Extraction(info=info, records=assembly.records, duplicates=assembly.duplicates,
+                      passages=page_passages(raw.pages, sections.headings, raw.fault_pages),
+                      ocr_seconds=raw.ocr_seconds, warnings=raw.warnings)

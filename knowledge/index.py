@@ -23,13 +23,15 @@ import numpy as np
 import sqlite_utils
 from pydantic import BaseModel, Field
 
-from knowledge.codes import canonical_id, code_key, glob_pattern
+from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key
 from knowledge.embed import Embedder
 from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
+from knowledge.metadata import merge_overrides, read_sidecar
 from knowledge.models import FaultRecord, ManualInfo
+from knowledge.passages import Passage, code_terms
 from knowledge.text import terms
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
@@ -50,8 +52,17 @@ class ManualReport(BaseModel):
     language: str = ""
     pages: int = 0
     records: int = 0
+    passages: int = 0
     scanned_pages: list[int] = Field(default_factory=list)
+    ocr_pages: list[int] = Field(default_factory=list)
+    fault_sections: int = 0
+    device: str = ""
     duplicates: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def text_pages(self) -> int:
+        return self.pages - len(self.scanned_pages) - len(self.ocr_pages)
 
 
 class BuildReport(BaseModel):
@@ -61,6 +72,11 @@ class BuildReport(BaseModel):
     records: int
     embedded: int
     elapsed_s: float
+    ocr_s: float = 0.0
+
+    @property
+    def ocr_pages(self) -> int:
+        return sum(len(m.ocr_pages) for m in self.manuals if m.status == "indexed")
 
     @property
     def failed(self) -> list[ManualReport]:
@@ -99,7 +115,9 @@ def collect_pdfs(paths: Iterable[Path]) -> list[Path]:
 
 
 def build_index(paths: Iterable[Path], db_path: Path, model_path: str | None = None,
-                progress: Progress | None = None, embedder: Embedder | None = None) -> BuildReport:
+                progress: Progress | None = None, embedder: Embedder | None = None,
+                overrides: dict[str, str | None] | None = None) -> BuildReport:
+    """`overrides`: the operator's vendor, model, version or device for every manual of this build."""
     started = time.perf_counter()
     emit = progress or (lambda event: None)
     embedder = embedder or Embedder(model_path)
@@ -113,7 +131,7 @@ def build_index(paths: Iterable[Path], db_path: Path, model_path: str | None = N
     tmp = db_path.with_name(f".{db_path.name}{BUILDING}{os.getpid()}")
     tmp.unlink(missing_ok=True)
     try:
-        report = _build(files, db_path, tmp, reusable, embedder, emit)
+        report = _build(files, db_path, tmp, reusable, embedder, emit, overrides or {})
         if not any(m.status in ("indexed", "reused") for m in report.manuals):
             raise BuildError("no manual could be indexed: " + "; ".join(m.error for m in report.failed))
         _replace(tmp, db_path)
@@ -125,21 +143,22 @@ def build_index(paths: Iterable[Path], db_path: Path, model_path: str | None = N
 
 
 def _build(files: list[Path], db_path: Path, tmp: Path, reusable: dict[str, ManualInfo],
-           embedder: Embedder, emit: Progress) -> BuildReport:
+           embedder: Embedder, emit: Progress, overrides: dict[str, str | None]) -> BuildReport:
     db = sqlite_utils.Database(tmp)
     try:
-        return _fill(db, files, db_path, reusable, embedder, emit)
+        return _fill(db, files, db_path, reusable, embedder, emit, overrides)
     finally:
         db.close()  # also when the build fails: the caller then unlinks the file
 
 
 def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable: dict[str, ManualInfo],
-          embedder: Embedder, emit: Progress) -> BuildReport:
+          embedder: Embedder, emit: Progress, overrides: dict[str, str | None]) -> BuildReport:
     _create_schema(db)
     manuals: list[ManualReport] = []
     fresh: list[tuple[Extraction, Path]] = []
     reused: dict[str, ManualReport] = {}
     seen: dict[str, str] = {}
+    ocr_s = 0.0
     emit(BuildEvent("manuals", 0, len(files)))
     for path in files:
         try:
@@ -147,15 +166,18 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
             if sha in seen:
                 manuals.append(ManualReport(file=path.name, path=str(path), status="duplicate",
                                             error=f"same content as {seen[sha]}"))
-            elif sha in reusable:
+            elif sha in reusable and reusable[sha].overrides == _override_key(path, overrides):
                 info = reusable[sha]
                 reused[sha] = _report(path, "reused", info, _count_records(db_path, sha))
                 manuals.append(reused[sha])
                 emit(BuildEvent("pages", info.pages, file=path.name))
             else:
-                extraction = extract_manual(path, sha)
+                extraction = extract_manual(path, sha, overrides)
+                extraction.info.overrides = _override_key(path, overrides)
                 fresh.append((extraction, path))
-                manuals.append(_report(path, "indexed", extraction.info, len(extraction.records), extraction.duplicates))
+                manuals.append(_report(path, "indexed", extraction.info, len(extraction.records), extraction.duplicates,
+                                       len(extraction.passages), extraction.warnings))
+                ocr_s += extraction.ocr_seconds
                 emit(BuildEvent("pages", extraction.info.pages, file=path.name))
                 emit(BuildEvent("records", len(extraction.records), file=path.name))
             seen.setdefault(sha, path.name)
@@ -173,13 +195,16 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
     ], pk="key", replace=True)
     db.conn.commit()
     return BuildReport(index=str(db_path), manuals=manuals, pages=sum(m.pages for m in manuals),
-                       records=sum(m.records for m in manuals), embedded=embedded, elapsed_s=0.0)
+                       records=sum(m.records for m in manuals), embedded=embedded, elapsed_s=0.0, ocr_s=ocr_s)
 
 
-def _report(path: Path, status, info: ManualInfo, records: int, duplicates: int = 0) -> ManualReport:
+def _report(path: Path, status, info: ManualInfo, records: int, duplicates: int = 0, passages: int = 0,
+            warnings: list[str] | None = None) -> ManualReport:
     return ManualReport(file=path.name, path=str(path), status=status, title=info.title, vendor=info.vendor,
                         model=info.model, version=info.version, language=info.language, pages=info.pages,
-                        records=records, scanned_pages=info.scanned_pages, duplicates=duplicates)
+                        records=records, passages=passages, scanned_pages=info.scanned_pages,
+                        ocr_pages=info.ocr_pages, fault_sections=info.fault_sections, device=info.device,
+                        duplicates=duplicates, warnings=warnings or [])
 
 
 def _create_schema(db: sqlite_utils.Database) -> None:
@@ -187,16 +212,19 @@ def _create_schema(db: sqlite_utils.Database) -> None:
     db["meta"].create({"key": str, "value": str}, pk="key")
     db["manuals"].create({
         "sha256": str, "file": str, "path": str, "title": str, "vendor": str, "model": str, "version": str,
-        "language": str, "valid_for": str, "pages": int, "scanned_pages": str, "records": int, "size": int,
+        "language": str, "valid_for": str, "pages": int, "scanned_pages": str, "ocr_pages": str,
+        "fault_sections": int, "device": str, "overrides": str, "records": int, "size": int,
         "mtime": float, "indexed_at": str,
     }, pk="sha256")
     db["records"].create({
-        "id": int, "manual_sha256": str, "code": str, "code_key": str, "code_pattern": str, "canonical_id": str,
-        "title": str, "symptom": str, "cause": str, "steps": str, "page": int, "pages": str, "source": str,
+        "id": int, "manual_sha256": str, "kind": str, "code": str, "code_key": str, "loose_key": str,
+        "code_pattern": str, "canonical_id": str, "title": str, "symptom": str, "cause": str, "steps": str,
+        "snippet": str, "page": int, "pages": str, "source": str, "ocr": int, "fault": int,
         "vendor": str, "model": str, "vendor_key": str, "model_key": str, "version": str, "language": str,
         "lex_head": str, "lex_body": str, "vector": bytes,
     }, pk="id", foreign_keys=[("manual_sha256", "manuals", "sha256")])
     db["records"].create_index(["code_key"])
+    db["records"].create_index(["loose_key"])
     db["records"].create_index(["code_pattern"])
     db["records"].create_index(["vendor_key", "model_key", "code_key"])
     db["records"].create_index(["manual_sha256"])
@@ -227,12 +255,14 @@ def _insert_fresh(db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]
         info = extraction.info
         stat = path.stat()
         db["manuals"].insert({
-            **info.model_dump(exclude={"scanned_pages"}), "path": str(path),
-            "scanned_pages": json.dumps(info.scanned_pages), "records": len(extraction.records),
+            **info.model_dump(exclude={"scanned_pages", "ocr_pages"}), "path": str(path),
+            "scanned_pages": json.dumps(info.scanned_pages), "ocr_pages": json.dumps(info.ocr_pages),
+            "records": len(extraction.records),
             "size": stat.st_size, "mtime": stat.st_mtime,
             "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         })
         rows.extend(_record_row(record, info) for record in extraction.records)
+        rows.extend(_passage_row(passage, info) for passage in extraction.passages)
     row_texts = [row["embed_text"] for row in rows]
     # Language editions differ, but versions of one manual repeat most records word for word.
     texts = list(dict.fromkeys(row.pop("embed_text") for row in rows))
@@ -256,17 +286,40 @@ def embed_text(record: FaultRecord) -> str:
 
 def _record_row(record: FaultRecord, info: ManualInfo) -> dict:
     return {
-        "manual_sha256": info.sha256, "code": record.code, "code_key": code_key(record.code),
-        "code_pattern": glob_pattern(record.code), "canonical_id": canonical_id(record.code),
-        "title": record.title, "symptom": record.symptom, "cause": record.cause,
-        "steps": json.dumps(record.steps, ensure_ascii=False), "page": record.page, "pages": json.dumps(record.pages),
-        "source": record.source, "vendor": info.vendor, "model": info.model,
-        "vendor_key": scope_key(info.vendor), "model_key": scope_key(info.model),
-        "version": info.version, "language": info.language,
-        "lex_head": " ".join(terms(f"{record.code} {code_key(record.code)} {record.title}")),
+        **_manual_columns(info), "kind": "entry", "code": record.code, "code_key": code_key(record.code),
+        "loose_key": loose_key(record.code), "code_pattern": glob_pattern(record.code),
+        "canonical_id": canonical_id(record.code), "title": record.title, "symptom": record.symptom,
+        "cause": record.cause, "steps": json.dumps(record.steps, ensure_ascii=False), "snippet": "",
+        "page": record.page, "pages": json.dumps(record.pages), "source": record.source, "ocr": 0, "fault": 1,
+        "lex_head": " ".join(terms(f"{record.code} {code_key(record.code)} {record.title}")
+                             + code_terms(record.code, every_token=True) + code_terms(record.title)),
         "lex_body": " ".join(terms(f"{record.symptom} {record.cause} {' '.join(record.steps)}")),
         "embed_text": embed_text(record),
     }
+
+
+def _passage_row(passage: Passage, info: ManualInfo) -> dict:
+    return {
+        **_manual_columns(info), "kind": "page", "code": "", "code_key": "", "loose_key": "", "code_pattern": None,
+        "canonical_id": "", "title": passage.section, "symptom": "", "cause": "", "steps": "[]",
+        "snippet": passage.text, "page": passage.page, "pages": json.dumps([passage.page]), "source": "page",
+        "ocr": int(passage.ocr), "fault": int(passage.fault),
+        "lex_head": " ".join(terms(passage.section)),
+        "lex_body": " ".join(terms(passage.text) + code_terms(passage.text)),
+        # The section heading tells the model what a short passage is about.
+        "embed_text": f"{passage.section}. {passage.text}" if passage.section else passage.text,
+    }
+
+
+def _manual_columns(info: ManualInfo) -> dict:
+    return {"manual_sha256": info.sha256, "vendor": info.vendor, "model": info.model,
+            "vendor_key": scope_key(info.vendor), "model_key": scope_key(info.model),
+            "version": info.version, "language": info.language}
+
+
+def _override_key(path: Path, overrides: dict[str, str | None]) -> str:
+    """What the operator said about a manual: a reused manual must have been indexed with the same."""
+    return json.dumps(merge_overrides(read_sidecar(path), overrides), sort_keys=True)
 
 
 def scope_key(name: str) -> str:
@@ -285,9 +338,11 @@ def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
             if meta.get("schema") != SCHEMA_VERSION or meta.get("model") != model:
                 return {}
             conn.row_factory = sqlite3.Row
-            return {row["sha256"]: ManualInfo(**{**dict(row), "scanned_pages": json.loads(row["scanned_pages"])})
+            return {row["sha256"]: ManualInfo(**{**dict(row), "scanned_pages": json.loads(row["scanned_pages"]),
+                                                 "ocr_pages": json.loads(row["ocr_pages"])})
                     for row in conn.execute("SELECT sha256, file, title, vendor, model, version, language, valid_for,"
-                                            " pages, scanned_pages FROM manuals")}
+                                            " pages, scanned_pages, ocr_pages, fault_sections, device, overrides"
+                                            " FROM manuals")}
         finally:
             conn.close()
     except sqlite3.DatabaseError:
@@ -297,7 +352,8 @@ def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
 def _count_records(db_path: Path, sha: str) -> int:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ?", (sha,)).fetchone()[0]
+        return conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'entry'",
+                            (sha,)).fetchone()[0]
     finally:
         conn.close()
 
@@ -342,7 +398,11 @@ class IndexedManual(BaseModel):
     language: str
     pages: int
     records: int
+    passages: int
     scanned_pages: list[int]
+    ocr_pages: list[int]
+    fault_sections: int
+    device: str
     on_disk: Literal["unchanged", "changed", "missing"]
 
 
@@ -370,9 +430,13 @@ def read_status(db_path: Path) -> IndexStatus:
             else:
                 stat = path.stat()
                 on_disk = "unchanged" if (stat.st_size, stat.st_mtime) == (row["size"], row["mtime"]) else "changed"
+            passages = conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'page'",
+                                    (row["sha256"],)).fetchone()[0]
             manuals.append(IndexedManual(**{k: row[k] for k in ("file", "path", "title", "vendor", "model", "version",
-                                                               "language", "pages", "records")},
-                                         scanned_pages=json.loads(row["scanned_pages"]), on_disk=on_disk))
+                                                               "language", "pages", "records", "fault_sections",
+                                                               "device")},
+                                         passages=passages, scanned_pages=json.loads(row["scanned_pages"]),
+                                         ocr_pages=json.loads(row["ocr_pages"]), on_disk=on_disk))
     except sqlite3.DatabaseError as exc:
         raise BuildError(f"{db_path} is not a manual index ({exc})") from None
     finally:

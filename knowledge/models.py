@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Match = Literal["exact", "lexical", "semantic"]
+HitKind = Literal["entry", "page"]
 
 
 class ManualInfo(BaseModel):
@@ -19,7 +20,11 @@ class ManualInfo(BaseModel):
     language: str = "en"
     valid_for: str = ""
     pages: int = 0
-    scanned_pages: list[int] = Field(default_factory=list)
+    scanned_pages: list[int] = Field(default_factory=list)  # images without text, even after OCR
+    ocr_pages: list[int] = Field(default_factory=list)
+    fault_sections: int = 0
+    device: str = ""  # the device an operator bound the manual to, if any
+    overrides: str = ""  # what the operator said (sidecar file, options), as indexed
 
 
 class FaultRecord(BaseModel):
@@ -61,6 +66,7 @@ class Hit(BaseModel):
     cause: str
     steps: list[str]
     manual: str
+    manual_sha256: str = ""
     manual_title: str
     version: str
     version_compatibility: str
@@ -73,6 +79,9 @@ class Hit(BaseModel):
     applies_to_device: bool | None
     score: float
     match: Match
+    kind: HitKind = "entry"  # a structured fault entry, or a page passage when no entry matched
+    snippet: str = ""  # the matched text, for a page hit
+    ocr: bool = False  # the page's text comes from OCR: lower confidence
 
 
 class SearchResult(BaseModel):

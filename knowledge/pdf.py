@@ -1,7 +1,9 @@
-"""Reading a PDF manual with PyMuPDF: text blocks by page, tables, band clipping, scanned pages."""
+"""Reading a PDF manual with PyMuPDF: text blocks by page in reading order, band clipping,
+symbol-font decoding, OCR of scanned pages, and tables on the pages of fault sections."""
 
 from __future__ import annotations
 
+import time
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -10,9 +12,15 @@ from pathlib import Path
 import pymupdf
 
 from knowledge.bands import Bands, PositionedText, find_bands
+from knowledge.ocr import OcrError, languages_for, needs_ocr, ocr_pages, shows_images
+from knowledge.sections import fault_pages
 
 BOLD_FLAG = 16
 MIN_TABLE_DRAWINGS = 4  # find_tables only looks for ruled tables; skip pages without rules
+# A gutter between two columns (or two printed pages set side by side) is searched for
+# in this middle share of the page width.
+GUTTER_ZONE = (0.3, 0.7)
+LETTER_SPACED_TOKEN = 4.0  # mean characters per token of a line whose words fell apart (English: ~5)
 
 
 class ManualError(Exception):
@@ -24,6 +32,7 @@ class Block:
     text: str
     size: float
     bold: bool
+    bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -34,9 +43,17 @@ class Table:
 @dataclass
 class Page:
     number: int  # 1-based, as printed in citations
-    blocks: list[Block] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)  # outside tables, in reading order
     tables: list[Table] = field(default_factory=list)
-    scanned: bool = False
+    # Everything on the page between the bands, tables included, block by block in reading order.
+    text_blocks: list[str] = field(default_factory=list)
+    scanned: bool = False  # shows images and has no usable text layer
+    ocr: bool = False  # the text comes from OCR (lower confidence)
+    ocr_confidence: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.text_blocks)
 
 
 @dataclass
@@ -45,25 +62,40 @@ class RawManual:
     pages: list[Page]
     bands: Bands
     body_size: float
+    fault_pages: set[int] = field(default_factory=set)
+    fault_sections: int = 0
+    ocr_seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
 
 
-def read_manual(path: Path) -> RawManual:
+def read_manual(path: Path, ocr: bool = True) -> RawManual:
     doc = _open(path)
     try:
         raw = [_page_blocks(page) for page in doc]
-        # Bands are found line by line: a header and a footer may come out as one text block.
+        manual = RawManual(metadata={k: v for k, v in (doc.metadata or {}).items() if isinstance(v, str) and v},
+                           pages=[], bands=Bands(), body_size=10.0)
+        # Bands are found line by line (a header and a footer may come out as one text block), and
+        # before OCR: a scan's running header is in the text layer, its content is not.
         lines = [
             PositionedText(page.number, text, bbox[1], bbox[3], page.rect.height)
             for page, blocks in zip(doc, raw) for block in blocks for text, bbox in block.lines
         ]
-        bands = find_bands(lines, doc.page_count)
-        pages = [_content(page, blocks, bands) for page, blocks in zip(doc, raw)]
-        return RawManual(
-            metadata={k: v for k, v in (doc.metadata or {}).items() if isinstance(v, str) and v},
-            pages=pages,
-            bands=bands,
-            body_size=_body_size(raw),
-        )
+        manual.bands = find_bands(lines, doc.page_count)
+        scanned = [page.number + 1 for page, blocks in zip(doc, raw)
+                   if needs_ocr(_content(page, blocks, manual.bands).text, shows_images(page))]
+        ocr_done = _ocr(path, doc, raw, scanned, manual) if ocr and scanned else {}
+        manual.body_size = _body_size(raw)
+        manual.pages = [_content(page, blocks, manual.bands) for page, blocks in zip(doc, raw)]
+        for page in manual.pages:
+            page.scanned = page.number in scanned and page.number not in ocr_done
+            page.ocr = page.number in ocr_done
+            page.ocr_confidence = ocr_done.get(page.number, 0.0)
+        sections = fault_pages(manual.pages, manual.body_size)
+        manual.fault_pages, manual.fault_sections = sections.pages, sections.count
+        for page in manual.pages:
+            if page.number in manual.fault_pages and not page.ocr:
+                _add_tables(doc[page.number - 1], page, manual.bands)
+        return manual
     finally:
         doc.close()
 
@@ -94,52 +126,185 @@ class _RawBlock:
     size: float
     bold: bool
 
+    @property
+    def bbox(self) -> pymupdf.Rect:
+        box = pymupdf.Rect(self.lines[0][1])
+        for _, bbox in self.lines[1:]:
+            box |= bbox
+        return box
+
+
+def decode_text(text: str) -> str:
+    """NFKC, and symbol fonts' private-use code points back to ASCII: fonts such as a
+    7-segment display face map their glyphs to U+F020-U+F07E (Microsoft's symbol
+    encoding); U+F080 and above are dingbats and bullets, which carry no text."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xF020 <= code <= 0xF07E:
+            out.append(chr(code - 0xF000))
+        elif not 0xF07F <= code <= 0xF0FF:
+            out.append(char)
+    return unicodedata.normalize("NFKC", "".join(out))
+
 
 def _page_blocks(page: pymupdf.Page) -> list[_RawBlock]:
+    """Blocks from one `rawdict` pass: span text and glyph positions (for letter-spaced lines) at once."""
     out = []
-    for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
+    for block in page.get_text("rawdict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
+        for line in block.get("lines", []):
+            for span in line["spans"]:
+                span["text"] = "".join(c["c"] for c in span["chars"])
         spans = [span for line in block.get("lines", []) for span in line["spans"] if span["text"].strip()]
         if not spans:
             continue
-        lines = [("".join(span["text"] for span in line["spans"]).strip(), tuple(line["bbox"])) for line in block["lines"]]
-        out.append(_RawBlock(
-            lines=[(text, bbox) for text, bbox in lines if text],
-            size=max(span["size"] for span in spans),
-            bold=all(span["flags"] & BOLD_FLAG or "bold" in span["font"].lower() for span in spans),
-        ))
+        lines = [(_line_text(line), tuple(line["bbox"])) for line in block["lines"]]
+        lines = [(text, bbox) for text, bbox in lines if text]
+        if lines:
+            out.append(_RawBlock(
+                lines=lines,
+                size=max(span["size"] for span in spans),
+                bold=all(span["flags"] & BOLD_FLAG or "bold" in span["font"].lower() for span in spans),
+            ))
+    return _reading_order(out, page.rect.width)
+
+
+def _line_text(line: dict) -> str:
+    """Text set glyph by glyph with extra letter spacing comes out as `e r r o r : 1`: such a
+    line is rebuilt from its glyph positions, a word break being a gap clearly wider than the
+    line's usual gap between letters."""
+    text = decode_text("".join(span["text"] for span in line["spans"])).strip()
+    if not _letter_spaced(text):
+        return text
+    glyphs = [c for span in line["spans"] for c in span["chars"]]
+    return decode_text(_words(glyphs)).strip() if glyphs else text
+
+
+class _Respacer:
+    """Table cells cut from letter-spaced text, rebuilt the same way from the page's glyphs."""
+
+    def __init__(self, page: pymupdf.Page):
+        self._page = page
+        self._glyphs: list[dict] | None = None
+
+    def region(self, text: str, rect: pymupdf.Rect) -> str:
+        if not _letter_spaced(text):
+            return text
+        inside = [g for g in self._all() if rect.contains(_centre(pymupdf.Rect(g["bbox"])))]
+        lines: list[list[dict]] = []
+        for glyph in sorted(inside, key=lambda g: (round(g["bbox"][3]), g["bbox"][0])):
+            if lines and abs(lines[-1][-1]["bbox"][3] - glyph["bbox"][3]) < 2:
+                lines[-1].append(glyph)
+            else:
+                lines.append([glyph])
+        rebuilt = "\n".join(_words(line) for line in lines if line)
+        return decode_text(rebuilt) if rebuilt.strip() else text
+
+    def _all(self) -> list[dict]:
+        if self._glyphs is None:
+            self._glyphs = [c for block in self._page.get_text("rawdict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]
+                            for line in block.get("lines", []) for span in line["spans"] for c in span["chars"]]
+        return self._glyphs
+
+
+def _letter_spaced(text: str) -> bool:
+    tokens = text.split()
+    return len(tokens) >= 3 and sum(map(len, tokens)) <= LETTER_SPACED_TOKEN * len(tokens)
+
+
+def _words(glyphs: list[dict]) -> str:
+    """A gap clearly wider than the usual gap between letters breaks a word. Space glyphs are
+    no guide: PyMuPDF makes them up between glyphs set one by one."""
+    inked = [g for g in glyphs if g["c"].strip()]
+    gaps = sorted(b["bbox"][0] - a["bbox"][2] for a, b in zip(inked, inked[1:]))
+    if not gaps:
+        return "".join(g["c"] for g in inked)
+    size = inked[0]["bbox"][3] - inked[0]["bbox"][1]
+    threshold = gaps[len(gaps) // 2] + 0.2 * size
+    out = inked[0]["c"]
+    for a, b in zip(inked, inked[1:]):
+        out += (" " if b["bbox"][0] - a["bbox"][2] > threshold else "") + b["c"]
     return out
+
+
+def _reading_order(blocks: list[_RawBlock], width: float) -> list[_RawBlock]:
+    """Two columns, or two printed pages set side by side (2-up), are read left then right:
+    PyMuPDF's order interleaves them line by line."""
+    boxes = [block.bbox for block in blocks]
+    lo, hi = GUTTER_ZONE[0] * width, GUTTER_ZONE[1] * width
+    gutters = [x for x in range(int(lo), int(hi), 2) if not any(box.x0 < x < box.x1 for box in boxes)]
+    if not gutters:
+        return blocks
+    gutter = min(gutters, key=lambda x: abs(x - width / 2))
+    left = [b for b, box in zip(blocks, boxes) if box.x1 <= gutter]
+    right = [b for b, box in zip(blocks, boxes) if box.x0 >= gutter]
+    if not left or not right or min(_chars(left), _chars(right)) < 0.15 * _chars(blocks):
+        return blocks
+    return sorted(left, key=lambda b: b.bbox.y0) + sorted(right, key=lambda b: b.bbox.y0)
+
+
+def _chars(blocks: list[_RawBlock]) -> int:
+    return sum(len(text) for block in blocks for text, _ in block.lines)
+
+
+def _ocr(path: Path, doc: pymupdf.Document, raw: list[list[_RawBlock]], numbers: list[int],
+         manual: RawManual) -> dict[int, float]:
+    """Replace the blocks of scanned pages by their OCR text; pages OCR could not read stay scanned.
+    Returns the OCR'd pages with their confidence."""
+    started = time.perf_counter()
+    text_layer = "\n".join(t for blocks in raw for b in blocks for t, _ in b.lines)
+    try:
+        read = ocr_pages(path, numbers, languages_for(text_layer))
+    except OcrError as exc:
+        manual.warnings.append(f"OCR skipped: {exc}")
+        return {}
+    finally:
+        manual.ocr_seconds = time.perf_counter() - started
+    for number, page in read.items():
+        size = _body_size([raw[number - 1]]) if raw[number - 1] else 10.0
+        raw[number - 1] = [_RawBlock(lines=[(decode_text(text), bbox)], size=size, bold=False)
+                           for text, bbox in page.lines if text.strip()]
+    return {number: page.confidence for number, page in read.items()}
 
 
 def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
     height = page.rect.height
-    kept: list[tuple[str, pymupdf.Rect, float, bool]] = []
+    kept: list[Block] = []
     for block in blocks:
         lines = [(text, bbox) for text, bbox in block.lines
                  if not bands.contains(PositionedText(page.number, text, bbox[1], bbox[3], height))]
         if lines:
-            box = pymupdf.Rect(lines[0][1])
-            for _, bbox in lines[1:]:
-                box |= bbox
-            kept.append(("\n".join(text for text, _ in lines), box, block.size, block.bold))
-    tables: list[Table] = []
-    table_boxes: list[pymupdf.Rect] = []
+            box = _RawBlock(lines=lines, size=block.size, bold=block.bold).bbox
+            kept.append(Block(text="\n".join(text for text, _ in lines), size=block.size, bold=block.bold,
+                              bbox=tuple(box)))
+    return Page(number=page.number + 1, blocks=kept, text_blocks=[block.text for block in kept])
+
+
+def _add_tables(page: pymupdf.Page, content: Page, bands: Bands) -> None:
+    """Ruled tables of a fault-section page; the blocks inside them leave the running text."""
+    if len(page.get_cdrawings()) < MIN_TABLE_DRAWINGS:
+        return
+    height = page.rect.height
+    clip = pymupdf.Rect(0, bands.top * height, page.rect.width, bands.bottom * height)
     words = None
-    if len(page.get_cdrawings()) >= MIN_TABLE_DRAWINGS:
-        clip = pymupdf.Rect(0, bands.top * height, page.rect.width, bands.bottom * height)
-        # The layout model is for unruled tables and costs ~0.2 s a page; manuals' code tables are ruled.
-        for found in page.find_tables(clip=clip, use_layout=False).tables:
-            words = words if words is not None else page.get_text("words", flags=pymupdf.TEXTFLAGS_TEXT)
-            rows = [[_cell_text(words, cell) for cell in row.cells] for row in found.rows]
-            if rows and len(rows[0]) >= 2:
-                tables.append(Table(rows=rows))
-                table_boxes.append(pymupdf.Rect(found.bbox))
-    content = [
-        Block(text=text, size=size, bold=bold)
-        for text, box, size, bold in kept
-        if not any(table.contains((box.tl + box.br) / 2) for table in table_boxes)
-    ]
-    scanned = not kept and bool(page.get_images(full=False))
-    return Page(number=page.number + 1, blocks=content, tables=tables, scanned=scanned)
+    respaced: _Respacer | None = None
+    boxes: list[pymupdf.Rect] = []
+    # The layout model is for unruled tables and costs ~0.2 s a page; manuals' code tables are ruled.
+    for found in page.find_tables(clip=clip, use_layout=False).tables:
+        words = words if words is not None else page.get_text("words", flags=pymupdf.TEXTFLAGS_TEXT)
+        respaced = respaced or _Respacer(page)
+        rows = [[respaced.region(_cell_text(words, cell), pymupdf.Rect(cell)) if cell else ""
+                 for cell in row.cells] for row in found.rows]
+        if rows and len(rows[0]) >= 2:
+            content.tables.append(Table(rows=rows))
+            boxes.append(pymupdf.Rect(found.bbox))
+    if boxes:
+        content.blocks = [b for b in content.blocks
+                          if not any(t.contains(_centre(pymupdf.Rect(b.bbox))) for t in boxes)]
+
+
+def _centre(box: pymupdf.Rect) -> pymupdf.Point:
+    return (box.tl + box.br) / 2
 
 
 def _cell_text(words: list, cell) -> str:
@@ -152,10 +317,10 @@ def _cell_text(words: list, cell) -> str:
     for wx0, wy0, wx1, wy1, text, block, line, _ in words:
         if x0 <= (wx0 + wx1) / 2 <= x1 and y0 <= (wy0 + wy1) / 2 <= y1:
             lines.setdefault((block, line), []).append(text)
-    return unicodedata.normalize("NFKC", "\n".join(" ".join(parts) for parts in lines.values())).strip()
+    return decode_text("\n".join(" ".join(parts) for parts in lines.values())).strip()
 
 
-def _body_size(raw) -> float:
+def _body_size(raw: list[list[_RawBlock]]) -> float:
     sizes = Counter()
     for blocks in raw:
         for block in blocks:

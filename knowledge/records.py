@@ -1,4 +1,5 @@
-"""Assembling fault records from a manual's pages: running-text sections and code tables."""
+"""Assembling fault records from the fault sections of a manual: running-text entries (a code
+as a heading, then cause and remedy paragraphs) and tables with a code column."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from knowledge.codes import code_key, parse_code_cell, parse_heading
+from knowledge.codes import code_key, named_alarm, parse_code_cell, parse_heading
 from knowledge.models import FaultRecord
 from knowledge.pdf import Page
 from knowledge.text import join_lines
@@ -15,17 +16,22 @@ _FIELD_WORDS = {
     "symptom": ("symptom", "symptoms", "phenomenon", "现象", "故障现象", "症状"),
     "cause": ("cause", "causes", "possible cause", "possible causes", "reason", "原因", "故障原因", "可能原因"),
     "remedy": ("remedy", "remedies", "action", "actions", "solution", "corrective action", "countermeasure",
-               "troubleshooting", "recovery procedure", "处理方法", "处理", "排除方法", "解决方法", "措施", "对策"),
+               "troubleshooting", "recovery procedure", "处理方法", "处理办法", "处理", "排除方法", "解决方法", "措施",
+               "对策", "解除", "报警解除"),
 }
 _LABEL = re.compile(
     r"^\s*(?P<label>" + "|".join(sorted((re.escape(w) for ws in _FIELD_WORDS.values() for w in ws), key=len, reverse=True))
     + r")\s*[:：]\s*(?P<rest>.*)$", re.I | re.S,
 )
-_STEP = re.compile(r"^\s*(?:step\s*|步骤\s*)?(?P<n>\d{1,2})\s*[.)．、]\s*(?=\S)(?P<rest>.*)$", re.I | re.S)
+# Numbered (1. 2) ①) and lettered (a) b.) steps; a letter needs its bracket or dot right after it.
+_STEP = re.compile(r"^\s*(?:step\s*|步骤\s*)?(?P<n>\d{1,2}\s*[.)．、]|[a-hA-H][.)）])\s*(?=\S)(?P<rest>.*)$", re.I | re.S)
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
+MAX_TITLE_CHARS = 120
 _COLUMN_WORDS = {
-    "code": ("fault code", "error code", "alarm code", "alarm no", "alarm", "code", "no.", "代码", "故障代码", "报警号", "错误代码", "编号"),
-    "title": ("name", "title", "description", "message", "meaning", "fault", "名称", "描述", "故障名称", "内容", "含义"),
+    "code": ("fault code", "error code", "alarm code", "alarm no", "alarm", "code", "no.", "代码", "故障代码", "报警号",
+             "错误代码", "编号", "故障码", "报警代码"),
+    "title": ("name", "title", "description", "message", "meaning", "fault", "名称", "描述", "故障名称", "内容", "含义",
+              "意义"),
     "symptom": _FIELD_WORDS["symptom"],
     "cause": _FIELD_WORDS["cause"],
     "remedy": _FIELD_WORDS["remedy"],
@@ -70,8 +76,12 @@ class Assembly:
     duplicates: int
 
 
-def assemble(pages: list[Page], body_size: float, not_codes: frozenset[str] = frozenset()) -> Assembly:
-    """`not_codes`: keys that look like codes but name something else (the machine model `HP-200`)."""
+def assemble(pages: list[Page], body_size: float, fault_pages: set[int],
+             not_codes: frozenset[str] = frozenset()) -> Assembly:
+    """Entries come from fault-section pages only: elsewhere codes are cross-references and
+    numbers are parameters. `not_codes`: keys that look like codes but name something else
+    (the machine model `HP-200`)."""
+    pages = [page for page in pages if page.number in fault_pages]
     drafts = _from_text(pages, body_size) + _from_tables(pages)
     merged: dict[str, FaultRecord] = {}
     duplicates = 0
@@ -99,6 +109,16 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
                 current = _Draft(code=heading.code, title=heading.title, page=page.number, source="text")
                 drafts.append(current)
                 continue
+            if (current is not None and not current.title and len(block.text) <= MAX_TITLE_CHARS
+                    and not _LABEL.match(unicodedata.normalize("NFKC", block.text))):
+                current.title = join_lines(block.text)  # a code printed alone, its message below it
+                continue
+            led = _code_led(block.text)
+            if led is not None:  # a row of an unruled table: code, name, then the description
+                current = led
+                current.page = page.number
+                drafts.append(current)
+                continue
             if emphasized:  # a section heading without a code ends the record
                 current = None
                 continue
@@ -108,6 +128,21 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             for unit in _units(block.text):
                 _add_unit(current, unit)
     return drafts
+
+
+def _code_led(text: str) -> _Draft | None:
+    """A block whose first line is a code alone (with letters: `0x0400`, `Er4`, not a bare
+    number, which may be anything) and whose next line names it."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2 or not re.search(r"[A-Za-z]", lines[0]):
+        return None
+    code = parse_code_cell(lines[0])
+    if code is None:
+        return None
+    draft = _Draft(code=code, title=join_lines(lines[1]), page=0, source="text")
+    for unit in _units("\n".join(lines[2:])):
+        _add_unit(draft, unit)
+    return draft
 
 
 def _units(text: str) -> list[str]:
@@ -142,19 +177,58 @@ def _field_of(label: str) -> str:
 def _from_tables(pages: list[Page]) -> list[_Draft]:
     drafts: list[_Draft] = []
     roles: dict[int, str] | None = None
+    headed = False
     for page in pages:
         for table in page.tables:
-            header_roles = _column_roles(table.rows[0])
-            if "code" in header_roles.values():
-                roles, rows = header_roles, table.rows[1:]
-            elif roles is not None and len(table.rows[0]) == len(roles):
-                rows = table.rows  # the table continues from the previous page without a repeated header
-            else:
-                roles = None
-                continue
+            rows = _merge_split_columns(table.rows)
+            header_at = next((i for i, row in enumerate(rows[:3]) if "code" in _column_roles(row).values()), None)
+            if header_at is not None:
+                roles, rows, headed = _column_roles(rows[header_at]), rows[header_at + 1:], True
+            elif roles is None or len(rows[0]) != len(roles):
+                # No header (or a new table): the column where most cells are codes is the code column.
+                roles, headed = _roles_from_content(rows), False
             for row in rows:
-                _add_row(drafts, roles, row, page.number)
+                if row and _column_roles(row) == roles:
+                    continue  # the header repeated on a continuation page
+                _add_row(drafts, roles or {}, row, page.number, headed)
     return drafts
+
+
+def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
+    """Ruling lines that stop short split one printed column into several table columns, most
+    of them empty: cells of columns that are empty in every row of the header's group are joined."""
+    width = max(len(row) for row in rows)
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    used = [i for i in range(width) if any(row[i].strip() for row in rows)]
+    header = next((row for row in rows if sum(1 for i in used if row[i].strip()) >= 2), rows[0])
+    starts = [i for i in used if header[i].strip()] or used
+    groups: list[list[int]] = [[] for _ in starts]
+    for i in used:
+        index = max((n for n, start in enumerate(starts) if start <= i), default=0)
+        groups[index].append(i)
+    return [["\n".join(row[i] for i in group if row[i].strip()) for group in groups] for row in rows]
+
+
+def _roles_from_content(rows: list[list[str]]) -> dict[int, str] | None:
+    width = len(rows[0])
+    if width < 2:
+        return None
+    shares = [sum(parse_code_cell(join_lines(row[i])) is not None for row in rows if i < len(row)) / len(rows)
+              for i in range(width)]
+    code_columns = [i for i in range(width) if shares[i] >= 0.5]
+    if not code_columns:
+        return None
+    code = code_columns[0]  # the display code comes first; a second code column is what the bus reports
+    lengths = [sum(len(row[i]) for row in rows if i < len(row)) for i in range(width)]
+    text_columns = [i for i in range(width) if i not in code_columns and lengths[i]]
+    roles = {code: "code", **{i: "alias" for i in code_columns[1:2]}}
+    if text_columns:
+        roles[text_columns[0]] = "title"
+    if len(text_columns) > 1:
+        roles[text_columns[-1]] = "remedy"
+    if len(text_columns) > 2:
+        roles[text_columns[1]] = "cause"
+    return roles
 
 
 def _column_roles(header: list[str]) -> dict[int, str]:
@@ -168,14 +242,18 @@ def _column_roles(header: list[str]) -> dict[int, str]:
     return roles
 
 
-def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: int) -> None:
+def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: int, headed: bool) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
-    code = parse_code_cell(join_lines(cells.get("code", "")))
+    code = parse_code_cell(join_lines(cells.get("code", ""))) or named_alarm(join_lines(cells.get("code", "")))
+    if code is not None and code.isdigit() and not headed:
+        code = None  # a bare number in a column nobody named: a step, a pin, a parameter
     if code is None:
         if drafts and not join_lines(cells.get("code", "")) and drafts[-1].source == "table":
             _continue_row(drafts[-1], cells, page)  # a row split over two lines or pages
         return
-    draft = _Draft(code=code, title=join_lines(cells.get("title", "")), page=page, source="table")
+    alias = join_lines(cells.get("alias", ""))
+    title = join_lines(cells.get("title", ""))
+    draft = _Draft(code=code, title=f"{title} ({alias})" if alias else title, page=page, source="table")
     draft.add("symptom", join_lines(cells.get("symptom", "")))
     draft.add("cause", join_lines(cells.get("cause", "")))
     draft.steps = _steps(cells.get("remedy", ""))

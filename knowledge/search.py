@@ -20,20 +20,33 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from knowledge.codes import code_key, lookup_keys
+from knowledge.codes import MENTION, code_key, is_named, lookup_keys, loose_key
 
 if TYPE_CHECKING:
     from knowledge.code_linker import CodeLinker
 from knowledge.embed import Embedder
+from knowledge.glossary import expand, translate_to_english
 from knowledge.index import scope_key
+from knowledge.manual_names import mentioned_manuals
 from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
+from knowledge.passages import code_terms
 from knowledge.text import language, terms
 
 RRF_K = 60
 CANDIDATES = 50
-# Below this cosine similarity, and with no shared words, a text match is noise.
-MIN_SIMILARITY = 0.30
+# A question answered by no manual still shares a word or two with some page. It is
+# `not_found` when its best match is neither close in meaning nor covers its words
+# (calibrated on the development corpus with unanswerable questions: scripts/bench_manuals.py).
+MIN_SIMILARITY = 0.33
+MIN_COVERAGE = 0.5
+# A structured entry is the better answer than the page it was extracted from; a page in a
+# fault section the better page for a question about a fault; a manual the question names
+# (its model, vendor or title) the better manual.
+ENTRY_PRIOR = 1.25
+FAULT_PAGE_PRIOR = 1.15
+MENTION_PRIOR = 2.0
+SNIPPET_CHARS = 280
 Mode = Literal["hybrid", "lexical", "semantic"]
 
 
@@ -47,6 +60,7 @@ class _Snapshot:
     conn: sqlite3.Connection
     rows: dict[int, dict]
     model: str
+    manuals: dict[str, dict]
     ids: np.ndarray | None = None
     vectors: np.ndarray | None = None
     masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
@@ -71,7 +85,8 @@ class ManualIndex:
     def codes(self) -> set[str]:
         """Every code in the index as printed; empty while there is no index."""
         try:
-            return {row["code"] for row in self._current().rows.values()}
+            return {row["code"] for row in self._current().rows.values()
+                    if row["kind"] == "entry" and not is_named(row["code"])}
         except IndexMissing:
             return set()
 
@@ -82,22 +97,38 @@ class ManualIndex:
             self._vectors(self._current())
 
     def query(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3) -> SearchResult:
-        """Free text as a technician types it: a code in it is looked up exactly, the rest searched."""
+        """Free text as a technician types it: a code in it is looked up exactly, the rest searched.
+        Codes printed in a usual shape are found without spaCy, so a cold `fixloop search E102`
+        stays fast; the linker (codes as the index knows them, loosely typed) loads on demand."""
         snap = self._current()
-        with self._lock:
-            if snap.linker is None:
-                from knowledge.code_linker import CodeLinker  # spaCy: loaded on the first free-text query
+        mentioned = mentioned_manuals(text, snap.manuals.values())
+        lang = language(text)
+        codes = list(dict.fromkeys(m.group(0) for m in MENTION.finditer(text)))  # with its cue: `err 07`
+        code_results = [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned)
+                        for code in codes]
+        answered = next((r for r in code_results if _answers(r, mentioned)), None)
+        if answered is None:
+            with self._lock:
+                if snap.linker is None:
+                    from knowledge.code_linker import CodeLinker  # spaCy: loaded on the first such query
 
-                snap.linker = CodeLinker({row["code"] for row in snap.rows.values()})
-            mentions = snap.linker.mentions(text, language(text))
-        code_results = [self.lookup(m.code, scope, version, language=language(text), k=k) for m in mentions]
-        for result in code_results:
-            if result.status == "ok":
-                return result
-        if not mentions and _short(text) and self._known(snap, text):  # `f 03`, `drv fault`: a code typed loosely
-            return self.lookup(text, scope, version, language=language(text), k=k)
+                    snap.linker = CodeLinker(self.codes())
+                linked = [m.code for m in snap.linker.mentions(text, lang)]
+            code_results += [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned)
+                             for code in linked if code not in codes]
+            answered = next((r for r in code_results if _answers(r, mentioned)), None)
+            if answered is None and not linked and _short(text) and self._known(snap, text):
+                answered = self._prefer(self.lookup(text, scope, version, language=lang, k=k), mentioned)
+        if answered is not None:
+            return answered
         result = self.search(text, scope, version, k=k)
         return code_results[0] if result.status == "not_found" and code_results else result
+
+    def _prefer(self, result: SearchResult, mentioned: set[str]) -> SearchResult:
+        """Hits from the manuals the question names first (`EP100 err 9`, not alarm 9 of another drive)."""
+        if mentioned and result.hits:
+            result.hits.sort(key=lambda hit: hit.manual_sha256 not in mentioned)
+        return result
 
     def _known(self, snap: _Snapshot, code: str) -> bool:
         with self._lock:
@@ -105,10 +136,14 @@ class ManualIndex:
 
     @staticmethod
     def _ids_for(snap: _Snapshot, key: str) -> list[int]:
-        ids = [i for (i,) in snap.conn.execute("SELECT id FROM records WHERE code_key = ? ORDER BY id", (key,))]
+        ids = [i for (i,) in snap.conn.execute(
+            "SELECT id FROM records WHERE code_key = ? AND kind = 'entry' ORDER BY id", (key,))]
         if not ids and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
             ids = [i for (i,) in snap.conn.execute(
                 "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,))]
+        if not ids:  # `23` for `0023`, `0x400` for `0x0400`, `O.Volt` for the 7-segment `O.Uo1t`
+            ids = [i for (i,) in snap.conn.execute(
+                "SELECT id FROM records WHERE loose_key = ? AND kind = 'entry' ORDER BY id", (loose_key(key),))]
         return ids
 
     def lookup(self, code: str, scope: Scope | None = None, version: str | None = None,
@@ -142,12 +177,15 @@ class ManualIndex:
                mode: Mode = "hybrid") -> SearchResult:
         snap = self._current()
         scope = scope or Scope()
-        lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
+        # The glossary adds the other language's words: a Chinese question meets an English manual.
+        lexical = self._lexical(snap, f"{text} {expand(text)}", scope) if mode != "semantic" else []
         semantic: list[tuple[int, float]] = []
-        if mode != "lexical" and language(text) in self.semantic_languages:
-            semantic = self._semantic(snap, text, scope)
-        best_similarity = semantic[0][1] if semantic else 0.0
-        if not lexical and best_similarity < MIN_SIMILARITY:
+        if mode != "lexical":
+            # An English-only model reads a Chinese question through the glossary's English rendition.
+            asked = text if language(text) in self.semantic_languages else translate_to_english(text)
+            if asked.strip():
+                semantic = self._semantic(snap, asked, scope)
+        if not lexical and not semantic or self._unanswered(snap, text, lexical, semantic):
             return SearchResult(
                 status="not_found",
                 message=f"No manual section matches {text!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
@@ -155,39 +193,62 @@ class ManualIndex:
                            "(which part, what happens, since when).",
             )
         weights = (1.0 if lexical else 0.0, 1.0 if semantic else 0.0)
-        # Ranks are per machine and code, so the versions and language editions of one
-        # entry do not push other entries down the list.
-        fused: dict[tuple[str, str, str], list] = {}
-        for position, ids in enumerate((lexical, [record_id for record_id, _ in semantic])):
+        mentioned = mentioned_manuals(text, snap.manuals.values())
+        faultish = bool(codes_or_fault_words(text))
+        # Ranks are per machine and code (an entry) or per manual page (a passage), so the versions
+        # and language editions of one entry, or the passages of one page, do not push others down.
+        fused: dict[tuple, list] = {}
+        for position, ids in enumerate(([i for i, _ in lexical], [i for i, _ in semantic])):
             for rank, row in enumerate(_unique_groups(snap.rows[i] for i in ids)):
                 entry = fused.setdefault(_group(row), [row, float("inf"), float("inf")])
-                entry[1 + position] = rank
+                entry[1 + position] = min(entry[1 + position], rank)
         ranked = []
         for row, lex_rank, sem_rank in fused.values():
             score = sum(w / (RRF_K + 1 + r) for w, r in zip(weights, (lex_rank, sem_rank)) if r != float("inf"))
+            score /= sum(weights) / (RRF_K + 1)
+            prior = (ENTRY_PRIOR if row["kind"] == "entry" else FAULT_PAGE_PRIOR if row["fault"] and faultish else 1.0)
+            prior *= MENTION_PRIOR if row["manual_sha256"] in mentioned else 1.0
             match: Match = "lexical" if lex_rank <= sem_rank else "semantic"
-            ranked.append((row, score / (sum(weights) / (RRF_K + 1)), match))
+            ranked.append((row, score * prior, match))
         ranked.sort(key=lambda item: -item[1])
-        hits = self._collapse(snap, ranked, scope, version, language(text), k)
+        words = frozenset(terms(f"{text} {expand(text)}") + code_terms(text, every_token=True))
+        hits = self._collapse(snap, ranked, scope, version, language(text), k, words)
         if not hits:
             return self._version_not_found(snap, text, [row for row, _, _ in ranked], version)
         return SearchResult(status="ok", hits=hits)
 
+    def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
+                    semantic: list[tuple[int, float]]) -> bool:
+        """No passage is close in meaning and none holds most of the question's words."""
+        if semantic and semantic[0][1] >= MIN_SIMILARITY:
+            return False
+        words = set(terms(text)) | set(code_terms(text))
+        if not words or not lexical:
+            return True
+        return max(self._coverage(snap, i, words) for i, _ in lexical[:5]) < MIN_COVERAGE
+
+    def _coverage(self, snap: _Snapshot, record_id: int, words: set[str]) -> float:
+        with self._lock:
+            head, body = snap.conn.execute("SELECT lex_head, lex_body FROM records WHERE id = ?", (record_id,)).fetchone()
+        return len(words & set(f"{head} {body}".split())) / len(words)
+
     # -- retrieval stages -------------------------------------------------
 
-    def _lexical(self, snap: _Snapshot, text: str, scope: Scope) -> list[int]:
+    def _lexical(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
         words = list(dict.fromkeys(terms(text)))
         if not words:
             return []
+        words = list(dict.fromkeys(words + code_terms(text, every_token=True)))
         expression = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
-        sql = ("SELECT r.id FROM records_fts JOIN records r ON r.id = records_fts.rowid WHERE records_fts MATCH ?"
-               " AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)" if scope.vendor or scope.model else
-               "SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND '' = ? AND '' = ?")
+        sql = ("SELECT r.id, bm25(records_fts, 2.0, 1.0) FROM records_fts JOIN records r ON r.id = records_fts.rowid"
+               " WHERE records_fts MATCH ? AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)"
+               if scope.vendor or scope.model else
+               "SELECT rowid, bm25(records_fts, 2.0, 1.0) FROM records_fts WHERE records_fts MATCH ? AND '' = ? AND '' = ?")
         params = (expression, scope_key(scope.vendor), scope_key(scope.model)) if scope.vendor or scope.model \
             else (expression, "", "")
         with self._lock:
-            return [i for (i,) in snap.conn.execute(f"{sql} ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT {CANDIDATES}",
-                                                    params)]
+            return [(i, score) for i, score in snap.conn.execute(
+                f"{sql} ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT {CANDIDATES}", params)]
 
     def _semantic(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
         query = self.embedder.encode([text])[0]
@@ -203,14 +264,24 @@ class ManualIndex:
         return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0]
 
     def _collapse(self, snap: _Snapshot, ranked: list[tuple[dict, float, Match]], scope: Scope,
-                  version: str | None, lang: str, k: int) -> list[Hit]:
+                  version: str | None, lang: str, k: int, words: frozenset[str] = frozenset()) -> list[Hit]:
         """One hit per machine and code: the asked-for (or newest) version, in the asker's language."""
         wanted = normalize_version(version) if version else ""
         groups: dict[tuple[str, str, str], list[tuple[dict, float, Match]]] = {}
         for item in ranked:
             groups.setdefault(_group(item[0]), []).append(item)
         hits: list[Hit] = []
-        for (vendor_key, model_key, key), items in groups.items():
+        covered: set[tuple[str, int]] = set()
+        for group, items in groups.items():
+            row = items[0][0]
+            if row["kind"] == "page":
+                if (row["manual_sha256"], row["page"]) in covered:
+                    continue  # the entry above already cites this page
+                hits.append(self._hit(snap, row, [row], scope, items[0][1], items[0][2], words))
+                if len(hits) == k:
+                    break
+                continue
+            vendor_key, model_key, key = group
             siblings = self._siblings(snap, vendor_key, model_key, key)
             candidates = [r for r in siblings if r["version"] == wanted] if wanted else siblings
             if not candidates:
@@ -220,6 +291,7 @@ class ManualIndex:
             row = next((r for r in candidates if r["language"] == lang), candidates[0])
             score, match = items[0][1], items[0][2]
             hits.append(self._hit(snap, row, siblings, scope, score, match))
+            covered.update((row["manual_sha256"], page) for page in json.loads(row["pages"]))
             if len(hits) == k:
                 break
         return hits
@@ -227,17 +299,23 @@ class ManualIndex:
     def _siblings(self, snap: _Snapshot, vendor_key: str, model_key: str, key: str) -> list[dict]:
         with self._lock:
             return [snap.rows[i] for (i,) in snap.conn.execute(
-                "SELECT id FROM records WHERE vendor_key = ? AND model_key = ? AND code_key = ? ORDER BY id",
+                "SELECT id FROM records WHERE vendor_key = ? AND model_key = ? AND code_key = ? AND kind = 'entry'"
+                " ORDER BY id",
                 (vendor_key, model_key, key))]
 
-    def _hit(self, snap: _Snapshot, row: dict, siblings: list[dict], scope: Scope, score: float, match: Match) -> Hit:
+    def _hit(self, snap: _Snapshot, row: dict, siblings: list[dict], scope: Scope, score: float, match: Match,
+             words: frozenset[str] = frozenset()) -> Hit:
         applies = None
         if scope.vendor or scope.model:
             applies = bool(row["vendor_key"] or row["model_key"]) and _in_scope(row, scope)
+        page = row["kind"] == "page"
         return Hit(
-            fault_code=row["code"], canonical_id=row["canonical_id"], title=row["title"], symptom=row["symptom"],
-            cause=row["cause"], steps=json.loads(row["steps"]), manual=row["file"], manual_title=row["manual_title"],
-            version=row["version"], version_compatibility=self._compatibility(snap, row, siblings),
+            fault_code=row["code"], canonical_id=row["canonical_id"], title=row["title"] or row["manual_title"],
+            symptom=row["symptom"], cause=row["cause"], steps=json.loads(row["steps"]), manual=row["file"],
+            manual_sha256=row["manual_sha256"], manual_title=row["manual_title"], version=row["version"],
+            version_compatibility=(f"{row['version'] or 'unversioned'} manual" if page
+                                   else self._compatibility(snap, row, siblings)),
+            kind=row["kind"], ocr=bool(row["ocr"]), snippet=_snippet(row, words),
             language=row["language"], page=row["page"], pages=json.loads(row["pages"]), vendor=row["vendor"],
             model=row["model"], scope=_scope_name(Scope(vendor=row["vendor"], model=row["model"])) or "all machines",
             applies_to_device=applies, score=round(min(score, 1.0), 4), match=match,
@@ -318,15 +396,18 @@ class ManualIndex:
             conn.row_factory = sqlite3.Row
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             rows = {row["id"]: dict(row) for row in conn.execute(
-                "SELECT r.id, r.code, r.code_key, r.canonical_id, r.title, r.symptom, r.cause, r.steps, r.page,"
-                " r.pages, r.vendor, r.model, r.vendor_key, r.model_key, r.version, r.language,"
-                " m.file, m.title AS manual_title, m.valid_for FROM records r JOIN manuals m ON m.sha256 = r.manual_sha256")}
+                "SELECT r.id, r.kind, r.manual_sha256, r.code, r.code_key, r.canonical_id, r.title, r.symptom, r.cause,"
+                " r.steps, r.snippet, r.page, r.pages, r.ocr, r.fault, r.vendor, r.model, r.vendor_key, r.model_key,"
+                " r.version, r.language, m.file, m.title AS manual_title, m.valid_for"
+                " FROM records r JOIN manuals m ON m.sha256 = r.manual_sha256")}
+            manuals = {row["sha256"]: dict(row) for row in conn.execute(
+                "SELECT sha256, file, title, vendor, model, device FROM manuals")}
         except sqlite3.DatabaseError as exc:
             if conn is not None:
                 conn.close()
             raise IndexMissing(f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`") from None
         conn.row_factory = None
-        snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""))
+        snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""), manuals=manuals)
         weakref.finalize(snap, conn.close)
         return snap
 
@@ -352,12 +433,39 @@ def _short(text: str) -> bool:
     return 0 < len(text.split()) <= 3 and len(text.strip()) <= 24
 
 
-def _group(row: dict) -> tuple[str, str, str]:
+def _group(row: dict) -> tuple:
+    if row["kind"] == "page":
+        return "page", row["manual_sha256"], row["page"]
     return row["vendor_key"], row["model_key"], row["code_key"]
 
 
+def _answers(result: SearchResult, mentioned: set[str]) -> bool:
+    """A code lookup answers unless the question names manuals and none of the hits is from them."""
+    return result.status == "ok" and (not mentioned or result.hits[0].manual_sha256 in mentioned)
+
+
+def _snippet(row: dict, words: frozenset[str]) -> str:
+    """A page's passage from the line that shares the most words with the question (and the
+    line before it, which often names the table or the fault); an entry's code, name and cause."""
+    if row["kind"] == "page":
+        lines = [line for line in row["snippet"].splitlines() if line.strip()] or [""]
+        best = max(range(len(lines)), key=lambda i: len(words & set(terms(lines[i]) + code_terms(lines[i]))))
+        text = " ".join(" ".join(lines[max(0, best - 1):]).split())
+    else:
+        text = " — ".join(part for part in (f"{row['code']} {row['title']}".strip(), row["cause"]) if part)
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
+
+
+_FAULT_WORDS = re.compile(r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪",
+                          re.I)
+
+
+def codes_or_fault_words(text: str) -> bool:
+    return bool(MENTION.search(text) or _FAULT_WORDS.search(text))
+
+
 def _unique_groups(rows) -> list[dict]:
-    seen: set[tuple[str, str, str]] = set()
+    seen: set[tuple] = set()
     out = []
     for row in rows:
         if _group(row) not in seen:

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import jieba
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
@@ -32,15 +37,20 @@ def join_lines(text: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """Lexical terms for BM25: English words without stop words, Chinese character bigrams.
+    """Lexical terms for BM25: English words without stop words; for Chinese, jieba's words
+    plus character bigrams.
 
-    FTS5's tokenizers see a CJK run as one token, so Chinese text is indexed
-    as overlapping bigrams (and single characters for one-character runs).
+    FTS5's tokenizers see a CJK run as one token, so Chinese is cut into terms here:
+    the words jieba finds in search mode (`散热器` and its parts `散热`), so a term
+    like `过压` matches inside `直流母线过压保护动作`, and the overlapping bigrams as
+    well, which still match where jieba cuts a word it does not know differently in
+    the manual and in the question. Index and queries go through this same function.
     """
     text = unicodedata.normalize("NFKC", text).lower()
     stop_words = _english_stop_words()
     out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stop_words]
     for run in _CJK_RUN.findall(text):
+        out.extend(w for w in _segmenter().cut_for_search(run) if len(w) > 1)
         chars = [c for c in run if c not in _ZH_STOP] if len(run) > 2 else list(run)
         out.extend(chars if len(chars) == 1 else ("".join(p) for p in zip(chars, chars[1:])))
     return out
@@ -52,3 +62,30 @@ def _english_stop_words() -> frozenset[str]:
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STOP_WORDS)
+
+
+_segmenter_lock = threading.Lock()
+
+
+def _segmenter() -> jieba.Tokenizer:
+    # The lock keeps two threads from both spending the second it takes to build.
+    with _segmenter_lock:
+        return _build_segmenter()
+
+
+@lru_cache(maxsize=1)
+def _build_segmenter() -> jieba.Tokenizer:
+    """jieba with its bundled dictionary only, built on the first Chinese text (about a second).
+
+    A private Tokenizer, so words another module adds to jieba's global one cannot make the
+    index and the queries cut differently. Its prefix dictionary is built in memory rather
+    than through `initialize()`, which would write a 9 MB cache file to the temp directory:
+    the service user may not write there (or gets a private one per start), and reading
+    that cache back costs about as long as building it.
+    """
+    import jieba
+
+    segmenter = jieba.Tokenizer()
+    segmenter.FREQ, segmenter.total = segmenter.gen_pfdict(segmenter.get_dict_file())
+    segmenter.initialized = True
+    return segmenter

@@ -60,9 +60,12 @@ def test_versions_differ_in_the_e102_procedure(manuals):
     assert old.steps != new.steps and "E120" not in by_code(manuals / "hydra_hp200_v1.2_en.pdf")
 
 
-def test_scanned_pages_are_reported(manuals):
-    assert extract_manual(manuals / "hydra_hp200_v1.2_en.pdf").info.scanned_pages == [4]
-    assert extract_manual(manuals / "hydra_hp200_v2.1_en.pdf").info.scanned_pages == []
+def test_scanned_pages_are_read_by_ocr_and_marked(manuals):
+    scanned = extract_manual(manuals / "hydra_hp200_v1.2_en.pdf")
+    assert scanned.info.ocr_pages == [4] and scanned.info.scanned_pages == []
+    [passage] = [p for p in scanned.passages if p.page == 4]
+    assert passage.ocr and "Appendix" in passage.text
+    assert extract_manual(manuals / "hydra_hp200_v2.1_en.pdf").info.ocr_pages == []
 
 
 def test_duplicate_codes_in_one_manual_are_merged(tmp_path):

@@ -32,7 +32,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build = actions.add_parser("build", help="index PDF manuals (files or folders); unchanged PDFs are reused")
     build.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     build.add_argument("--db", type=Path, help="index file (default: [knowledge] index_file in the state directory)")
-    build.add_argument("--model", help="sentence-transformers model path (default: [knowledge] model_path)")
+    build.add_argument("--embedding-model", dest="embedding_model", metavar="DIR",
+                       help="sentence-transformers model directory (default: [knowledge] model_path)")
+    # What the operator knows better than the cover page; a `<file>.pdf.toml` beside a PDF says it per manual.
+    build.add_argument("--vendor", help="vendor of every manual given (over the title pages and any sidecar file)")
+    build.add_argument("--model", dest="machine_model", metavar="MODEL",
+                       help="machine model or series, e.g. HP-200 (over the title pages and any sidecar file)")
+    build.add_argument("--version", help="manual version, e.g. V2.1")
+    build.add_argument("--device", help="device id from the config these manuals belong to, e.g. press-3")
     build.set_defaults(func=run_index_build)
     status = actions.add_parser("status", help="what the live index holds")
     status.add_argument("--db", type=Path)
@@ -71,8 +78,8 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
             progress.update(task, advance=event.advance, file=escape(event.file))
 
         try:
-            report = build_index(args.paths, _db(args, config), model_path=args.model or config.knowledge.model_path,
-                                 progress=on_event)
+            report = build_index(args.paths, _db(args, config), model_path=args.embedding_model or config.knowledge.model_path,
+                                 progress=on_event, overrides=_overrides(args, config))
         except BuildError as exc:
             console.print(f"[red]fixloop index build: {escape(str(exc))}; the live index is unchanged[/red]")
             return 2
@@ -82,28 +89,43 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
     return 1 if report.failed else 0
 
 
+def _overrides(args: argparse.Namespace, config: Config) -> dict[str, str | None]:
+    if args.device is not None and args.device not in config.devices:
+        raise BuildError(f"unknown device {args.device!r}; known devices: {', '.join(sorted(config.devices))}")
+    return {"vendor": args.vendor, "model": args.machine_model, "version": args.version, "device": args.device}
+
+
 def _print_build(console: Console, report: BuildReport) -> None:
     table = Table(title="Manuals", title_justify="left")
-    for column in ("file", "status", "vendor", "model", "version", "lang", "pages", "records", "scanned pages", "note"):
-        table.add_column(column, justify="right" if column in ("pages", "records") else "left")
+    numbers = ("pages", "text", "OCR", "empty", "fault sections", "entries")
+    for column in ("file", "status", "vendor", "model", "version", "lang", *numbers, "note"):
+        table.add_column(column, justify="right" if column in numbers else "left")
     for m in report.manuals:
-        note = m.error or (f"{m.duplicates} duplicate records merged" if m.duplicates else "")
-        table.add_row(escape(m.file), f"[{STATUS_STYLE[m.status]}]{m.status}[/]", escape(m.vendor), escape(m.model),
-                      m.version, m.language, str(m.pages), str(m.records),
-                      ", ".join(map(str, m.scanned_pages)) or "-", escape(note))
+        note = m.error or "; ".join(
+            ([f"no fault entries found: searched as pages only"] if m.status == "indexed" and not m.records else [])
+            + ([f"no text on p. {', '.join(map(str, m.scanned_pages))}"] if m.scanned_pages else [])
+            + ([f"{m.duplicates} duplicate entries merged"] if m.duplicates else [])
+            + m.warnings)
+        style = "yellow" if m.status == "indexed" and not m.records else STATUS_STYLE[m.status]
+        table.add_row(escape(m.file), f"[{style}]{m.status}[/]", escape(m.vendor), escape(m.model),
+                      m.version, m.language, str(m.pages), str(m.text_pages), str(len(m.ocr_pages)),
+                      str(len(m.scanned_pages)), str(m.fault_sections), str(m.records), escape(note))
     console.print(table)
     counts = {s: sum(m.status == s for m in report.manuals) for s in STATUS_STYLE}
     rate = report.pages / report.elapsed_s if report.elapsed_s else 0.0
     console.print(
         f"[bold]{len(report.manuals)}[/] manuals ({counts['indexed']} indexed, {counts['reused']} unchanged, "
-        f"{counts['failed']} failed, {counts['duplicate']} duplicate files) · [bold]{report.pages}[/] pages · "
-        f"[bold]{report.records}[/] records ({report.embedded} embedded) · "
-        f"[bold]{report.scanned_pages}[/] scanned pages without text · {report.duplicates} duplicates · "
+        f"{counts['failed']} failed, {counts['duplicate']} duplicate files) · [bold]{report.pages}[/] pages "
+        f"({report.ocr_pages} read by OCR in {report.ocr_s:.1f} s, {report.scanned_pages} without text) · "
+        f"[bold]{report.records}[/] fault entries · {report.embedded} texts embedded · {report.duplicates} duplicates · "
         f"{report.elapsed_s:.1f} s ({rate:.0f} pages/s)"
     )
+    pages_only = [m.file for m in report.manuals if m.status == "indexed" and not m.records]
+    if pages_only:
+        console.print(f"[yellow]No fault entries found, searched as pages only:[/] {escape(', '.join(pages_only))}")
     scanned = [f"{m.file} p. {', '.join(map(str, m.scanned_pages))}" for m in report.manuals if m.scanned_pages]
     if scanned:
-        console.print(f"[yellow]Scanned pages need OCR before their codes can be found:[/] {escape('; '.join(scanned))}")
+        console.print(f"[yellow]Pages without text (OCR could not read them):[/] {escape('; '.join(scanned))}")
     for m in report.failed:
         console.print(f"[red]not indexed:[/] {escape(m.error)}")
     console.print(f"index: {escape(report.index)}")
@@ -121,14 +143,18 @@ def run_index_status(args: argparse.Namespace, config: Config) -> int:
     console = Console()
     table = Table(title=f"{status.index} · built {status.built_at} · {status.size_bytes / 1e6:.1f} MB · model {status.model}",
                   title_justify="left")
-    for column in ("file", "vendor", "model", "version", "lang", "pages", "records", "scanned", "on disk"):
+    for column in ("file", "vendor", "model", "version", "device", "lang", "pages", "OCR pages", "no text",
+                   "entries", "passages", "on disk"):
         table.add_column(column)
     for m in status.manuals:
         style = {"unchanged": "green", "changed": "yellow", "missing": "red"}[m.on_disk]
-        table.add_row(escape(m.file), escape(m.vendor), escape(m.model), m.version, m.language, str(m.pages),
-                      str(m.records), ", ".join(map(str, m.scanned_pages)) or "-", f"[{style}]{m.on_disk}[/]")
+        table.add_row(escape(m.file), escape(m.vendor), escape(m.model), m.version, escape(m.device) or "-",
+                      m.language, str(m.pages), ", ".join(map(str, m.ocr_pages)) or "-",
+                      ", ".join(map(str, m.scanned_pages)) or "-", str(m.records), str(m.passages),
+                      f"[{style}]{m.on_disk}[/]")
     console.print(table)
-    console.print(f"{len(status.manuals)} manuals · {sum(m.records for m in status.manuals)} records")
+    console.print(f"{len(status.manuals)} manuals · {sum(m.records for m in status.manuals)} fault entries · "
+                  f"{sum(m.passages for m in status.manuals)} page passages")
     if any(m.on_disk != "unchanged" for m in status.manuals):
         console.print("[yellow]Some manuals changed since indexing: run `fixloop index build` again.[/]")
     return 0
@@ -205,6 +231,12 @@ def _print_result(console: Console, result: SearchResult) -> None:
         console.print(f"[yellow]{escape(result.message)}[/]")
     for hit in result.hits:
         applies = {True: " [green]applies to this device[/]", False: " [red]other machine[/]", None: ""}[hit.applies_to_device]
+        if hit.kind == "page":
+            ocr = " · [yellow]OCR text, check the page[/]" if hit.ocr else ""
+            console.print(f"[bold]{escape(hit.manual)} p. {hit.page}[/] · {escape(hit.title)} · {escape(hit.scope)}{applies}")
+            console.print(f"  [dim]page match · {hit.match} · score {hit.score:.2f}{ocr}[/]")
+            console.print(f"  {escape(hit.snippet)}")
+            continue
         console.print(f"[bold cyan]{escape(hit.fault_code)}[/] [bold]{escape(hit.title)}[/] · {escape(hit.scope)}{applies}")
         console.print(f"  [dim]{escape(hit.manual)} p. {hit.page} · {hit.version} · {hit.match} · score {hit.score:.2f}[/]")
         console.print(f"  [dim]{escape(hit.version_compatibility)}[/]")

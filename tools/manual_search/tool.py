@@ -20,6 +20,7 @@ from tools.plant import DeviceConfig, find_device, unknown_device
 
 SYMPTOM_HITS = 3
 CODE_HITS = 3
+OCR_CONFIDENCE = 0.6
 
 
 class ManualSearchInput(BaseModel):
@@ -67,10 +68,11 @@ class ManualSearchTool(Tool):
     output_fields = frozenset({
         "fault_code", "title", "manual", "manual_title", "version", "version_compatibility", "page", "score",
         "match", "vendor", "model", "scope", "applies_to_device", "cause", "symptom", "n", "language",
+        "kind", "snippet", "ocr",
     })
     prompt_fields = frozenset({
         "fault_code", "title", "manual", "version", "version_compatibility", "page", "match", "scope",
-        "applies_to_device", "cause", "n",
+        "applies_to_device", "cause", "n", "kind", "snippet", "ocr",
     })
     timeout_s = 2.0
 
@@ -144,6 +146,8 @@ def _output(result: SearchResult, degraded: bool) -> ToolOutput:
                          for n, step in enumerate(hit.steps, 1))
     top = result.hits[0]
     confidence = top.score if top.applies_to_device is not False else min(top.score, 0.5)
+    if top.ocr:  # text read from a scan: a letter may be wrong
+        confidence *= OCR_CONFIDENCE
     suggestion = result.suggestion
     if degraded:
         suggestion = "Semantic search is still loading: these are keyword matches only; confirm with the fault code."
@@ -152,14 +156,15 @@ def _output(result: SearchResult, degraded: bool) -> ToolOutput:
 
 
 def _ref(hit: Hit) -> Item:
+    what = f"{hit.fault_code} — {hit.title}" if hit.kind == "entry" else f"page text: {hit.snippet}"
     return Item(
         kind="ref",
-        text=f"{hit.fault_code} — {hit.title} ({hit.scope}; {hit.manual}, p. {hit.page}, {hit.version})",
+        text=f"{what} ({hit.scope}; {hit.manual}, p. {hit.page}, {hit.version}{', OCR' if hit.ocr else ''})",
         fields={
             "fault_code": hit.fault_code, "title": hit.title, "manual": hit.manual, "manual_title": hit.manual_title,
             "version": hit.version, "version_compatibility": hit.version_compatibility, "page": hit.page,
             "score": hit.score, "match": hit.match, "vendor": hit.vendor, "model": hit.model, "scope": hit.scope,
             "applies_to_device": hit.applies_to_device, "cause": hit.cause, "symptom": hit.symptom,
-            "language": hit.language,
+            "language": hit.language, "kind": hit.kind, "snippet": hit.snippet, "ocr": hit.ocr,
         },
     )

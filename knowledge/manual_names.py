@@ -1,0 +1,70 @@
+"""Which manuals a question names: its model (`EP100`, `fr sx`), vendor (`gecko`, `DMM`,
+`广州数控`), title words or file name, as technicians call the machine in front of them.
+
+A name counts only when it is distinctive: a word shared by many products (servo, drive,
+manual) names none of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[\u3400-\u9fff]{2,}")
+_SEPARATOR = re.compile(r"[-_.]")
+MIN_LETTERS = 3
+PREFIX_LETTERS = 4  # `gecko` names `Geckodrive`, `opti` nothing
+# Words of document titles and kinds of equipment: they name no product.
+_GENERIC = frozenset("manual manuals user guide quick quickguide instruction instructions series rev revision version "
+                     "pdf the and for with maint maintenance handbook datasheet english chinese drive drives servo "
+                     "motor motors spindle inverter controller control system unit amplifier stepper technology "
+                     "electric electronics inc ltd corporation company axis digital joint actuator alarm list "
+                     "error fault".split())
+
+
+def mentioned_manuals(question: str, manuals: Iterable[dict]) -> set[str]:
+    """sha256 of each manual (dicts with sha256, file, title, vendor, model, device) the question names."""
+    manuals = list(manuals)
+    names = {m["sha256"]: _names(m) for m in manuals}
+    products: dict[tuple[str, str], set[str]] = {}
+    for m in manuals:  # editions and versions of one product share their names
+        products.setdefault((m.get("vendor", "").lower(), m.get("model", "").lower()), set()).update(names[m["sha256"]])
+    spread = Counter(name for product in products.values() for name in product)
+    distinctive = max(2, len(products) // 3)
+    asked = _question_tokens(question)
+    return {sha for sha, own in names.items()
+            if any(spread[name] < distinctive or len(products) == 1 for name in own if _named(name, asked, question))}
+
+
+def _names(manual: dict) -> set[str]:
+    text = " ".join(str(manual.get(key) or "") for key in ("vendor", "model", "title", "device"))
+    text += " " + re.sub(r"\.pdf$", "", str(manual.get("file") or ""), flags=re.I)
+    out: set[str] = set()
+    for token in _TOKEN.findall(text.lower()):
+        for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]:
+            if _usable(name):
+                out.add(name)
+    return out
+
+
+def _usable(name: str) -> bool:
+    if re.fullmatch(r"[\u3400-\u9fff]+", name):
+        return True
+    return len(name) >= MIN_LETTERS and not name.isdigit() and name not in _GENERIC and not re.fullmatch(r"v?\d+(\.\d+)*", name)
+
+
+def _question_tokens(question: str) -> set[str]:
+    tokens = [t for t in _TOKEN.findall(question.lower()) if not re.fullmatch(r"[\u3400-\u9fff]+", t)]
+    joined = [a + b for a, b in zip(tokens, tokens[1:])]  # `fr sx` is FR-SX
+    return {name for token in tokens + joined for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]
+            if len(name) >= MIN_LETTERS}
+
+
+def _named(name: str, asked: set[str], question: str) -> bool:
+    if re.fullmatch(r"[\u3400-\u9fff]+", name):
+        return name in question
+    if name in asked:
+        return True
+    return len(name) >= PREFIX_LETTERS and any(
+        len(token) >= PREFIX_LETTERS and (name.startswith(token) or token.startswith(name)) for token in asked)

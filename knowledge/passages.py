@@ -1,0 +1,82 @@
+"""Page passages: every page of every manual, cut into pieces an embedding model reads whole,
+so a question lands on the right page even when no structured entry was extracted there."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from knowledge.codes import loose_key
+from knowledge.pdf import Page
+from knowledge.text import join_lines
+
+# The embedding model reads 128 word pieces: about 80 English words or 110 CJK characters.
+MAX_WIDTH = 110
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
+# Printed codes mix letters with digits or separators (O-I, SC-trP, Er4, 0x3022); a page's plain
+# words and numbers are left to the word index.
+_CODE_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*[\d.\-])|^0\d+$|^[A-Z]{2,6}$")
+CODE_TERM = "code"
+
+
+@dataclass(frozen=True)
+class Passage:
+    page: int
+    section: str
+    text: str
+    ocr: bool
+    fault: bool
+
+
+def page_passages(pages: list[Page], sections: dict[int, str], fault_pages: set[int]) -> list[Passage]:
+    out: list[Passage] = []
+    for page in pages:
+        chunks: list[str] = []
+        for block in page.text_blocks:
+            text = join_lines(block)
+            if not text:
+                continue
+            if chunks and _width(chunks[-1]) + _width(text) <= MAX_WIDTH * 1.2:
+                chunks[-1] += "\n" + text
+            else:
+                chunks.extend(_split(text))
+        out.extend(Passage(page.number, sections.get(page.number, ""), chunk, page.ocr, page.number in fault_pages)
+                   for chunk in chunks)
+    return out
+
+
+def code_terms(text: str, every_token: bool = False) -> list[str]:
+    """Index terms for codes as displays show them (`code` + the loose key): `O.Volt` typed
+    finds `O.Uo1t` printed, `23` finds `0023`. A query gives every token and every pair of
+    neighbouring tokens (`sc trp` is `SC-trP`); a page only its code-like tokens."""
+    tokens = _TOKEN.findall(text)
+    if every_token:
+        candidates = tokens + [a + b for a, b in zip(tokens, tokens[1:])]
+    else:
+        candidates = [t for t in tokens if _CODE_LIKE.search(t)]
+    keys = (loose_key(t) for t in candidates if 1 <= len(t) <= 12)
+    return list(dict.fromkeys(f"{CODE_TERM}{key.lower()}" for key in keys if key))
+
+
+def _width(text: str) -> int:
+    return len(text.split()) + len(_CJK.findall(text))
+
+
+def _split(text: str) -> list[str]:
+    """A block longer than one passage, cut at sentence ends where possible."""
+    if _width(text) <= MAX_WIDTH * 1.2:
+        return [text]
+    pieces, current = [], ""
+    for sentence in re.split(r"(?<=[.。;；!?！？])\s*", text):
+        if current and _width(current) + _width(sentence) > MAX_WIDTH:
+            pieces.append(current)
+            current = ""
+        current = f"{current} {sentence}".strip() if current else sentence
+        while _width(current) > MAX_WIDTH * 1.5:  # no sentence end for a long way: cut by words
+            words = current.split()
+            pieces.append(" ".join(words[:MAX_WIDTH]) if len(words) > MAX_WIDTH else current[:MAX_WIDTH])
+            current = " ".join(words[MAX_WIDTH:]) if len(words) > MAX_WIDTH else current[MAX_WIDTH:]
+    if current:
+        pieces.append(current)
+    return pieces

@@ -1,0 +1,89 @@
+"""Fault sections: the pages under a fault / alarm / trip / error / protection / troubleshooting
+heading (故障, 报警, 异常, 保护), up to the next heading of the same rank about something else.
+
+Only these pages are searched for fault tables and bare-number codes: elsewhere a manual's
+numbers are parameters, page references and part numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from knowledge.text import join_lines
+
+if TYPE_CHECKING:
+    from knowledge.pdf import Block, Page
+
+FAULT_WORDS = re.compile(
+    r"\b(?:faults?|alarms?|trips?|errors?|protections?|protective|troubleshoot\w*|trouble\s*shooting|"
+    r"diagnos\w*)\b|故障|报警|警报|异常|保护|告警",
+    re.I,
+)
+_NUMBERED = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|第\s*[一二三四五六七八九十\d]{1,3}\s*[章节])\s*\S")
+_TOC_LEADER = re.compile(r"(?:\.\s*){4,}\d*\s*$|…{2,}")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+MAX_HEADING_WIDTH = 80
+FALLBACK_MENTIONS = 3
+
+
+@dataclass(frozen=True)
+class Heading:
+    page: int
+    text: str
+    size: float
+    fault: bool
+
+
+@dataclass
+class FaultSections:
+    pages: set[int] = field(default_factory=set)
+    count: int = 0
+    headings: dict[int, str] = field(default_factory=dict)  # page → the section heading it lies under
+
+
+def headings(pages: list[Page], body_size: float) -> list[Heading]:
+    found = []
+    for page in pages:
+        for block in page.blocks:
+            text = join_lines(block.text)
+            if _is_heading(block, text, body_size):
+                found.append(Heading(page.number, text, block.size, bool(FAULT_WORDS.search(text))))
+    return found
+
+
+def fault_pages(pages: list[Page], body_size: float) -> FaultSections:
+    result = FaultSections()
+    found = headings(pages, body_size)
+    current: Heading | None = None
+    last_page = pages[-1].number if pages else 0
+    for heading in found + [Heading(last_page + 1, "", float("inf"), False)]:
+        if current is not None and not heading.fault and heading.size >= current.size - 0.5:
+            result.pages.update(range(current.page, heading.page + (heading.page <= last_page)))
+            current = None
+        if heading.fault and (current is None or heading.size > current.size + 0.5):
+            if current is not None:  # a bigger fault heading: the smaller one was part of it
+                result.pages.update(range(current.page, heading.page + 1))
+            current = heading
+            result.count += 1
+    if not result.count:
+        # No heading says "faults" (a scanned manual, an alarm list without a title): pages
+        # that keep talking about faults are taken instead.
+        result.pages = {page.number for page in pages if len(FAULT_WORDS.findall(page.text)) >= FALLBACK_MENTIONS}
+    section = ""
+    for page in pages:
+        for heading in (h for h in found if h.page == page.number):
+            section = heading.text
+        result.headings[page.number] = section
+    return result
+
+
+def _is_heading(block: Block, text: str, body_size: float) -> bool:
+    width = len(text) + len(_CJK.findall(text))  # a CJK character is as wide as two letters
+    if not text or width > MAX_HEADING_WIDTH or block.text.count("\n") > 1 or _TOC_LEADER.search(text):
+        return False
+    if text.rstrip().endswith(("。", "；", ";", ",", "，")):
+        return False  # a sentence, however it is set
+    emphasized = block.bold or block.size >= body_size + 1.0
+    return emphasized or bool(_NUMBERED.match(text) and width <= MAX_HEADING_WIDTH // 2)

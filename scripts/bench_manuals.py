@@ -1,0 +1,172 @@
+"""Manual search on real vendor manuals: recall@1/@3/@5 and MRR per kind of question, the
+false-hit rate on questions no manual answers, index build speed (text and OCR pages apart),
+entries per manual, and search latency p50/p95 — also on an index padded to 50,000 rows.
+
+    python scripts/bench_manuals.py --pdfs devcorpus-pdfs --queries ../shared/devcorpus/queries.jsonl
+    python scripts/bench_manuals.py --pdfs DIR --queries FILE --db /tmp/dev.sqlite --reuse   # search only
+    python scripts/bench_manuals.py ... --pad 50000     # latency with 50,000 entries and pages
+
+A hit is the labelled manual and a page within ±1 of a labelled page. Questions of kind
+`none` (scripts/data/unanswerable.jsonl is added by default) must get `not_found`.
+The PDFs are vendor documents: fetch them per ../shared/devcorpus/SOURCES.md into a
+git-ignored folder; never commit them or their text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from knowledge.index import build_index  # noqa: E402
+from knowledge.search import ManualIndex  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+UNANSWERABLE = HERE / "data" / "unanswerable.jsonl"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pdfs", type=Path, required=True)
+    ap.add_argument("--queries", type=Path, required=True)
+    ap.add_argument("--unanswerable", type=Path, default=UNANSWERABLE)
+    ap.add_argument("--db", type=Path, help="index file (default: a temporary one)")
+    ap.add_argument("--reuse", action="store_true", help="search the existing --db without building")
+    ap.add_argument("--pad", type=int, default=0, help="also time search on a copy padded to this many rows")
+    ap.add_argument("--misses", action="store_true", help="print every miss with what came first")
+    ap.add_argument("--model", help="sentence-transformers model directory (default: the bundled one)")
+    ap.add_argument("--semantic-languages", default="en", help="comma-separated, e.g. en,zh with a multilingual model")
+    args = ap.parse_args()
+
+    db = args.db or Path(tempfile.mkdtemp()) / "devcorpus.sqlite"
+    if not args.reuse:
+        report = build_index([args.pdfs], db, model_path=args.model)
+        print_build(report)
+    queries = load(args.queries) + (load(args.unanswerable) if args.unanswerable.exists() else [])
+    index = ManualIndex(db, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
+    index.warm()
+    ranks, times = evaluate(index, queries, args.misses)
+    print_recall(ranks)
+    print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
+    if args.pad:
+        padded = pad_index(db, args.pad)
+        big = ManualIndex(padded, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
+        big.warm()
+        _, big_times = evaluate(big, queries, False)
+        rows = sqlite3.connect(padded).execute("SELECT count(*) FROM records").fetchone()[0]
+        print(f"search latency on {rows:,} rows: {percentiles(big_times)}  (baseline, {count_rows(db):,} rows: "
+              f"{percentiles(times)})")
+    return 0
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def print_build(report) -> None:
+    text_pages = sum(m.text_pages for m in report.manuals)
+    text_s = max(report.elapsed_s - report.ocr_s, 1e-9)
+    print(f"index build {report.elapsed_s:.1f} s: {text_pages} text pages at {text_pages / text_s:.1f} pages/s, "
+          f"{report.ocr_pages} OCR pages in {report.ocr_s:.1f} s"
+          + (f" ({report.ocr_pages / report.ocr_s:.2f} pages/s)" if report.ocr_s else ""))
+    print(f"{'manual':45s} {'pages':>5s} {'text':>5s} {'ocr':>4s} {'empty':>5s} {'sections':>8s} {'entries':>7s} "
+          f"{'passages':>8s}  vendor / model / version / lang")
+    for m in report.manuals:
+        print(f"{m.file[:45]:45s} {m.pages:5d} {m.text_pages:5d} {len(m.ocr_pages):4d} {len(m.scanned_pages):5d} "
+              f"{m.fault_sections:8d} {m.records:7d} {m.passages:8d}  {m.vendor} / {m.model} / {m.version} / {m.language}")
+
+
+def evaluate(index: ManualIndex, queries: list[dict], show_misses: bool) -> tuple[dict[str, list], list[float]]:
+    ranks: dict[str, list] = {}
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        result = index.query(q["q"], k=5)
+        times.append((time.perf_counter() - started) * 1000)
+        if q["kind"] == "none":
+            rank = 1 if result.status == "not_found" else None
+        else:
+            rank = next((i + 1 for i, hit in enumerate(result.hits) if is_hit(hit, q)), None)
+        ranks.setdefault(q["kind"], []).append(rank)
+        if show_misses and (rank is None or rank > 3):
+            first = result.hits[0] if result.hits else None
+            got = f"{first.manual} p.{first.page} {first.kind} {first.fault_code}" if first else result.status
+            print(f"  miss {q.get('id', '')} [{q['kind']}] {q['q']!r} -> rank {rank}; first: {got}")
+    return ranks, times
+
+
+def is_hit(hit, q: dict) -> bool:
+    pages = set(hit.pages or [hit.page])
+    wanted = {p + d for p in q["pages"] for d in (-1, 0, 1)}
+    return hit.manual == q["manual"] and bool(pages & wanted)
+
+
+def print_recall(ranks: dict[str, list]) -> None:
+    for kind, rs in sorted(ranks.items()):
+        n = len(rs)
+        if kind == "none":
+            print(f"{'none':8s} n={n:2d} false-hit rate={sum(r is None for r in rs) / n:.2f} "
+                  "(answered although no manual answers)")
+            continue
+        at = {k: sum(1 for r in rs if r and r <= k) / n for k in (1, 3, 5)}
+        mrr = sum(1 / r for r in rs if r) / n
+        print(f"{kind:8s} n={n:2d} recall@1={at[1]:.2f} recall@3={at[3]:.2f} recall@5={at[5]:.2f} MRR={mrr:.2f}")
+
+
+def percentiles(ms: list[float]) -> str:
+    ordered = sorted(ms)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms"
+
+
+def count_rows(db: Path) -> int:
+    return sqlite3.connect(db).execute("SELECT count(*) FROM records").fetchone()[0]
+
+
+def pad_index(db: Path, rows: int) -> Path:
+    """A copy of the index with its rows repeated under other manuals until it holds `rows`:
+    the same vectors and words, so latency grows as it would with a plant's library."""
+    padded = db.with_name(db.stem + f"-padded{rows}.sqlite")
+    padded.unlink(missing_ok=True)
+    conn = sqlite3.connect(padded)
+    conn.execute("ATTACH DATABASE ? AS src", (str(db),))
+    conn.executescript("""
+        CREATE TABLE meta AS SELECT * FROM src.meta;
+        CREATE TABLE manuals AS SELECT * FROM src.manuals;
+        CREATE TABLE records AS SELECT * FROM src.records;
+    """)
+    columns = [c[1] for c in conn.execute("PRAGMA table_info(records)") if c[1] != "id"]
+    names = ", ".join(columns)
+    copy = 0
+    while conn.execute("SELECT count(*) FROM records").fetchone()[0] < rows:
+        copy += 1
+        conn.execute(f"INSERT INTO manuals SELECT sha256 || '-pad{copy}', 'pad{copy}-' || file, path, title, vendor,"
+                     f" model, version, language, valid_for, pages, scanned_pages, ocr_pages, fault_sections, device,"
+                     f" overrides, records, size, mtime, indexed_at FROM src.manuals")
+        select = ", ".join(f"manual_sha256 || '-pad{copy}'" if c == "manual_sha256"
+                           else f"vendor_key || 'pad{copy}'" if c == "vendor_key" else c for c in columns)
+        conn.execute(f"INSERT INTO records ({names}) SELECT {select} FROM src.records")
+    conn.execute("DELETE FROM records WHERE id > ?", (rows,))
+    conn.executescript("""
+        CREATE INDEX records_code_key ON records(code_key);
+        CREATE INDEX records_loose_key ON records(loose_key);
+        CREATE VIRTUAL TABLE records_fts USING fts5(lex_head, lex_body, content='records', content_rowid='id',
+                                                    tokenize='porter unicode61 remove_diacritics 2');
+        INSERT INTO records_fts(records_fts) VALUES ('rebuild');
+    """)
+    conn.commit()
+    conn.close()
+    return padded
+
+
+if __name__ == "__main__":
+    sys.exit(main())
