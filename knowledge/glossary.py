@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import tomllib
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -35,8 +36,8 @@ def expand(text: str) -> str:
     English ones; text mixing both gets both. Empty when no concept is found.
     """
     out: list[str] = []
-    for concept, matched in _find(text):
-        out.extend(concept.en if _CJK.search(matched) else concept.zh)
+    for match, concept in _matches(_normalize(text)):
+        out.extend(concept.en if _CJK.search(match.group()) else concept.zh)
     return " ".join(dict.fromkeys(out))
 
 
@@ -47,19 +48,12 @@ def translate_to_english(text: str) -> str:
     text = _normalize(text)
     out: list[str] = []
     position = 0
-    for match in _pattern().finditer(text):
+    for match, concept in _matches(text):
         out.extend(_LATIN.findall(text, position, match.start()))
-        concept = _concepts()[_variant_owner()[match.lastindex - 1]]
         out.append(concept.en[0] if _CJK.search(match.group()) else match.group())
         position = match.end()
     out.extend(_LATIN.findall(text, position))
     return " ".join(dict.fromkeys(out))
-
-
-def _find(text: str) -> list[tuple[Concept, str]]:
-    """Concepts in order of appearance with the text that matched; overlapping variants: longest wins."""
-    owners = _variant_owner()
-    return [(_concepts()[owners[m.lastindex - 1]], m.group()) for m in _pattern().finditer(_normalize(text))]
 
 
 def _normalize(text: str) -> str:
@@ -67,29 +61,24 @@ def _normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+def _matches(text: str) -> Iterator[tuple[re.Match[str], Concept]]:
+    """Concept variants in order of appearance; where variants overlap, the longest."""
+    pattern, owners = _matcher()
+    for match in pattern.finditer(text):
+        yield match, owners[match.lastindex - 1]
+
+
 @lru_cache(maxsize=1)
-def _concepts() -> tuple[Concept, ...]:
+def _matcher() -> tuple[re.Pattern[str], tuple[Concept, ...]]:
+    """One alternation with a capturing group per variant, so `lastindex` says which matched, and
+    the concept owning each group. Alternatives are tried in order, so longest first: at a given
+    position the longest variant wins ("温度过高" before "温度")."""
     data = tomllib.loads(resources.files("knowledge").joinpath("glossary.toml").read_text(encoding="utf-8"))
-    return tuple(Concept(name, tuple(entry["en"]), tuple(entry["zh"])) for name, entry in data["concepts"].items())
-
-
-@lru_cache(maxsize=1)
-def _variants() -> tuple[tuple[str, int], ...]:
-    """(variant, concept index), longest first: the regex tries alternatives in order, so the
-    first that matches at a position is the longest ("温度过高" before "温度")."""
-    pairs = {(v, i) for i, c in enumerate(_concepts()) for v in (*c.en, *c.zh)}
-    return tuple(sorted(pairs, key=lambda pair: (-len(pair[0]), pair)))
-
-
-@lru_cache(maxsize=1)
-def _variant_owner() -> tuple[int, ...]:
-    return tuple(i for _, i in _variants())
-
-
-@lru_cache(maxsize=1)
-def _pattern() -> re.Pattern[str]:
-    """One alternation with a capturing group per variant, so `lastindex` names the variant."""
-    return re.compile("|".join(f"({_variant_regex(v)})" for v, _ in _variants()), re.IGNORECASE)
+    concepts = [Concept(name, tuple(entry["en"]), tuple(entry["zh"])) for name, entry in data["concepts"].items()]
+    variants = sorted({(v, i) for i, c in enumerate(concepts) for v in (*c.en, *c.zh)},
+                      key=lambda pair: (-len(pair[0]), pair))
+    pattern = re.compile("|".join(f"({_variant_regex(v)})" for v, _ in variants), re.IGNORECASE)
+    return pattern, tuple(concepts[i] for _, i in variants)
 
 
 def _variant_regex(variant: str) -> str:

@@ -23,18 +23,24 @@ _GENERIC = frozenset("manual manuals user guide quick quickguide instruction ins
                      "error fault".split())
 
 
-def mentioned_manuals(question: str, manuals: Iterable[dict]) -> set[str]:
-    """sha256 of each manual (dicts with sha256, file, title, vendor, model, device) the question names."""
-    manuals = list(manuals)
-    names = {m["sha256"]: _names(m) for m in manuals}
-    products: dict[tuple[str, str], set[str]] = {}
-    for m in manuals:  # editions and versions of one product share their names
-        products.setdefault((m.get("vendor", "").lower(), m.get("model", "").lower()), set()).update(names[m["sha256"]])
-    spread = Counter(name for product in products.values() for name in product)
-    distinctive = max(2, len(products) // 3)
-    asked = _question_tokens(question)
-    return {sha for sha, own in names.items()
-            if any(spread[name] < distinctive or len(products) == 1 for name in own if _named(name, asked, question))}
+class ManualNames:
+    """The distinctive names of an index's manuals, worked out once per index snapshot."""
+
+    def __init__(self, manuals: Iterable[dict]):
+        manuals = list(manuals)
+        names = {m["sha256"]: _names(m) for m in manuals}
+        products: dict[tuple[str, str], set[str]] = {}
+        for m in manuals:  # editions and versions of one product share their names
+            key = (str(m.get("vendor") or "").lower(), str(m.get("model") or "").lower())
+            products.setdefault(key, set()).update(names[m["sha256"]])
+        spread = Counter(name for product in products.values() for name in product)
+        limit = max(2, len(products) // 3)
+        self._names = {sha: {n for n in own if spread[n] < limit or len(products) == 1} for sha, own in names.items()}
+
+    def mentioned(self, question: str) -> set[str]:
+        """sha256 of each manual the question names."""
+        asked = _question_tokens(question)
+        return {sha for sha, own in self._names.items() if any(_named(name, asked, question) for name in own)}
 
 
 def _names(manual: dict) -> set[str]:
@@ -65,6 +71,9 @@ def _named(name: str, asked: set[str], question: str) -> bool:
     if re.fullmatch(r"[\u3400-\u9fff]+", name):
         return name in question
     if name in asked:
+        return True
+    # A designation typed without its prefix: `980MDi` names GSK980MDi.
+    if any(len(token) >= PREFIX_LETTERS and any(c.isdigit() for c in token) and token in name for token in asked):
         return True
     return len(name) >= PREFIX_LETTERS and any(
         len(token) >= PREFIX_LETTERS and (name.startswith(token) or token.startswith(name)) for token in asked)

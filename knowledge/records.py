@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from knowledge.codes import code_key, named_alarm, parse_code_cell, parse_heading
 from knowledge.models import FaultRecord
 from knowledge.pdf import Page
+from knowledge.sections import FAULT_WORDS
 from knowledge.text import join_lines
 
 _FIELD_WORDS = {
@@ -27,13 +28,14 @@ _LABEL = re.compile(
 _STEP = re.compile(r"^\s*(?:step\s*|步骤\s*)?(?P<n>\d{1,2}\s*[.)．、]|[a-hA-H][.)）])\s*(?=\S)(?P<rest>.*)$", re.I | re.S)
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 MAX_TITLE_CHARS = 120
+MAX_HEADER_CHARS = 30
 _COLUMN_WORDS = {
     "code": ("fault code", "error code", "alarm code", "alarm no", "alarm", "code", "no.", "代码", "故障代码", "报警号",
              "错误代码", "编号", "故障码", "报警代码"),
     "title": ("name", "title", "description", "message", "meaning", "fault", "名称", "描述", "故障名称", "内容", "含义",
               "意义"),
     "symptom": _FIELD_WORDS["symptom"],
-    "cause": _FIELD_WORDS["cause"],
+    "cause": _FIELD_WORDS["cause"] + ("content", "explanation", "details"),
     "remedy": _FIELD_WORDS["remedy"],
 }
 _COLUMN_ORDER = ("remedy", "cause", "symptom", "code", "title")
@@ -177,36 +179,51 @@ def _field_of(label: str) -> str:
 def _from_tables(pages: list[Page]) -> list[_Draft]:
     drafts: list[_Draft] = []
     roles: dict[int, str] | None = None
-    headed = False
+    headed = named = False
+    columns = 0
     for page in pages:
         for table in page.tables:
             rows = _merge_split_columns(table.rows)
+            if any(_is_parameter_header(row) for row in rows[:2]):
+                roles = None  # a parameter list printed inside a fault section
+                continue
             header_at = next((i for i, row in enumerate(rows[:3]) if "code" in _column_roles(row).values()), None)
             if header_at is not None:
-                roles, rows, headed = _column_roles(rows[header_at]), rows[header_at + 1:], True
-            elif roles is None or len(rows[0]) != len(roles):
+                header = rows[header_at]
+                roles, rows, headed, columns = _column_roles(header), rows[header_at + 1:], True, len(header)
+                code_header = header[next(i for i, role in roles.items() if role == "code")]
+                named = bool(FAULT_WORDS.search(code_header))  # "Alarm", "Fault": names may stand for codes
+            elif roles is None or len(rows[0]) != columns:
                 # No header (or a new table): the column where most cells are codes is the code column.
-                roles, headed = _roles_from_content(rows), False
+                roles, headed, named, columns = _roles_from_content(rows), False, False, len(rows[0])
             for row in rows:
                 if row and _column_roles(row) == roles:
                     continue  # the header repeated on a continuation page
-                _add_row(drafts, roles or {}, row, page.number, headed)
+                _add_row(drafts, roles or {}, row, page.number, headed, named)
     return drafts
 
 
 def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
     """Ruling lines that stop short split one printed column into several table columns, most
-    of them empty: cells of columns that are empty in every row of the header's group are joined."""
+    of them empty, and a header cell centred over them need not sit above its data: each used
+    column joins the header cell nearest to it."""
     width = max(len(row) for row in rows)
     rows = [row + [""] * (width - len(row)) for row in rows]
     used = [i for i in range(width) if any(row[i].strip() for row in rows)]
     header = next((row for row in rows if sum(1 for i in used if row[i].strip()) >= 2), rows[0])
-    starts = [i for i in used if header[i].strip()] or used
-    groups: list[list[int]] = [[] for _ in starts]
+    anchors = [i for i in used if header[i].strip()] or used
+    groups: list[list[int]] = [[] for _ in anchors]
     for i in used:
-        index = max((n for n, start in enumerate(starts) if start <= i), default=0)
-        groups[index].append(i)
+        groups[min(range(len(anchors)), key=lambda n: (abs(anchors[n] - i), anchors[n]))].append(i)
     return [["\n".join(row[i] for i in group if row[i].strip()) for group in groups] for row in rows]
+
+
+_PARAMETER_WORDS = re.compile(r"\b(?:range|default|unit|factory setting|setting range)\b|范围|缺省|默认|出厂|单位", re.I)
+
+
+def _is_parameter_header(row: list[str]) -> bool:
+    short = [cell for cell in row if 0 < len(cell.strip()) <= MAX_HEADER_CHARS]
+    return sum(bool(_PARAMETER_WORDS.search(cell)) for cell in short) >= 1 and len(short) >= 2
 
 
 def _roles_from_content(rows: list[list[str]]) -> dict[int, str] | None:
@@ -235,6 +252,9 @@ def _column_roles(header: list[str]) -> dict[int, str]:
     roles: dict[int, str] = {}
     for index, cell in enumerate(header):
         name = " ".join(unicodedata.normalize("NFKC", cell).lower().split())
+        name = re.sub(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])", "", name)  # 意 义 is 意义, spaced to fill the cell
+        if len(name) > MAX_HEADER_CHARS:
+            continue  # a data cell that happens to say "cause" or "解除"
         for role in _COLUMN_ORDER:
             if role not in roles.values() and any(name == w or name.startswith(w + " ") or w in name for w in _COLUMN_WORDS[role]):
                 roles[index] = role
@@ -242,11 +262,15 @@ def _column_roles(header: list[str]) -> dict[int, str]:
     return roles
 
 
-def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: int, headed: bool) -> None:
+def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: int, headed: bool,
+             named: bool) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
-    code = parse_code_cell(join_lines(cells.get("code", ""))) or named_alarm(join_lines(cells.get("code", "")))
-    if code is not None and code.isdigit() and not headed:
-        code = None  # a bare number in a column nobody named: a step, a pin, a parameter
+    code = parse_code_cell(join_lines(cells.get("code", "")))
+    if code is None and named:
+        code = named_alarm(join_lines(cells.get("code", "")))
+        cells.setdefault("title", code or "")
+    if code is not None and code.isdigit() and len(code) < 3 and not headed:
+        code = None  # a short number in a column nobody named: a step, a pin, a count
     if code is None:
         if drafts and not join_lines(cells.get("code", "")) and drafts[-1].source == "table":
             _continue_row(drafts[-1], cells, page)  # a row split over two lines or pages

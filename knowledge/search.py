@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 from knowledge.embed import Embedder
 from knowledge.glossary import expand, translate_to_english
 from knowledge.index import scope_key
-from knowledge.manual_names import mentioned_manuals
+from knowledge.manual_names import ManualNames
 from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
 from knowledge.passages import code_terms
@@ -46,6 +46,7 @@ MIN_COVERAGE = 0.5
 ENTRY_PRIOR = 1.25
 FAULT_PAGE_PRIOR = 1.15
 MENTION_PRIOR = 2.0
+CROSS_WEIGHT = 0.7
 SNIPPET_CHARS = 280
 Mode = Literal["hybrid", "lexical", "semantic"]
 
@@ -60,7 +61,7 @@ class _Snapshot:
     conn: sqlite3.Connection
     rows: dict[int, dict]
     model: str
-    manuals: dict[str, dict]
+    names: ManualNames
     ids: np.ndarray | None = None
     vectors: np.ndarray | None = None
     masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
@@ -101,10 +102,10 @@ class ManualIndex:
         Codes printed in a usual shape are found without spaCy, so a cold `fixloop search E102`
         stays fast; the linker (codes as the index knows them, loosely typed) loads on demand."""
         snap = self._current()
-        mentioned = mentioned_manuals(text, snap.manuals.values())
+        mentioned = snap.names.mentioned(text)
         lang = language(text)
         codes = list(dict.fromkeys(m.group(0) for m in MENTION.finditer(text)))  # with its cue: `err 07`
-        code_results = [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned)
+        code_results = [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
                         for code in codes]
         answered = next((r for r in code_results if _answers(r, mentioned)), None)
         if answered is None:
@@ -113,21 +114,23 @@ class ManualIndex:
                     from knowledge.code_linker import CodeLinker  # spaCy: loaded on the first such query
 
                     snap.linker = CodeLinker(self.codes())
-                linked = [m.code for m in snap.linker.mentions(text, lang)]
-            code_results += [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned)
+                # A short bare number is a code only after a cue word (which the pattern above saw):
+                # `blinks 6 times` is no alarm 6.
+                linked = [m.code for m in snap.linker.mentions(text, lang) if not (m.code.isdigit() and len(m.code) < 3)]
+            code_results += [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
                              for code in linked if code not in codes]
             answered = next((r for r in code_results if _answers(r, mentioned)), None)
             if answered is None and not linked and _short(text) and self._known(snap, text):
-                answered = self._prefer(self.lookup(text, scope, version, language=lang, k=k), mentioned)
+                answered = self._prefer(self.lookup(text, scope, version, language=lang, k=k), mentioned, lang)
         if answered is not None:
             return answered
         result = self.search(text, scope, version, k=k)
         return code_results[0] if result.status == "not_found" and code_results else result
 
-    def _prefer(self, result: SearchResult, mentioned: set[str]) -> SearchResult:
-        """Hits from the manuals the question names first (`EP100 err 9`, not alarm 9 of another drive)."""
-        if mentioned and result.hits:
-            result.hits.sort(key=lambda hit: hit.manual_sha256 not in mentioned)
+    def _prefer(self, result: SearchResult, mentioned: set[str], lang: str) -> SearchResult:
+        """Hits from the manuals the question names first (`EP100 err 9`, not alarm 9 of another
+        drive), then those in the question's language (`23号报警` on the Chinese controller)."""
+        result.hits.sort(key=lambda hit: (hit.manual_sha256 not in mentioned, hit.language != lang))
         return result
 
     def _known(self, snap: _Snapshot, code: str) -> bool:
@@ -141,9 +144,10 @@ class ManualIndex:
         if not ids and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
             ids = [i for (i,) in snap.conn.execute(
                 "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,))]
-        if not ids:  # `23` for `0023`, `0x400` for `0x0400`, `O.Volt` for the 7-segment `O.Uo1t`
-            ids = [i for (i,) in snap.conn.execute(
-                "SELECT id FROM records WHERE loose_key = ? AND kind = 'entry' ORDER BY id", (loose_key(key),))]
+        if not ids or key.isdigit():  # `23` for `0023`, `0x400` for `0x0400`, `O.Volt` for the 7-segment `O.Uo1t`
+            ids += [i for (i,) in snap.conn.execute(
+                "SELECT id FROM records WHERE loose_key = ? AND kind = 'entry' ORDER BY id", (loose_key(key),))
+                    if i not in ids]
         return ids
 
     def lookup(self, code: str, scope: Scope | None = None, version: str | None = None,
@@ -175,57 +179,66 @@ class ManualIndex:
 
     def search(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3,
                mode: Mode = "hybrid") -> SearchResult:
+        """Three rankings fused: the question's own words, its meaning (in the languages the
+        model reads), and a cross-language ranking of the other language's records — the
+        glossary's translation of its words and, for an English-only model, the meaning of its
+        English rendition. The last counts less: a Chinese question is first about Chinese pages."""
         snap = self._current()
         scope = scope or Scope()
-        # The glossary adds the other language's words: a Chinese question meets an English manual.
-        lexical = self._lexical(snap, f"{text} {expand(text)}", scope) if mode != "semantic" else []
+        lang = language(text)
+        readable = set(self.semantic_languages)
+        lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
         semantic: list[tuple[int, float]] = []
+        cross: list[list[tuple[int, float]]] = []
+        other = expand(text)
+        if mode != "semantic" and other:
+            cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
         if mode != "lexical":
-            # An English-only model reads a Chinese question through the glossary's English rendition.
-            asked = text if language(text) in self.semantic_languages else translate_to_english(text)
-            if asked.strip():
-                semantic = self._semantic(snap, asked, scope)
-        if not lexical and not semantic or self._unanswered(snap, text, lexical, semantic):
+            if lang in readable:
+                semantic = [(i, s) for i, s in self._semantic(snap, text, scope) if snap.rows[i]["language"] in readable]
+            elif (rendition := translate_to_english(text)).strip():
+                cross.append([(i, s) for i, s in self._semantic(snap, rendition, scope)
+                              if snap.rows[i]["language"] in readable and snap.rows[i]["language"] != lang])
+        if self._unanswered(snap, text, other, lexical, cross[0] if other and cross else [],
+                            semantic or (cross[-1] if mode != "lexical" and lang not in readable and cross else [])):
             return SearchResult(
                 status="not_found",
                 message=f"No manual section matches {text!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
                 suggestion="Give the fault code shown on the HMI (e.g. E102), or describe the symptom differently "
                            "(which part, what happens, since when).",
             )
-        weights = (1.0 if lexical else 0.0, 1.0 if semantic else 0.0)
-        mentioned = mentioned_manuals(text, snap.manuals.values())
+        rankings = [(1.0, "lexical", _group_ranks(snap, lexical)), (1.0, "semantic", _group_ranks(snap, semantic)),
+                    (CROSS_WEIGHT, "semantic", _fuse_ranks([_group_ranks(snap, c) for c in cross]))]
+        rankings = [r for r in rankings if r[2]]
+        total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
+        mentioned = snap.names.mentioned(text)
         faultish = bool(codes_or_fault_words(text))
-        # Ranks are per machine and code (an entry) or per manual page (a passage), so the versions
-        # and language editions of one entry, or the passages of one page, do not push others down.
-        fused: dict[tuple, list] = {}
-        for position, ids in enumerate(([i for i, _ in lexical], [i for i, _ in semantic])):
-            for rank, row in enumerate(_unique_groups(snap.rows[i] for i in ids)):
-                entry = fused.setdefault(_group(row), [row, float("inf"), float("inf")])
-                entry[1 + position] = min(entry[1 + position], rank)
+        rows = {group: row for _, _, ranks in rankings for group, (row, _) in ranks.items()}
         ranked = []
-        for row, lex_rank, sem_rank in fused.values():
-            score = sum(w / (RRF_K + 1 + r) for w, r in zip(weights, (lex_rank, sem_rank)) if r != float("inf"))
-            score /= sum(weights) / (RRF_K + 1)
+        for group, row in rows.items():
+            votes = [(weight / (RRF_K + 1 + ranks[group][1]), how) for weight, how, ranks in rankings if group in ranks]
             prior = (ENTRY_PRIOR if row["kind"] == "entry" else FAULT_PAGE_PRIOR if row["fault"] and faultish else 1.0)
             prior *= MENTION_PRIOR if row["manual_sha256"] in mentioned else 1.0
-            match: Match = "lexical" if lex_rank <= sem_rank else "semantic"
-            ranked.append((row, score * prior, match))
+            match: Match = max(votes)[1]
+            ranked.append((row, sum(v for v, _ in votes) / total * prior, match))
         ranked.sort(key=lambda item: -item[1])
-        words = frozenset(terms(f"{text} {expand(text)}") + code_terms(text, every_token=True))
+        words = frozenset(terms(f"{text} {other}") + code_terms(text, every_token=True))
         hits = self._collapse(snap, ranked, scope, version, language(text), k, words)
         if not hits:
             return self._version_not_found(snap, text, [row for row, _, _ in ranked], version)
         return SearchResult(status="ok", hits=hits)
 
-    def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
-                    semantic: list[tuple[int, float]]) -> bool:
-        """No passage is close in meaning and none holds most of the question's words."""
+    def _unanswered(self, snap: _Snapshot, text: str, other: str, lexical: list[tuple[int, float]],
+                    cross_lexical: list[tuple[int, float]], semantic: list[tuple[int, float]]) -> bool:
+        """No passage is close in meaning and none holds most of the question's words (or of
+        their translation)."""
         if semantic and semantic[0][1] >= MIN_SIMILARITY:
             return False
-        words = set(terms(text)) | set(code_terms(text))
-        if not words or not lexical:
-            return True
-        return max(self._coverage(snap, i, words) for i, _ in lexical[:5]) < MIN_COVERAGE
+        for found, asked in ((lexical, text), (cross_lexical, other)):
+            words = set(terms(asked)) | set(code_terms(asked))
+            if words and found and max(self._coverage(snap, i, words) for i, _ in found[:5]) >= MIN_COVERAGE:
+                return False
+        return True
 
     def _coverage(self, snap: _Snapshot, record_id: int, words: set[str]) -> float:
         with self._lock:
@@ -407,7 +420,8 @@ class ManualIndex:
                 conn.close()
             raise IndexMissing(f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`") from None
         conn.row_factory = None
-        snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""), manuals=manuals)
+        snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""),
+                         names=ManualNames(manuals.values()))
         weakref.finalize(snap, conn.close)
         return snap
 
@@ -437,6 +451,24 @@ def _group(row: dict) -> tuple:
     if row["kind"] == "page":
         return "page", row["manual_sha256"], row["page"]
     return row["vendor_key"], row["model_key"], row["code_key"]
+
+
+def _group_ranks(snap: _Snapshot, found: list[tuple[int, float]]) -> dict[tuple, tuple[dict, int]]:
+    """Rank per machine and code (an entry) or per manual page (a passage): the versions and
+    language editions of one entry, or the passages of one page, do not push others down."""
+    return {_group(row): (row, rank) for rank, row in enumerate(_unique_groups(snap.rows[i] for i, _ in found))}
+
+
+def _fuse_ranks(rankings: list[dict[tuple, tuple[dict, int]]]) -> dict[tuple, tuple[dict, int]]:
+    """Several rankings as one, by reciprocal rank."""
+    scores: dict[tuple, float] = {}
+    rows: dict[tuple, dict] = {}
+    for ranks in rankings:
+        for group, (row, rank) in ranks.items():
+            scores[group] = scores.get(group, 0.0) + 1 / (RRF_K + 1 + rank)
+            rows[group] = row
+    order = sorted(scores, key=lambda group: -scores[group])
+    return {group: (rows[group], rank) for rank, group in enumerate(order)}
 
 
 def _answers(result: SearchResult, mentioned: set[str]) -> bool:

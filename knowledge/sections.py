@@ -83,7 +83,7 @@ def _is_heading(block: Block, text: str, body_size: float) -> bool:
     width = len(text) + len(_CJK.findall(text))  # a CJK character is as wide as two letters
     if not text or width > MAX_HEADING_WIDTH or block.text.count("\n") > 1 or _TOC_LEADER.search(text):
         return False
-    if text.rstrip().endswith(("。", "；", ";", ",", "，")):
-        return False  # a sentence, however it is set
+    if text.rstrip().endswith(("。", "；", ";", ",", "，", ":", "：")):
+        return False  # a sentence or the lead-in of a list, however it is set
     emphasized = block.bold or block.size >= body_size + 1.0
     return emphasized or bool(_NUMBERED.match(text) and width <= MAX_HEADING_WIDTH // 2)

@@ -94,4 +94,5 @@ def test_every_concept_has_both_languages_and_no_variant_is_shared():
         assert concept["en"] and all(not CJK.search(v) for v in concept["en"]), name
         assert concept["zh"] and all(CJK.search(v) for v in concept["zh"]), name
         for variant in (*concept["en"], *concept["zh"]):
-            assert seen.setdefault(variant.lower(), name) == name, f"{variant!r} is in {seen[variant.lower()]} and {name}"
+            owner = seen.setdefault(variant.lower(), name)
+            assert owner == name, f"{variant!r} is in both {owner} and {name}"
