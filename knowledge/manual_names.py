@@ -15,12 +15,13 @@ _TOKEN = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[\u3400-\u9fff]{2,}")
 _SEPARATOR = re.compile(r"[-_.]")
 MIN_LETTERS = 3
 PREFIX_LETTERS = 4  # `gecko` names `Geckodrive`, `opti` nothing
+_GENERIC_ZH = ("手册", "说明书", "使用", "用户")
 # Words of document titles and kinds of equipment: they name no product.
 _GENERIC = frozenset("manual manuals user guide quick quickguide instruction instructions series rev revision version "
                      "pdf the and for with maint maintenance handbook datasheet english chinese drive drives servo "
                      "motor motors spindle inverter controller control system unit amplifier stepper technology "
                      "electric electronics inc ltd corporation company axis digital joint actuator alarm list "
-                     "error fault".split())
+                     "error fault type".split())
 
 
 class ManualNames:
@@ -36,18 +37,49 @@ class ManualNames:
         spread = Counter(name for product in products.values() for name in product)
         limit = max(2, len(products) // 3)
         self._names = {sha: {n for n in own if spread[n] < limit or len(products) == 1} for sha, own in names.items()}
+        self._owners: dict[str, set[str]] = {}
+        for sha, own in self._names.items():
+            for name in own:
+                self._owners.setdefault(name, set()).add(sha)
 
     def mentioned(self, question: str) -> set[str]:
         """sha256 of each manual the question names."""
+        return {sha for name in self._matched(question) for sha in self._owners[name]}
+
+    def _matched(self, question: str) -> list[str]:
         asked = _question_tokens(question)
-        return {sha for sha, own in self._names.items() if any(_named(name, asked, question) for name in own)}
+        return [name for name in self._owners if _named(name, asked, question)]
+
+    def without_names(self, question: str) -> str:
+        """The question without the words that name a manual: once the manual is known, `FR-SX`
+        says nothing about which of its pages answers (and matches its title page best)."""
+        names = set(self._matched(question))
+        if not names:
+            return question
+        kept = []
+        for token in re.split(r"(\s+|[\u3400-\u9fff]+)", question):
+            lowered = token.lower()
+            cjk = re.fullmatch(r"[\u3400-\u9fff]+", token or " ")
+            if cjk:
+                for name in (n for n in names if re.fullmatch(r"[\u3400-\u9fff]+", n) and n in token):
+                    token = token.replace(name, " ")
+            elif lowered.strip() and _named_token(lowered, names):
+                continue
+            kept.append(token)
+        rest = " ".join("".join(kept).split())
+        return rest or question
 
 
 def _names(manual: dict) -> set[str]:
-    text = " ".join(str(manual.get(key) or "") for key in ("vendor", "model", "title", "device"))
+    """All of vendor, model, device and file name (a plant names its files after the machine); of
+    the title only designations (with a digit) and brands set in capitals: a title's ordinary
+    words (general, purpose, installation) name nothing."""
+    text = " ".join(str(manual.get(key) or "") for key in ("vendor", "model", "device"))
     text += " " + re.sub(r"\.pdf$", "", str(manual.get("file") or ""), flags=re.I)
+    title = [t for t in re.findall(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*|[\u3400-\u9fff]{2,}", str(manual.get("title") or ""))
+             if any(c.isdigit() for c in t) or (t.isupper() and len(t) >= PREFIX_LETTERS) or not t.isascii()]
     out: set[str] = set()
-    for token in _TOKEN.findall(text.lower()):
+    for token in _TOKEN.findall(f"{text} {' '.join(title)}".lower()):
         for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]:
             if _usable(name):
                 out.add(name)
@@ -56,7 +88,7 @@ def _names(manual: dict) -> set[str]:
 
 def _usable(name: str) -> bool:
     if re.fullmatch(r"[\u3400-\u9fff]+", name):
-        return True
+        return not any(word in name for word in _GENERIC_ZH) or len(name) > 6
     return len(name) >= MIN_LETTERS and not name.isdigit() and name not in _GENERIC and not re.fullmatch(r"v?\d+(\.\d+)*", name)
 
 
@@ -65,6 +97,12 @@ def _question_tokens(question: str) -> set[str]:
     joined = [a + b for a, b in zip(tokens, tokens[1:])]  # `fr sx` is FR-SX
     return {name for token in tokens + joined for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]
             if len(name) >= MIN_LETTERS}
+
+
+def _named_token(token: str, names: set[str]) -> bool:
+    parts = {name for t in _TOKEN.findall(token) for name in [_SEPARATOR.sub("", t), *_SEPARATOR.split(t)]
+             if len(name) >= MIN_LETTERS}
+    return bool(parts) and all(any(_named(n, {p}, token) for n in names) for p in parts)
 
 
 def _named(name: str, asked: set[str], question: str) -> bool:

@@ -38,14 +38,12 @@ CANDIDATES = 50
 # A question answered by no manual still shares a word or two with some page. It is
 # `not_found` when its best match is neither close in meaning nor covers its words
 # (calibrated on the development corpus with unanswerable questions: scripts/bench_manuals.py).
-MIN_SIMILARITY = 0.33
+MIN_SIMILARITY = 0.40
 MIN_COVERAGE = 0.5
 # A structured entry is the better answer than the page it was extracted from; a page in a
-# fault section the better page for a question about a fault; a manual the question names
-# (its model, vendor or title) the better manual.
+# fault section the better page for a question about a fault.
 ENTRY_PRIOR = 1.25
 FAULT_PAGE_PRIOR = 1.15
-MENTION_PRIOR = 2.0
 CROSS_WEIGHT = 0.7
 SNIPPET_CHARS = 280
 Mode = Literal["hybrid", "lexical", "semantic"]
@@ -187,23 +185,25 @@ class ManualIndex:
         scope = scope or Scope()
         lang = language(text)
         readable = set(self.semantic_languages)
+        mentioned = snap.names.mentioned(text)
+        named, text = text, snap.names.without_names(text)
         lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
         semantic: list[tuple[int, float]] = []
         cross: list[list[tuple[int, float]]] = []
         other = expand(text)
         if mode != "semantic" and other:
             cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
+        rendition = ""
         if mode != "lexical":
             if lang in readable:
                 semantic = [(i, s) for i, s in self._semantic(snap, text, scope) if snap.rows[i]["language"] in readable]
             elif (rendition := translate_to_english(text)).strip():
                 cross.append([(i, s) for i, s in self._semantic(snap, rendition, scope)
                               if snap.rows[i]["language"] in readable and snap.rows[i]["language"] != lang])
-        if self._unanswered(snap, text, other, lexical, cross[0] if other and cross else [],
-                            semantic or (cross[-1] if mode != "lexical" and lang not in readable and cross else [])):
+        if self._unanswered(snap, text, lexical, semantic or (cross[-1] if rendition else [])):
             return SearchResult(
                 status="not_found",
-                message=f"No manual section matches {text!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
+                message=f"No manual section matches {named!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
                 suggestion="Give the fault code shown on the HMI (e.g. E102), or describe the symptom differently "
                            "(which part, what happens, since when).",
             )
@@ -211,34 +211,31 @@ class ManualIndex:
                     (CROSS_WEIGHT, "semantic", _fuse_ranks([_group_ranks(snap, c) for c in cross]))]
         rankings = [r for r in rankings if r[2]]
         total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
-        mentioned = snap.names.mentioned(text)
         faultish = bool(codes_or_fault_words(text))
         rows = {group: row for _, _, ranks in rankings for group, (row, _) in ranks.items()}
         ranked = []
         for group, row in rows.items():
             votes = [(weight / (RRF_K + 1 + ranks[group][1]), how) for weight, how, ranks in rankings if group in ranks]
             prior = (ENTRY_PRIOR if row["kind"] == "entry" else FAULT_PAGE_PRIOR if row["fault"] and faultish else 1.0)
-            prior *= MENTION_PRIOR if row["manual_sha256"] in mentioned else 1.0
             match: Match = max(votes)[1]
             ranked.append((row, sum(v for v, _ in votes) / total * prior, match))
-        ranked.sort(key=lambda item: -item[1])
+        # A manual the question names comes first: the technician said which machine it is.
+        ranked.sort(key=lambda item: (item[0]["manual_sha256"] not in mentioned, -item[1]))
         words = frozenset(terms(f"{text} {other}") + code_terms(text, every_token=True))
         hits = self._collapse(snap, ranked, scope, version, language(text), k, words)
         if not hits:
             return self._version_not_found(snap, text, [row for row, _, _ in ranked], version)
         return SearchResult(status="ok", hits=hits)
 
-    def _unanswered(self, snap: _Snapshot, text: str, other: str, lexical: list[tuple[int, float]],
-                    cross_lexical: list[tuple[int, float]], semantic: list[tuple[int, float]]) -> bool:
-        """No passage is close in meaning and none holds most of the question's words (or of
-        their translation)."""
+    def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
+                    semantic: list[tuple[int, float]]) -> bool:
+        """No passage or entry is close in meaning and none holds most of the question's words.
+        (Coverage of the glossary's translation is no evidence: its general words, battery or
+        pressure, are on every manual's pages.)"""
         if semantic and semantic[0][1] >= MIN_SIMILARITY:
             return False
-        for found, asked in ((lexical, text), (cross_lexical, other)):
-            words = set(terms(asked)) | set(code_terms(asked))
-            if words and found and max(self._coverage(snap, i, words) for i, _ in found[:5]) >= MIN_COVERAGE:
-                return False
-        return True
+        words = set(terms(text)) | set(code_terms(text))
+        return not (words and lexical and max(self._coverage(snap, i, words) for i, _ in lexical[:5]) >= MIN_COVERAGE)
 
     def _coverage(self, snap: _Snapshot, record_id: int, words: set[str]) -> float:
         with self._lock:
