@@ -42,6 +42,8 @@ MENTION = re.compile(
 )
 # In a code column a display's letters with a dot or dash are a code too: O-I, P-LOSS, OL-br, SC-trP.
 _DISPLAY = r"[A-Za-z]{1,4}\.?\s?[.\-][A-Za-z0-9]{1,6}(?:-[A-Za-z0-9]{1,4})?|[A-Za-z]\.\s?[A-Za-z0-9\-]{2,8}"
+# A display code as typed in a question (`U.Volt`, `P-LOSS`, `OL-br`): looked up, never guessed.
+DISPLAY_TOKEN = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{_DISPLAY})(?![A-Za-z0-9\-]|\.[A-Za-z0-9])")
 _CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
 _SEPARATORS = re.compile(r"[\s\-_:：#.]+")

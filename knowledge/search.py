@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from knowledge.codes import MENTION, code_key, is_named, lookup_keys, loose_key
+from knowledge.codes import DISPLAY_TOKEN, MENTION, code_key, is_named, lookup_keys, loose_key
 
 if TYPE_CHECKING:
     from knowledge.code_linker import CodeLinker
@@ -40,11 +40,15 @@ CANDIDATES = 50
 # (calibrated on the development corpus with unanswerable questions: scripts/bench_manuals.py).
 MIN_SIMILARITY = 0.40
 MIN_COVERAGE = 0.5
+# A weaker match in meaning counts when the words agree: it is among the best few by words too.
+MIN_AGREED_SIMILARITY = 0.30
+AGREEMENT = 5
 # A structured entry is the better answer than the page it was extracted from; a page in a
 # fault section the better page for a question about a fault.
 ENTRY_PRIOR = 1.25
-FAULT_PAGE_PRIOR = 1.15
+FAULT_PAGE_PRIOR = 1.3
 CROSS_WEIGHT = 0.7
+LANGUAGE_PRIOR = 1.3  # a question is first about the manuals in its own language
 SNIPPET_CHARS = 280
 Mode = Literal["hybrid", "lexical", "semantic"]
 
@@ -102,7 +106,8 @@ class ManualIndex:
         snap = self._current()
         mentioned = snap.names.mentioned(text)
         lang = language(text)
-        codes = list(dict.fromkeys(m.group(0) for m in MENTION.finditer(text)))  # with its cue: `err 07`
+        codes = list(dict.fromkeys([m.group(0) for m in MENTION.finditer(text)]  # with its cue: `err 07`
+                                   + [m.group(0) for m in DISPLAY_TOKEN.finditer(text)]))
         code_results = [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
                         for code in codes]
         answered = next((r for r in code_results if _answers(r, mentioned)), None)
@@ -188,6 +193,8 @@ class ManualIndex:
         mentioned = snap.names.mentioned(text)
         named, text = text, snap.names.without_names(text)
         lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
+        # A printed code (bit20, E-trip, 0023) says more than any word around it: its own ranking.
+        coded = self._lexical(snap, text, scope, codes_only=True) if mode != "semantic" and _CODE_LIKE_WORD.search(text) else []
         semantic: list[tuple[int, float]] = []
         cross: list[list[tuple[int, float]]] = []
         other = expand(text)
@@ -208,6 +215,7 @@ class ManualIndex:
                            "(which part, what happens, since when).",
             )
         rankings = [(1.0, "lexical", _group_ranks(snap, lexical)), (1.0, "semantic", _group_ranks(snap, semantic)),
+                    (1.0, "lexical", _group_ranks(snap, coded)),
                     (CROSS_WEIGHT, "semantic", _fuse_ranks([_group_ranks(snap, c) for c in cross]))]
         rankings = [r for r in rankings if r[2]]
         total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
@@ -217,6 +225,7 @@ class ManualIndex:
         for group, row in rows.items():
             votes = [(weight / (RRF_K + 1 + ranks[group][1]), how) for weight, how, ranks in rankings if group in ranks]
             prior = (ENTRY_PRIOR if row["kind"] == "entry" else FAULT_PAGE_PRIOR if row["fault"] and faultish else 1.0)
+            prior *= LANGUAGE_PRIOR if row["language"] == lang else 1.0
             match: Match = max(votes)[1]
             ranked.append((row, sum(v for v, _ in votes) / total * prior, match))
         # A manual the question names comes first: the technician said which machine it is.
@@ -229,13 +238,18 @@ class ManualIndex:
 
     def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
                     semantic: list[tuple[int, float]]) -> bool:
-        """No passage or entry is close in meaning and none holds most of the question's words.
-        (Coverage of the glossary's translation is no evidence: its general words, battery or
-        pressure, are on every manual's pages.)"""
-        if semantic and semantic[0][1] >= MIN_SIMILARITY:
+        """Nothing is close in meaning, nothing holds most of the question's words, and the
+        closest in meaning is not also among the best by words. (Coverage of the glossary's
+        translation is no evidence: its general words, battery or pressure, are on every
+        manual's pages.)"""
+        best = semantic[0][1] if semantic else 0.0
+        if best >= MIN_SIMILARITY:
             return False
         words = set(terms(text)) | set(code_terms(text))
-        return not (words and lexical and max(self._coverage(snap, i, words) for i, _ in lexical[:5]) >= MIN_COVERAGE)
+        if words and lexical and max(self._coverage(snap, i, words) for i, _ in lexical[:AGREEMENT]) >= MIN_COVERAGE:
+            return False
+        by_words = {_group(snap.rows[i]) for i, _ in lexical[:AGREEMENT]}
+        return not (best >= MIN_AGREED_SIMILARITY and _group(snap.rows[semantic[0][0]]) in by_words)
 
     def _coverage(self, snap: _Snapshot, record_id: int, words: set[str]) -> float:
         with self._lock:
@@ -244,11 +258,13 @@ class ManualIndex:
 
     # -- retrieval stages -------------------------------------------------
 
-    def _lexical(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
-        words = list(dict.fromkeys(terms(text)))
+    def _lexical(self, snap: _Snapshot, text: str, scope: Scope, codes_only: bool = False) -> list[tuple[int, float]]:
+        """BM25 over the question's words and the display forms of its code-like tokens, or
+        (`codes_only`) over those display forms alone."""
+        words = [] if codes_only else list(dict.fromkeys(terms(text)))
+        words = list(dict.fromkeys(words + code_terms(text, every_token=True)))
         if not words:
             return []
-        words = list(dict.fromkeys(words + code_terms(text, every_token=True)))
         expression = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
         sql = ("SELECT r.id, bm25(records_fts, 2.0, 1.0) FROM records_fts JOIN records r ON r.id = records_fts.rowid"
                " WHERE records_fts MATCH ? AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)"
@@ -487,6 +503,11 @@ def _snippet(row: dict, words: frozenset[str]) -> str:
 
 _FAULT_WORDS = re.compile(r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪",
                           re.I)
+
+
+# A token with a letter and a digit, or a zero-padded number: how codes are printed.
+_CODE_LIKE_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+[.\-]?\d+|\d+[A-Za-z]+|0\d+|[A-Za-z]{1,4}[.\-][A-Za-z0-9]{2,})"
+                             r"(?![A-Za-z0-9])")
 
 
 def codes_or_fault_words(text: str) -> bool:
