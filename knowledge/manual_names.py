@@ -21,7 +21,7 @@ _GENERIC = frozenset("manual manuals user guide quick quickguide instruction ins
                      "pdf the and for with maint maintenance handbook datasheet english chinese drive drives servo "
                      "motor motors spindle inverter controller control system unit amplifier stepper technology "
                      "electric electronics inc ltd corporation company axis digital joint actuator alarm list "
-                     "error fault type".split())
+                     "error fault type code codes".split())
 
 
 class ManualNames:
@@ -80,9 +80,9 @@ def _names(manual: dict) -> set[str]:
              if any(c.isdigit() for c in t) or (t.isupper() and len(t) >= PREFIX_LETTERS) or not t.isascii()]
     out: set[str] = set()
     for token in _TOKEN.findall(f"{text} {' '.join(title)}".lower()):
-        for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]:
-            if _usable(name):
-                out.add(name)
+        parts = _SEPARATOR.split(token)
+        joined = [_SEPARATOR.sub("", token)] if not all(part in _GENERIC for part in parts) else []  # not `alarm-codes`
+        out.update(name for name in joined + parts if _usable(name))
     return out
 
 
@@ -111,7 +111,9 @@ def _named(name: str, asked: set[str], question: str) -> bool:
     if name in asked:
         return True
     # A designation typed without its prefix: `980MDi` names GSK980MDi.
-    if any(len(token) >= PREFIX_LETTERS and any(c.isdigit() for c in token) and token in name for token in asked):
+    if any(len(token) >= PREFIX_LETTERS and any(c.isdigit() for c in token) and not token.isdigit() and token in name
+           for token in asked):
         return True
     return len(name) >= PREFIX_LETTERS and any(
-        len(token) >= PREFIX_LETTERS and (name.startswith(token) or token.startswith(name)) for token in asked)
+        len(token) >= PREFIX_LETTERS and token not in _GENERIC and (name.startswith(token) or token.startswith(name))
+        for token in asked)

@@ -65,3 +65,29 @@ def test_batch_mode_prints_one_json_list_a_line(demo_index, tmp_path, config, ca
     assert len(lines[0]) == 1 and lines[0][0]["fault_code"] == "E102"
     assert lines[1][0]["fault_code"] == "6065" and lines[2] == []
     assert "line 3" in err
+
+
+def test_the_operator_says_what_the_cover_does_not(demo_index, tmp_path, config, capsys):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    shutil.copy(demo_index.parent / "manuals" / "meridian_vmc850_v2.1_en.pdf", folder / "a.pdf")
+    shutil.copy(demo_index.parent / "manuals" / "hydra_hp200_v2.1_en.pdf", folder / "b.pdf")
+    (folder / "b.pdf.toml").write_text('vendor = "Hydra Presses"\ndevice = "press-3"\n', encoding="utf-8")
+    code, _, _ = run(["index", "build", str(folder), "--version", "V9.0"], config, capsys)
+    assert code == 0
+    code, out, _ = run(["index", "status", "--json"], config, capsys)
+    manuals = {m["file"]: m for m in json.loads(out)["manuals"]}
+    assert manuals["a.pdf"]["version"] == manuals["b.pdf"]["version"] == "V9.0"  # the option, for every manual
+    assert (manuals["b.pdf"]["vendor"], manuals["b.pdf"]["device"]) == ("Hydra Presses", "press-3")  # its sidecar
+    assert manuals["a.pdf"]["vendor"] == "Meridian"  # the cover, where nobody said otherwise
+
+
+def test_an_unknown_device_or_a_bad_sidecar_is_named(demo_index, tmp_path, config, capsys):
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    shutil.copy(demo_index.parent / "manuals" / "hydra_hp200_v2.1_en.pdf", folder / "b.pdf")
+    code, _, err = run(["index", "build", str(folder), "--device", "press-99"], config, capsys)
+    assert code == 2 and "unknown device 'press-99'" in " ".join(err.split())
+    (folder / "b.pdf.toml").write_text('colour = "red"\n', encoding="utf-8")
+    code, out, err = run(["index", "build", str(folder)], config, capsys)
+    assert code == 2 and "b.pdf.toml" in " ".join(err.split()) and "colour" in err

@@ -5,7 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from knowledge.code_linker import CodeLinker
-from knowledge.codes import canonical_id, code_key, glob_pattern, lookup_keys, parse_code_cell, parse_heading
+from knowledge.codes import (
+    DISPLAY_TOKEN, canonical_id, code_key, glob_pattern, lookup_keys, loose_key, parse_code_cell, parse_heading,
+)
 
 
 @pytest.mark.parametrize(("typed", "printed"), [
@@ -73,3 +75,27 @@ def test_linker_marks_codes_in_english_and_chinese_with_canonical_ids():
     assert [(e.text, e.kb_id_, e.label_) for e in chinese.ents] == [("报警6065", "fault:6065", "FAULT_CODE")]
     assert [(m.start, m.code) for m in linker.mentions("16065 is not 6065", "en")] == [(13, "6065")]
     assert linker.mentions("the motor is hot", "en") == []
+
+
+@pytest.mark.parametrize(("typed", "printed"), [
+    ("23", "0023"), ("0x400", "0x0400"), ("O.Volt", "O.Uo1t"), ("U.Volt", "U.Uo1t"), ("sc trp", "SC-trP"),
+    ("etrip", "E-trip"),
+])
+def test_display_and_padded_forms_share_a_loose_key(typed, printed):
+    assert loose_key(typed) == loose_key(printed)
+
+
+@pytest.mark.parametrize("other", ["E102", "0x0401", "230", "P-LOSS"])
+def test_loose_keys_still_tell_codes_apart(other):
+    assert loose_key("0023") != loose_key(other) and loose_key("O-I") != loose_key(other)
+
+
+@pytest.mark.parametrize(("cell", "code"), [("O-I", "O-I"), ("P-LOSS", "P-LOSS"), ("I. t-trP", "I.t-trP"),
+                                            ("0x0400", "0x0400"), ("bit 11", "bit11")])
+def test_display_hex_and_bit_codes_in_a_code_column(cell, code):
+    assert parse_code_cell(cell) == code
+
+
+def test_a_question_names_display_codes_but_not_words():
+    found = [m.group(0) for m in DISPLAY_TOKEN.finditer("inverter shows U.Volt, then OL-br, on press 3")]
+    assert found == ["U.Volt", "OL-br"]
