@@ -15,7 +15,7 @@ import numpy as np
 BUNDLED = "bundled:all-MiniLM-L6-v2"
 # Records are embedded from title, symptom and cause; 128 word pieces hold them and
 # index about twice as fast as the model's 256.
-MAX_TOKENS = 128
+MAX_TOKENS = 64
 
 _models: dict[str, object] = {}
 _load_lock = threading.Lock()

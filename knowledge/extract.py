@@ -38,10 +38,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def extract_manual(path: Path, sha256: str | None = None, overrides: dict[str, str | None] | None = None) -> Extraction:
+def extract_manual(path: Path, sha256: str | None = None, overrides: dict[str, str | None] | None = None,
+                   ocr: bool = True) -> Extraction:
     """`overrides`: the operator's word on vendor, model, version, device… (command-line options),
     over a sidecar file beside the PDF, over what the pages say."""
-    raw = read_manual(path)
+    raw = read_manual(path, ocr=ocr)
     info = manual_info(path, sha256 or file_sha256(path), raw, merge_overrides(read_sidecar(path), overrides or {}))
     info = info.model_copy(update={
         "ocr_pages": [page.number for page in raw.pages if page.ocr],

@@ -12,6 +12,9 @@ from knowledge.text import join_lines
 
 # The embedding model reads 128 word pieces: about 80 English words or 110 CJK characters.
 MAX_WIDTH = 110
+# Outside fault sections a page is embedded by its opening passages (heading, what the page is
+# about); every passage of a fault-section page is.
+EMBEDDED_PER_PAGE = 2
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
 # Printed codes mix letters with digits or separators (O-I, SC-trP, Er4, 0x3022); a page's plain
@@ -27,6 +30,7 @@ class Passage:
     text: str
     ocr: bool
     fault: bool
+    embedded: bool  # searched by meaning too (else by words only)
 
 
 def page_passages(pages: list[Page], sections: dict[int, str], fault_pages: set[int]) -> list[Passage]:
@@ -41,8 +45,10 @@ def page_passages(pages: list[Page], sections: dict[int, str], fault_pages: set[
                 chunks[-1] += "\n" + text
             else:
                 chunks.extend(_split(text))
-        out.extend(Passage(page.number, sections.get(page.number, ""), chunk, page.ocr, page.number in fault_pages)
-                   for chunk in chunks)
+        fault = page.number in fault_pages
+        out.extend(Passage(page.number, sections.get(page.number, ""), chunk, page.ocr, fault,
+                           embedded=fault or n < EMBEDDED_PER_PAGE)
+                   for n, chunk in enumerate(chunks))
     return out
 
 

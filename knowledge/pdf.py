@@ -128,10 +128,8 @@ class _RawBlock:
 
     @property
     def bbox(self) -> pymupdf.Rect:
-        box = pymupdf.Rect(self.lines[0][1])
-        for _, bbox in self.lines[1:]:
-            box |= bbox
-        return box
+        return pymupdf.Rect(min(b[0] for _, b in self.lines), min(b[1] for _, b in self.lines),
+                            max(b[2] for _, b in self.lines), max(b[3] for _, b in self.lines))
 
 
 def decode_text(text: str) -> str:
@@ -190,7 +188,9 @@ class _Respacer:
     def region(self, text: str, rect: pymupdf.Rect) -> str:
         if not _letter_spaced(text):
             return text
-        inside = [g for g in self._all() if rect.contains(_centre(pymupdf.Rect(g["bbox"])))]
+        x0, y0, x1, y1 = rect
+        inside = [g for g in self._all()
+                  if x0 <= (g["bbox"][0] + g["bbox"][2]) / 2 <= x1 and y0 <= (g["bbox"][1] + g["bbox"][3]) / 2 <= y1]
         lines: list[list[dict]] = []
         for glyph in sorted(inside, key=lambda g: (round(g["bbox"][3]), g["bbox"][0])):
             if lines and abs(lines[-1][-1]["bbox"][3] - glyph["bbox"][3]) < 2:
@@ -231,6 +231,7 @@ def _reading_order(blocks: list[_RawBlock], width: float) -> list[_RawBlock]:
     """Two columns, or two printed pages set side by side (2-up), are read left then right:
     PyMuPDF's order interleaves them line by line."""
     boxes = [block.bbox for block in blocks]
+    tops = {id(block): box.y0 for block, box in zip(blocks, boxes)}
     lo, hi = GUTTER_ZONE[0] * width, GUTTER_ZONE[1] * width
     gutters = [x for x in range(int(lo), int(hi), 2) if not any(box.x0 < x < box.x1 for box in boxes)]
     if not gutters:
@@ -240,7 +241,7 @@ def _reading_order(blocks: list[_RawBlock], width: float) -> list[_RawBlock]:
     right = [b for b, box in zip(blocks, boxes) if box.x0 >= gutter]
     if not left or not right or min(_chars(left), _chars(right)) < 0.15 * _chars(blocks):
         return blocks
-    return sorted(left, key=lambda b: b.bbox.y0) + sorted(right, key=lambda b: b.bbox.y0)
+    return sorted(left, key=lambda b: tops[id(b)]) + sorted(right, key=lambda b: tops[id(b)])
 
 
 def _chars(blocks: list[_RawBlock]) -> int:

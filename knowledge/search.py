@@ -443,7 +443,7 @@ class ManualIndex:
             if snap.model != self.embedder.identity:
                 raise IndexMissing(f"{self.path} was embedded with {snap.model!r}, not {self.embedder.identity!r}; "
                                    "rebuild it with `fixloop index build`")
-            pairs = snap.conn.execute("SELECT id, vector FROM records ORDER BY id").fetchall()
+            pairs = snap.conn.execute("SELECT id, vector FROM records WHERE vector IS NOT NULL ORDER BY id").fetchall()
             snap.ids = np.array([i for i, _ in pairs], dtype=np.int64)
             snap.vectors = (np.vstack([np.frombuffer(v, dtype=np.float32) for _, v in pairs]) if pairs
                             else np.zeros((0, 1), dtype=np.float32))

@@ -40,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="machine model or series, e.g. HP-200 (over the title pages and any sidecar file)")
     build.add_argument("--version", help="manual version, e.g. V2.1")
     build.add_argument("--device", help="device id from the config these manuals belong to, e.g. press-3")
+    build.add_argument("--no-ocr", dest="ocr", action="store_false",
+                       help="leave scanned pages unread (a quick rebuild; they are reported as without text)")
     build.set_defaults(func=run_index_build)
     status = actions.add_parser("status", help="what the live index holds")
     status.add_argument("--db", type=Path)
@@ -79,7 +81,7 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
 
         try:
             report = build_index(args.paths, _db(args, config), model_path=args.embedding_model or config.knowledge.model_path,
-                                 progress=on_event, overrides=_overrides(args, config))
+                                 progress=on_event, overrides=_overrides(args, config), ocr=args.ocr)
         except BuildError as exc:
             console.print(f"[red]fixloop index build: {escape(str(exc))}; the live index is unchanged[/red]")
             return 2
