@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from edge.config import Config
-from edge.llm_client import ChatClient
-from edge.llm_planner import LlmPlanner
 from edge.loop import AgentLoop, EventSink, RunRequest
 from edge.rules_planner import RulesPlanner
 from edge.run_record import RunRecord
@@ -17,6 +15,9 @@ from tools.plc.tool import PlcReadTool
 from tools.registry import ToolRegistry
 from tools.work_orders.store import WorkOrderStore
 from tools.work_orders.tool import WorkOrderTool
+
+if TYPE_CHECKING:
+    from edge.llm_client import ChatClient
 
 
 MANUAL = ManualSearchTool.name
@@ -69,6 +70,9 @@ class Agent:
         self.client: ChatClient | None = None
         planner = rules
         if config.llm.url:
+            from edge.llm_client import ChatClient  # httpx: only with a language model to call
+            from edge.llm_planner import LlmPlanner
+
             self.client = ChatClient(config.llm.url, config.llm.model, config.llm.timeout_s,
                                      config.llm.max_tokens_per_step, config.llm.structured_outputs, config.llm.api_key)
             planner = LlmPlanner(self.client, self.registry, list(config.devices), config.loop.observation_max_chars)
@@ -80,13 +84,24 @@ class Agent:
         return self.client is None
 
     def warm(self) -> None:
-        """Load what is loaded lazily (the SBERT model, the spaCy lexicon), blocking; the service does
+        """Load what is loaded lazily (the SBERT model, the spaCy code linker), blocking; the service does
         this in the background."""
         self.rules.warm()
-        for tool in self.registry:
-            warm = getattr(tool, "warm", None)
-            if warm is not None:
-                warm()
+        for tool in self._warmable():
+            tool.warm()
+
+    def warm_for(self, question: str, device_id: str | None = None, actor: str = "technician") -> None:
+        """Load, blocking, what one run of this question needs (a one-shot command has no background to
+        warm in). A symptom to search the manuals for needs everything `warm` loads: the SBERT model, and
+        spaCy, which a free-text search loads inside the tool's time budget otherwise. A fault-code or
+        live-reading question needs neither. The prompt's tool trigger rules are the rules planner's, so
+        its reading of the question stands for the language model's too; a symptom search the model makes
+        anyway is answered by keywords while the model loads, marked degraded."""
+        if self.rules.searches_by_symptom(question, device_id, actor):
+            self.warm()
+
+    def _warmable(self) -> list[Any]:
+        return [tool for tool in self.registry if getattr(tool, "warm", None) is not None]
 
     def check_device(self, device_id: str | None) -> None:
         if device_id is not None and device_id not in self.config.devices:

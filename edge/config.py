@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from knowledge.config import KnowledgeConfig
 from tools.plant import DeviceConfig, bind_device_ids
@@ -22,6 +22,8 @@ from tools.plc.config import PlcConfig
 from tools.work_orders.config import MesConfig, WorkOrderConfig
 
 DEMO_CONFIG = "demo.toml"
+# The source of a config loaded without a file: the demo plant shipped inside the package.
+DEMO_SOURCE = "embedded demo config"
 
 
 class ConfigError(ValueError):
@@ -72,6 +74,19 @@ class Config(Strict):
     work_orders: WorkOrderConfig = Field(default_factory=WorkOrderConfig)
     mes: MesConfig = Field(default_factory=MesConfig)
     devices: dict[str, DeviceConfig] = Field(default_factory=dict)
+    # Set by `load_config`: the file the config came from, or DEMO_SOURCE.
+    _source: str | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str:
+        """Where this config came from, for messages: its file, or the embedded demo config."""
+        return self._source or "config built in code"
+
+    @property
+    def is_embedded_demo(self) -> bool:
+        """The demo plant shipped with fixloop (environment overrides included): its manuals are
+        fixloop's own, so whatever needs them may build them; a plant's own config never does."""
+        return self._source == DEMO_SOURCE
 
     @field_validator("devices")
     @classmethod
@@ -100,12 +115,14 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         source = str(path)
     else:
         raw = tomllib.loads(resources.files("edge").joinpath(DEMO_CONFIG).read_text(encoding="utf-8"))
-        source = "embedded demo config"
+        source = DEMO_SOURCE
     _apply_env(raw, env)
     try:
-        return Config.model_validate(raw)
+        config = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from None
+    config._source = source
+    return config
 
 
 def _apply_env(raw: dict[str, Any], env: dict[str, str]) -> None:

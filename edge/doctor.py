@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from edge.config import Config
+from edge.config import DEMO_SOURCE, Config
 from edge.llm_client import ChatClient, LlmUnavailable
 from knowledge.embed import Embedder
 from knowledge.index import SCHEMA_VERSION
@@ -58,7 +58,7 @@ class Check:
     fix: str = ""
 
 
-def run_checks(config: Config, config_source: str = "embedded demo config") -> list[Check]:
+def run_checks(config: Config, config_source: str = DEMO_SOURCE) -> list[Check]:
     return [
         check_config(config, config_source),
         check_index(config),
@@ -90,7 +90,7 @@ def check_config(config: Config, source: str) -> Check:
                      "point state_dir / FIXLOOP_STATE_DIR at a directory the fixloop user owns (systemd: StateDirectory)")
     demo = DEMO_TOKENS & {*config.service.technician_tokens, config.service.admin_token or ""}
     if demo:
-        status: Status = "notice" if source == "embedded demo config" else "warning"
+        status: Status = "notice" if source == DEMO_SOURCE else "warning"
         return Check("config", status, f"{detail}; demo tokens in use ({', '.join(sorted(demo))})",
                      "set your own service.technician_tokens and service.admin_token before the box goes on the line")
     return Check("config", "ok", detail)

@@ -17,12 +17,11 @@ from typing import Any
 import httpx
 
 from edge.actions import strip_stop_residue
+from edge.planner import LlmUnavailable
+
+__all__ = ["ChatClient", "Completion", "LlmUnavailable", "STOP_SEQUENCES"]
 
 STOP_SEQUENCES = ["Observation:"]
-
-
-class LlmUnavailable(RuntimeError):
-    """The server could not be reached, timed out or failed: switch to the rules planner."""
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,7 @@ from typing import Any, Callable
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import compose_answer, supporting_ids
 from edge.config import LoopConfig
-from edge.llm_client import LlmUnavailable
-from edge.planner import Decision, Planner, RunState, SessionContext
+from edge.planner import Decision, LlmUnavailable, Planner, RunState, SessionContext
 from edge.run_record import RunRecord, Step, Termination, TerminationReason
 from tools.contract import ToolContext
 from tools.observation import Observation, now_ms

@@ -10,6 +10,10 @@ from edge.run_record import LlmUsage, Step
 from tools.observation import Observation
 
 
+class LlmUnavailable(RuntimeError):
+    """The server could not be reached, timed out or failed: switch to the rules planner."""
+
+
 @dataclass
 class SessionContext:
     """A rule-built summary of earlier runs in the same session, not their whole log."""

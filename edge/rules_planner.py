@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import compose_answer, language_of, supporting_ids
-from edge.planner import Decision, RunState
+from edge.planner import Decision, RunState, SessionContext
 from knowledge.codes import code_key, lookup_keys
 from tools.observation import Observation
 from tools.plant import DeviceConfig
@@ -65,18 +65,26 @@ class RulesPlanner:
         self._lexicon_lock = threading.Lock()
 
     def warm(self) -> None:
-        """Build the spaCy lexicon; lazily, because importing spaCy would cost the service a second of start-up."""
+        """Build the lexicon and load its spaCy code linker now (the service does this in the background;
+        importing spaCy would cost it a second of start-up)."""
+        self.lexicon.warm()
+
+    @property
+    def lexicon(self) -> Lexicon:
+        """Built on first use: cheap, without spaCy (the lexicon loads its code linker when text needs it)."""
         with self._lexicon_lock:
             if self._lexicon is None:
                 from edge.lexicon import Lexicon
 
                 self._lexicon = Lexicon(self._devices, self._known_codes())
+            return self._lexicon
 
-    @property
-    def lexicon(self) -> Lexicon:
-        if self._lexicon is None:
-            self.warm()
-        return self._lexicon
+    def searches_by_symptom(self, question: str, device_id: str | None = None, actor: str = "technician",
+                            session: SessionContext | None = None) -> bool:
+        """Whether this question gets a symptom search of the manuals (the semantic search that needs
+        the SBERT model); a fault-code or live-reading question does not."""
+        state = RunState(question=question, device_id=device_id, session=session or SessionContext(), actor=actor)
+        return self.analyse(state).symptom
 
     def analyse(self, state: RunState) -> Intent:
         found = self.lexicon.find(state.question)
@@ -84,7 +92,7 @@ class RulesPlanner:
         sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
         codes = found.fault_codes[:MAX_CODES]
         # A sensor's own name ("vibration", "振动") is not a symptom: look for symptom words outside the entities.
-        rest = "".join(" " if any(e.start_char <= i < e.end_char for e in found.doc.ents) else ch
+        rest = "".join(" " if any(e.start_char <= i < e.end_char for e in found.entities) else ch
                        for i, ch in enumerate(state.question))
         wants_work_order = bool(_WORK_ORDER.search(state.question)) or state.actor == "mes"
         return Intent(

@@ -57,6 +57,11 @@ def code_key(raw: str) -> str:
     return _SEPARATORS.sub("", unicodedata.normalize("NFKC", raw)).upper()
 
 
+def scope_key(name: str) -> str:
+    """`HP-200`, `hp 200` and `HP200` name the same model."""
+    return code_key(name)
+
+
 def canonical_id(raw: str) -> str:
     return f"fault:{code_key(raw)}"
 

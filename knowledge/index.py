@@ -25,7 +25,7 @@ import numpy as np
 import sqlite_utils
 from pydantic import BaseModel, Field
 
-from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key
+from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key, scope_key
 from knowledge.embed import Embedder
 from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
 from knowledge.metadata import merge_overrides, read_sidecar
@@ -369,11 +369,6 @@ def _manual_columns(info: ManualInfo) -> dict:
 def _override_key(path: Path, overrides: dict[str, str | None]) -> str:
     """What the operator said about a manual: a reused manual must have been indexed with the same."""
     return json.dumps(merge_overrides(read_sidecar(path), overrides), sort_keys=True)
-
-
-def scope_key(name: str) -> str:
-    """`HP-200`, `hp 200` and `HP200` name the same model."""
-    return code_key(name)
 
 
 def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:

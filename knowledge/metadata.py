@@ -24,9 +24,13 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from knowledge.models import ManualInfo
-from knowledge.pdf import Block, ManualError, Page, RawManual
+from typing import TYPE_CHECKING
+
+from knowledge.models import ManualError, ManualInfo
 from knowledge.text import join_lines, language
+
+if TYPE_CHECKING:  # PyMuPDF is not loaded by a search that only needs version order
+    from knowledge.pdf import Block, Page, RawManual
 
 _LABELS = {
     "vendor": ("vendor", "manufacturer", "maker", "厂商", "制造商", "生产厂家", "厂家"),

@@ -10,6 +10,10 @@ Match = Literal["exact", "lexical", "semantic"]
 HitKind = Literal["entry", "page"]
 
 
+class ManualError(Exception):
+    """A file that cannot be indexed; the message says why, for the operator."""
+
+
 class ManualInfo(BaseModel):
     file: str
     sha256: str

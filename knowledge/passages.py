@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from knowledge.codes import loose_key
-from knowledge.pdf import Page
 from knowledge.text import join_lines
+
+if TYPE_CHECKING:  # search uses code_terms without loading PyMuPDF
+    from knowledge.pdf import Page
 
 # The embedding model reads 128 word pieces: about 80 English words or 110 CJK characters.
 MAX_WIDTH = 110

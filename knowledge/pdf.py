@@ -12,6 +12,7 @@ from pathlib import Path
 import pymupdf
 
 from knowledge.bands import Bands, PositionedText, find_bands
+from knowledge.models import ManualError
 from knowledge.ocr import OcrError, languages_for, needs_ocr, ocr_pages, shows_images
 from knowledge.sections import fault_pages
 
@@ -21,10 +22,6 @@ MIN_TABLE_DRAWINGS = 4  # find_tables only looks for ruled tables; skip pages wi
 # in this middle share of the page width.
 GUTTER_ZONE = (0.3, 0.7)
 LETTER_SPACED_TOKEN = 4.0  # mean characters per token of a line whose words fell apart (English: ~5)
-
-
-class ManualError(Exception):
-    """A file that cannot be indexed; the message says why, for the operator."""
 
 
 @dataclass(frozen=True)

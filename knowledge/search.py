@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from knowledge.codes import DISPLAY_TOKEN, MENTION, code_key, is_named, lookup_keys, loose_key
+from knowledge.codes import DISPLAY_TOKEN, MENTION, code_key, is_named, lookup_keys, loose_key, scope_key
 
 if TYPE_CHECKING:
     from knowledge.code_linker import CodeLinker
 from knowledge.embed import Embedder
 from knowledge.glossary import expand, translate_to_english
-from knowledge.index import scope_key
 from knowledge.manual_names import ManualNames
 from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
@@ -67,6 +66,7 @@ class _Snapshot:
     ids: np.ndarray | None = None
     vectors: np.ndarray | None = None
     masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    entry_pages: dict[tuple, set[tuple[str, int]]] | None = None
     linker: CodeLinker | None = None
 
 
@@ -220,7 +220,10 @@ class ManualIndex:
         rankings = [r for r in rankings if r[2]]
         total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
         faultish = bool(codes_or_fault_words(text))
-        rows = {group: row for _, _, ranks in rankings for group, (row, _) in ranks.items()}
+        rows: dict[tuple, dict] = {}
+        for _, _, ranks in rankings:  # an entry is represented by its row in the question's own rankings first
+            for group, (row, _) in ranks.items():
+                rows.setdefault(group, row)
         ranked = []
         for group, row in rows.items():
             votes = [(weight / (RRF_K + 1 + ranks[group][1]), how) for weight, how, ranks in rankings if group in ranks]
@@ -228,6 +231,7 @@ class ManualIndex:
             prior *= LANGUAGE_PRIOR if row["language"] == lang else 1.0
             match: Match = max(votes)[1]
             ranked.append((row, sum(v for v, _ in votes) / total * prior, match))
+        ranked = _entries_over_their_pages(ranked, self._entry_pages(snap))
         # A manual the question names comes first: the technician said which machine it is.
         ranked.sort(key=lambda item: (item[0]["manual_sha256"] not in mentioned, -item[1]))
         words = frozenset(terms(f"{text} {other}") + code_terms(text, every_token=True))
@@ -235,6 +239,17 @@ class ManualIndex:
         if not hits:
             return self._version_not_found(snap, text, [row for row, _, _ in ranked], version)
         return SearchResult(status="ok", hits=hits)
+
+    @staticmethod
+    def _entry_pages(snap: _Snapshot) -> dict[tuple, set[tuple[str, int]]]:
+        """Each entry's pages in every manual (edition, version) it was extracted from."""
+        if snap.entry_pages is None:
+            snap.entry_pages = {}
+            for row in snap.rows.values():
+                if row["kind"] == "entry":
+                    snap.entry_pages.setdefault(_group(row), set()).update(
+                        (row["manual_sha256"], page) for page in json.loads(row["pages"]))
+        return snap.entry_pages
 
     def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
                     semantic: list[tuple[int, float]]) -> bool:
@@ -464,6 +479,29 @@ def _group(row: dict) -> tuple:
     if row["kind"] == "page":
         return "page", row["manual_sha256"], row["page"]
     return row["vendor_key"], row["model_key"], row["code_key"]
+
+
+def _entries_over_their_pages(ranked: list[tuple[dict, float, Match]],
+                              entry_pages: dict[tuple, set[tuple[str, int]]]) -> list[tuple[dict, float, Match]]:
+    """A page that matched and an entry extracted from it (in any edition) are one answer, and
+    the entry is the better one: it takes the page's score when that is higher, and the page
+    leaves the list."""
+    best_entry: dict[tuple[str, int], int] = {}
+    for position, (row, score, _) in enumerate(ranked):
+        if row["kind"] == "entry":
+            for key in entry_pages.get(_group(row), ()):
+                if key not in best_entry or ranked[best_entry[key]][1] < score:
+                    best_entry[key] = position
+    out = list(ranked)
+    dropped = set()
+    for position, (row, score, match) in enumerate(ranked):
+        entry = best_entry.get((row["manual_sha256"], row["page"])) if row["kind"] == "page" else None
+        if entry is not None:
+            dropped.add(position)
+            entry_row, entry_score, entry_match = out[entry]
+            if score > entry_score:
+                out[entry] = (entry_row, score, match)
+    return [item for position, item in enumerate(out) if position not in dropped]
 
 
 def _group_ranks(snap: _Snapshot, found: list[tuple[int, float]]) -> dict[tuple, tuple[dict, int]]:

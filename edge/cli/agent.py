@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from rich.console import Console
 
@@ -27,14 +28,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_ask(args: argparse.Namespace, config: Config) -> int:
     from edge.agent import Agent, UnknownDevice
+    from edge.manual_index import ensure_index
+    from knowledge.search import IndexMissing
 
+    err = Console(stderr=True)
+    ensure_index(config)
     agent = Agent(config)
     try:
-        # A one-shot command has no background to warm in: symptom questions deserve semantic search.
-        agent.warm()
+        # A one-shot command has no background to warm in: what this question needs loads now (the SBERT
+        # model for a symptom; nothing for a fault code, which is an exact lookup).
+        agent.warm_for(args.question, args.device, actor="operator")
         record = agent.ask(args.question, device_id=args.device, actor="operator")
     except UnknownDevice as exc:
-        Console(stderr=True).print(f"[red]fixloop ask:[/] {exc}")
+        err.print(f"[red]fixloop ask:[/] {exc}")
+        return 2
+    except IndexMissing as exc:  # there, but unreadable or embedded with another model
+        print(f"fixloop ask: {exc}", file=sys.stderr)
         return 2
     finally:
         agent.close()

@@ -12,16 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from edge.config import Config
-from knowledge.index import BuildError, BuildEvent, BuildReport, build_index, read_status
+from edge.manual_index import ensure_index
 from knowledge.models import Scope, SearchResult
 from knowledge.search import IndexMissing, ManualIndex
+
+if TYPE_CHECKING:  # the build side loads PyMuPDF and sqlite-utils: not for a cold `fixloop search E102`
+    from knowledge.index import BuildEvent, BuildReport
 
 STATUS_STYLE = {"indexed": "green", "reused": "cyan", "failed": "red", "duplicate": "yellow"}
 
@@ -64,6 +67,10 @@ def _db(args: argparse.Namespace, config: Config) -> Path:
 
 
 def run_index_build(args: argparse.Namespace, config: Config) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from knowledge.index import BuildError, build_index
+
     console = Console(stderr=True)
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
@@ -92,6 +99,8 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
 
 
 def _overrides(args: argparse.Namespace, config: Config) -> dict[str, str | None]:
+    from knowledge.index import BuildError
+
     if args.device is not None and args.device not in config.devices:
         raise BuildError(f"unknown device {args.device!r}; known devices: {', '.join(sorted(config.devices))}")
     return {"vendor": args.vendor, "model": args.machine_model, "version": args.version, "device": args.device}
@@ -134,6 +143,8 @@ def _print_build(console: Console, report: BuildReport) -> None:
 
 
 def run_index_status(args: argparse.Namespace, config: Config) -> int:
+    from knowledge.index import BuildError, read_status
+
     try:
         status = read_status(_db(args, config))
     except BuildError as exc:
@@ -170,6 +181,8 @@ def run_search(args: argparse.Namespace, config: Config) -> int:
     if args.k < 1:
         err.print("[red]fixloop search: --k must be at least 1[/red]")
         return 2
+    if args.db is None:
+        ensure_index(config)  # the demo plant's index is built on first use; a plant's own config says how
     index = ManualIndex(_db(args, config), model_path=config.knowledge.model_path,
                         semantic_languages=tuple(config.knowledge.semantic_languages))
     try:

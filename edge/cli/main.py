@@ -8,6 +8,7 @@ import os
 import sys
 
 from edge.config import ConfigError, load_config
+from edge.manual_index import IndexNotBuilt
 
 # Modules under edge/cli/ that contribute subcommands, in help order.
 AREAS = ["agent", "knowledge", "plc", "outbox", "service", "runs", "ops"]
@@ -36,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"fixloop: {exc}", file=sys.stderr)
         return 2
-    return int(args.func(args, config) or 0)
+    try:
+        return int(args.func(args, config) or 0)
+    except IndexNotBuilt as exc:  # a plant's config without its manual index: say how to build it
+        print(f"fixloop {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -50,8 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_doctor(args: argparse.Namespace, config: Config) -> int:
     from edge.doctor import as_json, failed, run_checks
 
-    source = args.config or os.environ.get("FIXLOOP_CONFIG") or "embedded demo config"
-    checks = run_checks(config, source)
+    checks = run_checks(config, config.source)
     if args.json:
         print(as_json(checks))
         return 1 if failed(checks) else 0
