@@ -22,6 +22,7 @@ MIN_TABLE_DRAWINGS = 4  # find_tables only looks for ruled tables; skip pages wi
 # in this middle share of the page width.
 GUTTER_ZONE = (0.3, 0.7)
 LETTER_SPACED_TOKEN = 4.0  # mean characters per token of a line whose words fell apart (English: ~5)
+STRAY_LETTER_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Block:
     size: float
     bold: bool
     bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    line_x: tuple[float, ...] = ()  # where each line starts: the column it belongs to in an unruled table
 
 
 @dataclass(frozen=True)
@@ -205,8 +207,12 @@ class _Respacer:
 
 
 def _letter_spaced(text: str) -> bool:
+    """Short tokens on average, or words broken into stray letters (`Soft l imits`). A false alarm
+    costs only time: rebuilding a normal line from its glyphs gives the same text."""
     tokens = text.split()
-    return len(tokens) >= 3 and sum(map(len, tokens)) <= LETTER_SPACED_TOKEN * len(tokens)
+    stray = sum(len(t) == 1 and t.isalpha() and t not in "aAI" for t in tokens)
+    return len(tokens) >= 3 and (sum(map(len, tokens)) <= LETTER_SPACED_TOKEN * len(tokens)
+                                 or stray >= max(2, STRAY_LETTER_SHARE * len(tokens)))
 
 
 def _words(glyphs: list[dict]) -> str:
@@ -274,7 +280,7 @@ def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
         if lines:
             box = _RawBlock(lines=lines, size=block.size, bold=block.bold).bbox
             kept.append(Block(text="\n".join(text for text, _ in lines), size=block.size, bold=block.bold,
-                              bbox=tuple(box)))
+                              bbox=tuple(box), line_x=tuple(bbox[0] for _, bbox in lines)))
     return Page(number=page.number + 1, blocks=kept, text_blocks=[block.text for block in kept])
 
 

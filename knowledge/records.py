@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from knowledge.codes import code_key, named_alarm, parse_code_cell, parse_heading
 from knowledge.models import FaultRecord
-from knowledge.pdf import Page
+from knowledge.pdf import Block, Page
 from knowledge.sections import FAULT_WORDS
 from knowledge.text import join_lines
 
@@ -115,7 +115,7 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
                     and not _LABEL.match(unicodedata.normalize("NFKC", block.text))):
                 current.title = join_lines(block.text)  # a code printed alone, its message below it
                 continue
-            led = _code_led(block.text)
+            led = _code_led(block)
             if led is not None:  # a row of an unruled table: code, name, then the description
                 current = led
                 current.page = page.number
@@ -132,17 +132,24 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
     return drafts
 
 
-def _code_led(text: str) -> _Draft | None:
-    """A block whose first line is a code alone (with letters: `0x0400`, `Er4`, not a bare
-    number, which may be anything) and whose next line names it."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) < 2 or not re.search(r"[A-Za-z]", lines[0]):
+def _code_led(block: Block) -> _Draft | None:
+    """A row of an unruled table read as one block: a code alone on its first line (with letters:
+    `0x0400`, `Er4`; a bare number may be anything), its name on the next. Later lines that start
+    where the name starts continue the name (the name cell wrapped); the others describe."""
+    lines = block.text.splitlines()
+    starts = list(block.line_x) if len(block.line_x) == len(lines) else [None] * len(lines)
+    rows = [(line, x) for line, x in zip(lines, starts) if line.strip()]
+    if len(rows) < 2 or not re.search(r"[A-Za-z]", rows[0][0]):
         return None
-    code = parse_code_cell(lines[0])
+    code = parse_code_cell(rows[0][0])
     if code is None:
         return None
-    draft = _Draft(code=code, title=join_lines(lines[1]), page=0, source="text")
-    for unit in _units("\n".join(lines[2:])):
+    name_x = rows[1][1]
+    wrapped = [name_x is not None and x is not None and abs(x - name_x) < 2 for _, x in rows[2:]]
+    in_name = [line for (line, _), name in zip(rows[2:], wrapped) if name]
+    described = [line for (line, _), name in zip(rows[2:], wrapped) if not name]
+    draft = _Draft(code=code, title=join_lines("\n".join([rows[1][0], *in_name])), page=0, source="text")
+    for unit in _units("\n".join(described)):
         _add_unit(draft, unit)
     return draft
 
