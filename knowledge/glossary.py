@@ -29,6 +29,7 @@ class Concept:
     zh: tuple[str, ...]
 
 
+@lru_cache(maxsize=1024)
 def expand(text: str) -> str:
     """The other language's variants of every concept in `text`, space-joined, to add to a lexical query.
 
@@ -41,6 +42,7 @@ def expand(text: str) -> str:
     return " ".join(dict.fromkeys(out))
 
 
+@lru_cache(maxsize=1024)
 def translate_to_english(text: str) -> str:
     """An English rendition of a (mostly) Chinese query: each concept's English name and
     every Latin token (codes, model names), in the order they appear. Chinese words the

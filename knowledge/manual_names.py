@@ -7,6 +7,7 @@ manual) names none of them.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from typing import Iterable
@@ -41,19 +42,41 @@ class ManualNames:
         for sha, own in self._names.items():
             for name in own:
                 self._owners.setdefault(name, set()).add(sha)
+        # Indexes for the three ways a question names a manual, so a library of hundreds of
+        # manuals costs a question a few lookups, not a pass over every name.
+        self._sorted = sorted(n for n in self._owners if len(n) >= PREFIX_LETTERS and not _is_cjk(n))
+        self._designations = [n for n in self._owners if any(c.isdigit() for c in n)]
+        self._cjk = [n for n in self._owners if _is_cjk(n)]
 
     def mentioned(self, question: str) -> set[str]:
         """sha256 of each manual the question names."""
         return {sha for name in self._matched(question) for sha in self._owners[name]}
 
-    def _matched(self, question: str) -> list[str]:
-        asked = _question_tokens(question)
-        return [name for name in self._owners if _named(name, asked, question)]
+    def _matched(self, question: str) -> set[str]:
+        matched = {name for name in self._cjk if name in question}
+        for token in _question_tokens(question):
+            matched.update(self._named_by(token))
+        return matched
+
+    def _named_by(self, token: str) -> set[str]:
+        """Names a token names: itself; a longer name it begins (`gecko` → geckodrive) or a shorter
+        name it begins with; a designation it is part of (`980mdi` → gsk980mdi)."""
+        found = {token} if token in self._owners else set()
+        if len(token) >= PREFIX_LETTERS and token not in _GENERIC:
+            start = bisect.bisect_left(self._sorted, token)
+            for name in self._sorted[start:]:
+                if not name.startswith(token):
+                    break
+                found.add(name)
+            found.update(token[:n] for n in range(PREFIX_LETTERS, len(token)) if token[:n] in self._owners)
+            if any(c.isdigit() for c in token) and not token.isdigit():
+                found.update(name for name in self._designations if token in name)
+        return found
 
     def without_names(self, question: str) -> str:
         """The question without the words that name a manual: once the manual is known, `FR-SX`
         says nothing about which of its pages answers (and matches its title page best)."""
-        names = set(self._matched(question))
+        names = self._matched(question)
         if not names:
             return question
         kept = []
@@ -63,11 +86,17 @@ class ManualNames:
             if cjk:
                 for name in (n for n in names if re.fullmatch(r"[\u3400-\u9fff]+", n) and n in token):
                     token = token.replace(name, " ")
-            elif lowered.strip() and _named_token(lowered, names):
+            elif lowered.strip() and self._names_only(lowered, names):
                 continue
             kept.append(token)
         rest = " ".join("".join(kept).split())
         return rest or question
+
+    def _names_only(self, token: str, names: set[str]) -> bool:
+        """Whether every part of a token names one of `names` (`FR-SX`, `EP100`), not just one part."""
+        parts = {name for t in _TOKEN.findall(token) for name in [_SEPARATOR.sub("", t), *_SEPARATOR.split(t)]
+                 if len(name) >= MIN_LETTERS}
+        return bool(parts) and all(self._named_by(part) & names for part in parts)
 
 
 def _names(manual: dict) -> set[str]:
@@ -99,21 +128,5 @@ def _question_tokens(question: str) -> set[str]:
             if len(name) >= MIN_LETTERS}
 
 
-def _named_token(token: str, names: set[str]) -> bool:
-    parts = {name for t in _TOKEN.findall(token) for name in [_SEPARATOR.sub("", t), *_SEPARATOR.split(t)]
-             if len(name) >= MIN_LETTERS}
-    return bool(parts) and all(any(_named(n, {p}, token) for n in names) for p in parts)
-
-
-def _named(name: str, asked: set[str], question: str) -> bool:
-    if re.fullmatch(r"[\u3400-\u9fff]+", name):
-        return name in question
-    if name in asked:
-        return True
-    # A designation typed without its prefix: `980MDi` names GSK980MDi.
-    if any(len(token) >= PREFIX_LETTERS and any(c.isdigit() for c in token) and not token.isdigit() and token in name
-           for token in asked):
-        return True
-    return len(name) >= PREFIX_LETTERS and any(
-        len(token) >= PREFIX_LETTERS and token not in _GENERIC and (name.startswith(token) or token.startswith(name))
-        for token in asked)
+def _is_cjk(name: str) -> bool:
+    return bool(re.fullmatch(r"[\u3400-\u9fff]+", name))

@@ -14,6 +14,7 @@ import re
 import sqlite3
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -49,7 +50,13 @@ FAULT_PAGE_PRIOR = 1.3
 CROSS_WEIGHT = 0.7
 LANGUAGE_PRIOR = 1.3  # a question is first about the manuals in its own language
 SNIPPET_CHARS = 280
+COMMON_SHARE = 0.05
+MIN_COMMON_DOCS = 2000  # a small library keeps all its words: scoring them costs nothing there
+KEEP_RAREST = 4
+MAX_TERMS = 32
 Mode = Literal["hybrid", "lexical", "semantic"]
+# Embeds questions beside the word search; one thread, as the model allows one encode at a time.
+_ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="question-embedding")
 
 
 class IndexMissing(Exception):
@@ -67,6 +74,8 @@ class _Snapshot:
     vectors: np.ndarray | None = None
     masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     entry_pages: dict[tuple, set[tuple[str, int]]] | None = None
+    scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    doc_counts: dict[str, int] = field(default_factory=dict)
     linker: CodeLinker | None = None
 
 
@@ -94,10 +103,15 @@ class ManualIndex:
             return set()
 
     def warm(self) -> None:
-        """Load the model and the vectors now, so the first symptom query does not wait."""
+        """Load now what the first free-text question would wait for: the model, the vectors, the
+        code linker (spaCy), the Chinese word list (jieba) and the glossary."""
         self.embedder.load()
+        snap = self._current()
         with self._lock:
-            self._vectors(self._current())
+            self._vectors(snap)
+            self._linker(snap)
+        terms("预热")
+        expand("warm up")
 
     def query(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3) -> SearchResult:
         """Free text as a technician types it: a code in it is looked up exactly, the rest searched.
@@ -113,13 +127,10 @@ class ManualIndex:
         answered = next((r for r in code_results if _answers(r, mentioned)), None)
         if answered is None:
             with self._lock:
-                if snap.linker is None:
-                    from knowledge.code_linker import CodeLinker  # spaCy: loaded on the first such query
-
-                    snap.linker = CodeLinker(self.codes())
                 # A short bare number is a code only after a cue word (which the pattern above saw):
                 # `blinks 6 times` is no alarm 6.
-                linked = [m.code for m in snap.linker.mentions(text, lang) if not (m.code.isdigit() and len(m.code) < 3)]
+                linked = [m.code for m in self._linker(snap).mentions(text, lang)
+                          if not (m.code.isdigit() and len(m.code) < 3)]
             code_results += [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
                              for code in linked if code not in codes]
             answered = next((r for r in code_results if _answers(r, mentioned)), None)
@@ -129,6 +140,13 @@ class ManualIndex:
             return answered
         result = self.search(text, scope, version, k=k)
         return code_results[0] if result.status == "not_found" and code_results else result
+
+    def _linker(self, snap: _Snapshot) -> CodeLinker:
+        if snap.linker is None:
+            from knowledge.code_linker import CodeLinker  # spaCy: loaded on the first such question
+
+            snap.linker = CodeLinker(self.codes())
+        return snap.linker
 
     def _prefer(self, result: SearchResult, mentioned: set[str], lang: str) -> SearchResult:
         """Hits from the manuals the question names first (`EP100 err 9`, not alarm 9 of another
@@ -192,6 +210,10 @@ class ManualIndex:
         readable = set(self.semantic_languages)
         mentioned = snap.names.mentioned(text)
         named, text = text, snap.names.without_names(text)
+        # The question is embedded on another core while SQLite ranks by words (both let go of the GIL).
+        rendition = "" if lang in readable else translate_to_english(text)
+        asked = text if lang in readable else rendition
+        encoding = _ENCODER.submit(self.embedder.encode, [asked]) if mode != "lexical" and asked.strip() else None
         lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
         # A printed code (bit20, E-trip, 0023) says more than any word around it: its own ranking.
         coded = self._lexical(snap, text, scope, codes_only=True) if mode != "semantic" and _CODE_LIKE_WORD.search(text) else []
@@ -200,14 +222,14 @@ class ManualIndex:
         other = expand(text)
         if mode != "semantic" and other:
             cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
-        rendition = ""
-        if mode != "lexical":
+        if encoding is not None:
+            closest = [(i, s) for i, s in self._semantic(snap, encoding.result()[0], scope)
+                       if snap.rows[i]["language"] in readable]
             if lang in readable:
-                semantic = [(i, s) for i, s in self._semantic(snap, text, scope) if snap.rows[i]["language"] in readable]
-            elif (rendition := translate_to_english(text)).strip():
-                cross.append([(i, s) for i, s in self._semantic(snap, rendition, scope)
-                              if snap.rows[i]["language"] in readable and snap.rows[i]["language"] != lang])
-        if self._unanswered(snap, text, lexical, semantic or (cross[-1] if rendition else [])):
+                semantic = closest
+            else:  # an English-only model read the question's English rendition: a cross-language ranking
+                cross.append([(i, s) for i, s in closest if snap.rows[i]["language"] != lang])
+        if self._unanswered(snap, text, lexical, semantic or (cross[-1] if encoding and lang not in readable else [])):
             return SearchResult(
                 status="not_found",
                 message=f"No manual section matches {named!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
@@ -277,7 +299,7 @@ class ManualIndex:
         """BM25 over the question's words and the display forms of its code-like tokens, or
         (`codes_only`) over those display forms alone."""
         words = [] if codes_only else list(dict.fromkeys(terms(text)))
-        words = list(dict.fromkeys(words + code_terms(text, every_token=True)))
+        words = self._informative(snap, list(dict.fromkeys(words + code_terms(text, every_token=True))))
         if not words:
             return []
         expression = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
@@ -291,8 +313,25 @@ class ManualIndex:
             return [(i, score) for i, score in snap.conn.execute(
                 f"{sql} ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT {CANDIDATES}", params)]
 
-    def _semantic(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
-        query = self.embedder.encode([text])[0]
+    def _informative(self, snap: _Snapshot, words: list[str]) -> list[str]:
+        """The words worth a lookup: one on a twentieth of a large library's pages and entries
+        (motor, fault) adds next to nothing to BM25 but makes SQLite score every row it is on.
+        The rarest few stay."""
+        if not words:
+            return []
+        with self._lock:
+            unknown = [w for w in words if w not in snap.doc_counts]
+            if unknown:
+                snap.doc_counts.update({w: 0 for w in unknown})
+                snap.doc_counts.update(snap.conn.execute(
+                    f"SELECT term, doc FROM temp.vocab WHERE term IN ({','.join('?' * len(unknown))})", unknown))
+            # A word missing from the vocabulary may be there under its stem (`trips` is `trip`): kept.
+            counts = {w: snap.doc_counts[w] for w in words}
+        limit = max(COMMON_SHARE * len(snap.rows), MIN_COMMON_DOCS)
+        ranked = sorted(words, key=lambda w: counts[w])
+        return [w for n, w in enumerate(ranked) if counts[w] <= limit or n < KEEP_RAREST][:MAX_TERMS]
+
+    def _semantic(self, snap: _Snapshot, query: np.ndarray, scope: Scope) -> list[tuple[int, float]]:
         with self._lock:
             ids, vectors = self._vectors(snap)
             if len(ids) == 0:
@@ -384,7 +423,7 @@ class ManualIndex:
     # -- not found --------------------------------------------------------
 
     def _code_not_found(self, snap: _Snapshot, code: str, scope: Scope) -> SearchResult:
-        codes = {row["code_key"]: row["code"] for row in snap.rows.values() if _in_scope(row, scope)}
+        codes = self._codes_in(snap, scope)
         key = code_key(code)
         prefix = re.match(r"[A-Z]*", key).group(0)
         near = sorted((k for k in codes if prefix and k.startswith(prefix) and len(k) == len(key)),
@@ -398,6 +437,16 @@ class ManualIndex:
             suggestion=(f"Check the code on the HMI{' (did you mean ' + codes[near[0]] + '?)' if near else ''}, "
                         "or describe the symptom in `query` instead."),
         )
+
+    def _codes_in(self, snap: _Snapshot, scope: Scope) -> dict[str, str]:
+        """Code key → code as printed, of the entries in a scope (kept per snapshot: a typo's near
+        codes are looked for in every entry)."""
+        key = (scope_key(scope.vendor), scope_key(scope.model))
+        with self._lock:
+            if key not in snap.scope_codes:
+                snap.scope_codes[key] = {row["code_key"]: row["code"] for row in snap.rows.values()
+                                         if row["kind"] == "entry" and _in_scope(row, scope)}
+            return snap.scope_codes[key]
 
     def _version_not_found(self, snap: _Snapshot, asked: str, rows: list[dict], version: str | None) -> SearchResult:
         available = sorted({r["version"] for r in rows if r["version"]}, key=version_order)
@@ -448,6 +497,9 @@ class ManualIndex:
                 conn.close()
             raise IndexMissing(f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`") from None
         conn.row_factory = None
+        # Document counts per term, for leaving out words on every page (a table in this
+        # connection's own temporary database: the index file is opened read-only).
+        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, records_fts, row)")
         snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""),
                          names=ManualNames(manuals.values()))
         weakref.finalize(snap, conn.close)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -62,6 +63,8 @@ def main() -> int:
     ranks, times = evaluate(index, queries, args.misses)
     print_recall(ranks)
     print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
+    print(f"  baselines in this run: BM25 only {percentiles(timed(lambda q: index.search(q, k=5, mode='lexical'), queries))}"
+          f"; the question's embedding alone {percentiles(timed(lambda q: index.embedder.encode([q]), queries))}")
     if args.pad:
         padded = pad_index(db, args.pad)
         big = ManualIndex(padded, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
@@ -109,6 +112,15 @@ def evaluate(index: ManualIndex, queries: list[dict], show_misses: bool) -> tupl
     return ranks, times
 
 
+def timed(run, queries: list[dict]) -> list[float]:
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        run(q["q"])
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
 def is_hit(hit, q: dict) -> bool:
     pages = set(hit.pages or [hit.page])
     wanted = {p + d for p in q["pages"] for d in (-1, 0, 1)}
@@ -141,33 +153,23 @@ def pad_index(db: Path, rows: int) -> Path:
     """A copy of the index with its rows repeated under other manuals until it holds `rows`:
     the same vectors and words, so latency grows as it would with a plant's library."""
     padded = db.with_name(db.stem + f"-padded{rows}.sqlite")
-    padded.unlink(missing_ok=True)
+    shutil.copy(db, padded)
     conn = sqlite3.connect(padded)
-    conn.execute("ATTACH DATABASE ? AS src", (str(db),))
-    conn.executescript("""
-        CREATE TABLE meta AS SELECT * FROM src.meta;
-        CREATE TABLE manuals AS SELECT * FROM src.manuals;
-        CREATE TABLE records AS SELECT * FROM src.records;
-    """)
     columns = [c[1] for c in conn.execute("PRAGMA table_info(records)") if c[1] != "id"]
-    names = ", ".join(columns)
+    manual_columns = [c[1] for c in conn.execute("PRAGMA table_info(manuals)")]
+    original = conn.execute("SELECT max(id) FROM records").fetchone()[0]
     copy = 0
     while conn.execute("SELECT count(*) FROM records").fetchone()[0] < rows:
         copy += 1
-        conn.execute(f"INSERT INTO manuals SELECT sha256 || '-pad{copy}', 'pad{copy}-' || file, path, title, vendor,"
-                     f" model, version, language, valid_for, pages, scanned_pages, ocr_pages, fault_sections, device,"
-                     f" overrides, records, size, mtime, indexed_at FROM src.manuals")
+        conn.execute(f"INSERT INTO manuals ({', '.join(manual_columns)}) SELECT "
+                     + ", ".join(f"{c} || '-pad{copy}'" if c in ("sha256", "file") else c for c in manual_columns)
+                     + " FROM manuals WHERE sha256 NOT LIKE '%-pad%'")
         select = ", ".join(f"manual_sha256 || '-pad{copy}'" if c == "manual_sha256"
-                           else f"vendor_key || 'pad{copy}'" if c == "vendor_key" else c for c in columns)
-        conn.execute(f"INSERT INTO records ({names}) SELECT {select} FROM src.records")
+                           else f"vendor_key || 'PAD{copy}'" if c == "vendor_key" else c for c in columns)
+        conn.execute(f"INSERT INTO records ({', '.join(columns)}) SELECT {select} FROM records WHERE id <= ?",
+                     (original,))
     conn.execute("DELETE FROM records WHERE id > ?", (rows,))
-    conn.executescript("""
-        CREATE INDEX records_code_key ON records(code_key);
-        CREATE INDEX records_loose_key ON records(loose_key);
-        CREATE VIRTUAL TABLE records_fts USING fts5(lex_head, lex_body, content='records', content_rowid='id',
-                                                    tokenize='porter unicode61 remove_diacritics 2');
-        INSERT INTO records_fts(records_fts) VALUES ('rebuild');
-    """)
+    conn.execute("INSERT INTO records_fts(records_fts) VALUES ('rebuild')")
     conn.commit()
     conn.close()
     return padded
