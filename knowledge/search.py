@@ -31,9 +31,11 @@ from knowledge.manual_names import ManualNames
 from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
 from knowledge.passages import code_terms
+from knowledge.ranking import (
+    CODE_LIKE_WORD, codes_or_fault_words, entries_over_their_pages, entry_pages, fuse, group, snippet,
+)
 from knowledge.text import language, terms
 
-RRF_K = 60
 CANDIDATES = 50
 # A question answered by no manual still shares a word or two with some page. It is
 # `not_found` when its best match is neither close in meaning nor covers its words
@@ -43,13 +45,6 @@ MIN_COVERAGE = 0.5
 # A weaker match in meaning counts when the words agree: it is among the best few by words too.
 MIN_AGREED_SIMILARITY = 0.30
 AGREEMENT = 5
-# A structured entry is the better answer than the page it was extracted from; a page in a
-# fault section the better page for a question about a fault.
-ENTRY_PRIOR = 1.25
-FAULT_PAGE_PRIOR = 1.3
-CROSS_WEIGHT = 0.7
-LANGUAGE_PRIOR = 1.3  # a question is first about the manuals in its own language
-SNIPPET_CHARS = 280
 COMMON_SHARE = 0.05
 MIN_COMMON_DOCS = 2000  # a small library keeps all its words: scoring them costs nothing there
 KEEP_RAREST = 4
@@ -216,7 +211,7 @@ class ManualIndex:
         encoding = _ENCODER.submit(self.embedder.encode, [asked]) if mode != "lexical" and asked.strip() else None
         lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
         # A printed code (bit20, E-trip, 0023) says more than any word around it: its own ranking.
-        coded = self._lexical(snap, text, scope, codes_only=True) if mode != "semantic" and _CODE_LIKE_WORD.search(text) else []
+        coded = self._lexical(snap, text, scope, codes_only=True) if mode != "semantic" and CODE_LIKE_WORD.search(text) else []
         semantic: list[tuple[int, float]] = []
         cross: list[list[tuple[int, float]]] = []
         other = expand(text)
@@ -236,24 +231,12 @@ class ManualIndex:
                 suggestion="Give the fault code shown on the HMI (e.g. E102), or describe the symptom differently "
                            "(which part, what happens, since when).",
             )
-        rankings = [(1.0, "lexical", _group_ranks(snap, lexical)), (1.0, "semantic", _group_ranks(snap, semantic)),
-                    (1.0, "lexical", _group_ranks(snap, coded)),
-                    (CROSS_WEIGHT, "semantic", _fuse_ranks([_group_ranks(snap, c) for c in cross]))]
-        rankings = [r for r in rankings if r[2]]
-        total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
-        faultish = bool(codes_or_fault_words(text))
-        rows: dict[tuple, dict] = {}
-        for _, _, ranks in rankings:  # an entry is represented by its row in the question's own rankings first
-            for group, (row, _) in ranks.items():
-                rows.setdefault(group, row)
-        ranked = []
-        for group, row in rows.items():
-            votes = [(weight / (RRF_K + 1 + ranks[group][1]), how) for weight, how, ranks in rankings if group in ranks]
-            prior = (ENTRY_PRIOR if row["kind"] == "entry" else FAULT_PAGE_PRIOR if row["fault"] and faultish else 1.0)
-            prior *= LANGUAGE_PRIOR if row["language"] == lang else 1.0
-            match: Match = max(votes)[1]
-            ranked.append((row, sum(v for v, _ in votes) / total * prior, match))
-        ranked = _entries_over_their_pages(ranked, self._entry_pages(snap))
+        ranked = fuse(
+            own=[("lexical", [snap.rows[i] for i, _ in lexical]), ("semantic", [snap.rows[i] for i, _ in semantic]),
+                 ("lexical", [snap.rows[i] for i, _ in coded])],
+            cross=[[snap.rows[i] for i, _ in found] for found in cross],
+            language=lang, about_a_fault=codes_or_fault_words(text))
+        ranked = entries_over_their_pages(ranked, self._entry_pages(snap))
         # A manual the question names comes first: the technician said which machine it is.
         ranked.sort(key=lambda item: (item[0]["manual_sha256"] not in mentioned, -item[1]))
         words = frozenset(terms(f"{text} {other}") + code_terms(text, every_token=True))
@@ -264,13 +247,8 @@ class ManualIndex:
 
     @staticmethod
     def _entry_pages(snap: _Snapshot) -> dict[tuple, set[tuple[str, int]]]:
-        """Each entry's pages in every manual (edition, version) it was extracted from."""
         if snap.entry_pages is None:
-            snap.entry_pages = {}
-            for row in snap.rows.values():
-                if row["kind"] == "entry":
-                    snap.entry_pages.setdefault(_group(row), set()).update(
-                        (row["manual_sha256"], page) for page in json.loads(row["pages"]))
+            snap.entry_pages = entry_pages(snap.rows.values())
         return snap.entry_pages
 
     def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
@@ -285,8 +263,8 @@ class ManualIndex:
         words = set(terms(text)) | set(code_terms(text))
         if words and lexical and max(self._coverage(snap, i, words) for i, _ in lexical[:AGREEMENT]) >= MIN_COVERAGE:
             return False
-        by_words = {_group(snap.rows[i]) for i, _ in lexical[:AGREEMENT]}
-        return not (best >= MIN_AGREED_SIMILARITY and _group(snap.rows[semantic[0][0]]) in by_words)
+        by_words = {group(snap.rows[i]) for i, _ in lexical[:AGREEMENT]}
+        return not (best >= MIN_AGREED_SIMILARITY and group(snap.rows[semantic[0][0]]) in by_words)
 
     def _coverage(self, snap: _Snapshot, record_id: int, words: set[str]) -> float:
         with self._lock:
@@ -349,10 +327,10 @@ class ManualIndex:
         wanted = normalize_version(version) if version else ""
         groups: dict[tuple[str, str, str], list[tuple[dict, float, Match]]] = {}
         for item in ranked:
-            groups.setdefault(_group(item[0]), []).append(item)
+            groups.setdefault(group(item[0]), []).append(item)
         hits: list[Hit] = []
         covered: set[tuple[str, int]] = set()
-        for group, items in groups.items():
+        for grouping, items in groups.items():
             row = items[0][0]
             if row["kind"] == "page":
                 if (row["manual_sha256"], row["page"]) in covered:
@@ -361,7 +339,7 @@ class ManualIndex:
                 if len(hits) == k:
                     break
                 continue
-            vendor_key, model_key, key = group
+            vendor_key, model_key, key = grouping
             siblings = self._siblings(snap, vendor_key, model_key, key)
             candidates = [r for r in siblings if r["version"] == wanted] if wanted else siblings
             if not candidates:
@@ -395,7 +373,7 @@ class ManualIndex:
             manual_sha256=row["manual_sha256"], manual_title=row["manual_title"], version=row["version"],
             version_compatibility=(f"{row['version'] or 'unversioned'} manual" if page
                                    else self._compatibility(snap, row, siblings)),
-            kind=row["kind"], ocr=bool(row["ocr"]), snippet=_snippet(row, words),
+            kind=row["kind"], ocr=bool(row["ocr"]), snippet=snippet(row, words),
             language=row["language"], page=row["page"], pages=json.loads(row["pages"]), vendor=row["vendor"],
             model=row["model"], scope=_scope_name(Scope(vendor=row["vendor"], model=row["model"])) or "all machines",
             applies_to_device=applies, score=round(min(score, 1.0), 4), match=match,
@@ -527,91 +505,9 @@ def _short(text: str) -> bool:
     return 0 < len(text.split()) <= 3 and len(text.strip()) <= 24
 
 
-def _group(row: dict) -> tuple:
-    if row["kind"] == "page":
-        return "page", row["manual_sha256"], row["page"]
-    return row["vendor_key"], row["model_key"], row["code_key"]
-
-
-def _entries_over_their_pages(ranked: list[tuple[dict, float, Match]],
-                              entry_pages: dict[tuple, set[tuple[str, int]]]) -> list[tuple[dict, float, Match]]:
-    """A page that matched and an entry extracted from it (in any edition) are one answer, and
-    the entry is the better one: it takes the page's score when that is higher, and the page
-    leaves the list."""
-    best_entry: dict[tuple[str, int], int] = {}
-    for position, (row, score, _) in enumerate(ranked):
-        if row["kind"] == "entry":
-            for key in entry_pages.get(_group(row), ()):
-                if key not in best_entry or ranked[best_entry[key]][1] < score:
-                    best_entry[key] = position
-    out = list(ranked)
-    dropped = set()
-    for position, (row, score, match) in enumerate(ranked):
-        entry = best_entry.get((row["manual_sha256"], row["page"])) if row["kind"] == "page" else None
-        if entry is not None:
-            dropped.add(position)
-            entry_row, entry_score, entry_match = out[entry]
-            if score > entry_score:
-                out[entry] = (entry_row, score, match)
-    return [item for position, item in enumerate(out) if position not in dropped]
-
-
-def _group_ranks(snap: _Snapshot, found: list[tuple[int, float]]) -> dict[tuple, tuple[dict, int]]:
-    """Rank per machine and code (an entry) or per manual page (a passage): the versions and
-    language editions of one entry, or the passages of one page, do not push others down."""
-    return {_group(row): (row, rank) for rank, row in enumerate(_unique_groups(snap.rows[i] for i, _ in found))}
-
-
-def _fuse_ranks(rankings: list[dict[tuple, tuple[dict, int]]]) -> dict[tuple, tuple[dict, int]]:
-    """Several rankings as one, by reciprocal rank."""
-    scores: dict[tuple, float] = {}
-    rows: dict[tuple, dict] = {}
-    for ranks in rankings:
-        for group, (row, rank) in ranks.items():
-            scores[group] = scores.get(group, 0.0) + 1 / (RRF_K + 1 + rank)
-            rows[group] = row
-    order = sorted(scores, key=lambda group: -scores[group])
-    return {group: (rows[group], rank) for rank, group in enumerate(order)}
-
-
 def _answers(result: SearchResult, mentioned: set[str]) -> bool:
     """A code lookup answers unless the question names manuals and none of the hits is from them."""
     return result.status == "ok" and (not mentioned or result.hits[0].manual_sha256 in mentioned)
-
-
-def _snippet(row: dict, words: frozenset[str]) -> str:
-    """A page's passage from the line that shares the most words with the question (and the
-    line before it, which often names the table or the fault); an entry's code, name and cause."""
-    if row["kind"] == "page":
-        lines = [line for line in row["snippet"].splitlines() if line.strip()] or [""]
-        best = max(range(len(lines)), key=lambda i: len(words & set(terms(lines[i]) + code_terms(lines[i]))))
-        text = " ".join(" ".join(lines[max(0, best - 1):]).split())
-    else:
-        text = " — ".join(part for part in (f"{row['code']} {row['title']}".strip(), row["cause"]) if part)
-    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
-
-
-_FAULT_WORDS = re.compile(r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪",
-                          re.I)
-
-
-# A token with a letter and a digit, or a zero-padded number: how codes are printed.
-_CODE_LIKE_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+[.\-]?\d+|\d+[A-Za-z]+|0\d+|[A-Za-z]{1,4}[.\-][A-Za-z0-9]{2,})"
-                             r"(?![A-Za-z0-9])")
-
-
-def codes_or_fault_words(text: str) -> bool:
-    return bool(MENTION.search(text) or _FAULT_WORDS.search(text))
-
-
-def _unique_groups(rows) -> list[dict]:
-    seen: set[tuple] = set()
-    out = []
-    for row in rows:
-        if _group(row) not in seen:
-            seen.add(_group(row))
-            out.append(row)
-    return out
 
 
 def _in_scope(row: dict, scope: Scope) -> bool:

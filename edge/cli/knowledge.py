@@ -113,7 +113,7 @@ def _print_build(console: Console, report: BuildReport) -> None:
         table.add_column(column, justify="right" if column in numbers else "left")
     for m in report.manuals:
         note = m.error or "; ".join(
-            ([f"no fault entries found: searched as pages only"] if m.status == "indexed" and not m.records else [])
+            (["no fault entries found: searched as pages only"] if m.status == "indexed" and not m.records else [])
             + ([f"no text on p. {', '.join(map(str, m.scanned_pages))}"] if m.scanned_pages else [])
             + ([f"{m.duplicates} duplicate entries merged"] if m.duplicates else [])
             + m.warnings)

@@ -1,0 +1,133 @@
+"""Ranking the index's rows for a question: rankings fused by reciprocal rank, the priors that
+tilt them, an entry taking over the page it came from, and the snippet a hit shows.
+
+A row is an entry (one fault code of one manual) or a page passage. Ranks are counted per
+group: per machine and code for entries, so the versions and language editions of one entry
+do not push others down; per manual page for passages, so the passages of one page do not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+from knowledge.codes import MENTION
+from knowledge.models import Match
+from knowledge.passages import code_terms
+from knowledge.text import terms
+
+RRF_K = 60
+# A structured entry is the better answer than the page it was extracted from; a page in a
+# fault section the better page for a question about a fault; a question is first about the
+# manuals in its own language.
+ENTRY_PRIOR = 1.25
+FAULT_PAGE_PRIOR = 1.3
+LANGUAGE_PRIOR = 1.3
+# The other language's rows (reached through the glossary or an English rendition) count less.
+CROSS_WEIGHT = 0.7
+SNIPPET_CHARS = 280
+
+Ranked = list[tuple[dict, float, Match]]
+_FAULT_WORDS = re.compile(r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪",
+                          re.I)
+# A token with a letter and a digit, a zero-padded number, or a display code: how codes are printed.
+CODE_LIKE_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+[.\-]?\d+|\d+[A-Za-z]+|0\d+|[A-Za-z]{1,4}[.\-][A-Za-z0-9]{2,})"
+                            r"(?![A-Za-z0-9])")
+
+
+def fuse(own: list[tuple[Match, list[dict]]], cross: list[list[dict]], language: str, about_a_fault: bool) -> Ranked:
+    """The question's own rankings (words, meaning, printed codes) and the cross-language ones
+    (merged into one, weighted less) as one list of (row, score, how it matched), best first."""
+    rankings = [(1.0, how, _group_ranks(rows)) for how, rows in own]
+    rankings.append((CROSS_WEIGHT, "semantic", _fuse_ranks([_group_ranks(rows) for rows in cross])))
+    rankings = [ranking for ranking in rankings if ranking[2]]
+    total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
+    rows: dict[tuple, dict] = {}
+    for _, _, ranks in rankings:  # an entry is represented by its row in the question's own rankings first
+        for key, (row, _) in ranks.items():
+            rows.setdefault(key, row)
+    ranked: Ranked = []
+    for key, row in rows.items():
+        votes = [(weight / (RRF_K + 1 + ranks[key][1]), how) for weight, how, ranks in rankings if key in ranks]
+        prior = ENTRY_PRIOR if row["kind"] == "entry" else FAULT_PAGE_PRIOR if row["fault"] and about_a_fault else 1.0
+        prior *= LANGUAGE_PRIOR if row["language"] == language else 1.0
+        ranked.append((row, sum(vote for vote, _ in votes) / total * prior, max(votes)[1]))
+    return sorted(ranked, key=lambda item: -item[1])
+
+
+def entries_over_their_pages(ranked: Ranked, entry_pages: dict[tuple, set[tuple[str, int]]]) -> Ranked:
+    """A page that matched and an entry extracted from it (in any edition) are one answer, and
+    the entry is the better one: it takes the page's score when that is higher, and the page
+    leaves the list. `entry_pages`: each entry group's (manual, page) pairs."""
+    best_entry: dict[tuple[str, int], int] = {}
+    for position, (row, score, _) in enumerate(ranked):
+        if row["kind"] == "entry":
+            for key in entry_pages.get(group(row), ()):
+                if key not in best_entry or ranked[best_entry[key]][1] < score:
+                    best_entry[key] = position
+    out = list(ranked)
+    dropped = set()
+    for position, (row, score, match) in enumerate(ranked):
+        entry = best_entry.get((row["manual_sha256"], row["page"])) if row["kind"] == "page" else None
+        if entry is not None:
+            dropped.add(position)
+            if score > out[entry][1]:
+                out[entry] = (out[entry][0], score, match)
+    return [item for position, item in enumerate(out) if position not in dropped]
+
+
+def group(row: dict) -> tuple:
+    if row["kind"] == "page":
+        return "page", row["manual_sha256"], row["page"]
+    return row["vendor_key"], row["model_key"], row["code_key"]
+
+
+def unique_groups(rows: Iterable[dict]) -> list[dict]:
+    seen: set[tuple] = set()
+    out = []
+    for row in rows:
+        if group(row) not in seen:
+            seen.add(group(row))
+            out.append(row)
+    return out
+
+
+def entry_pages(rows: Iterable[dict]) -> dict[tuple, set[tuple[str, int]]]:
+    """Each entry group's pages in every manual (edition, version) it was extracted from."""
+    pages: dict[tuple, set[tuple[str, int]]] = {}
+    for row in rows:
+        if row["kind"] == "entry":
+            pages.setdefault(group(row), set()).update((row["manual_sha256"], page) for page in json.loads(row["pages"]))
+    return pages
+
+
+def snippet(row: dict, words: frozenset[str]) -> str:
+    """A page's passage from the line that shares the most words with the question (and the
+    line before it, which often names the table or the fault); an entry's code, name and cause."""
+    if row["kind"] == "page":
+        lines = [line for line in row["snippet"].splitlines() if line.strip()] or [""]
+        best = max(range(len(lines)), key=lambda i: len(words & set(terms(lines[i]) + code_terms(lines[i]))))
+        text = " ".join(" ".join(lines[max(0, best - 1):]).split())
+    else:
+        text = " — ".join(part for part in (f"{row['code']} {row['title']}".strip(), row["cause"]) if part)
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
+
+
+def codes_or_fault_words(text: str) -> bool:
+    return bool(MENTION.search(text) or _FAULT_WORDS.search(text))
+
+
+def _group_ranks(rows: list[dict]) -> dict[tuple, tuple[dict, int]]:
+    return {group(row): (row, rank) for rank, row in enumerate(unique_groups(rows))}
+
+
+def _fuse_ranks(rankings: list[dict[tuple, tuple[dict, int]]]) -> dict[tuple, tuple[dict, int]]:
+    """Several rankings as one, by reciprocal rank."""
+    scores: dict[tuple, float] = {}
+    rows: dict[tuple, dict] = {}
+    for ranks in rankings:
+        for key, (row, rank) in ranks.items():
+            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + 1 + rank)
+            rows[key] = row
+    return {key: (rows[key], rank) for rank, key in enumerate(sorted(scores, key=lambda key: -scores[key]))}
