@@ -36,10 +36,14 @@ def expand(text: str) -> str:
     English found in the text adds the Chinese variants and Chinese found adds the
     English ones; text mixing both gets both. Empty when no concept is found.
     """
-    out: list[str] = []
-    for match, concept in _matches(_normalize(text)):
-        out.extend(concept.en if _CJK.search(match.group()) else concept.zh)
-    return " ".join(dict.fromkeys(out))
+    return " ".join(dict.fromkeys(variant for variants in translations(text) for variant in variants))
+
+
+@lru_cache(maxsize=1024)
+def translations(text: str) -> tuple[tuple[str, ...], ...]:
+    """Per concept found in `text`, in order, the other language's variants of it."""
+    return tuple(dict.fromkeys(concept.en if _CJK.search(match.group()) else concept.zh
+                               for match, concept in _matches(_normalize(text))))
 
 
 @lru_cache(maxsize=1024)

@@ -218,8 +218,9 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
 
 def _extract_all(jobs: list[tuple[Path, str]], overrides: dict[str, str | None], ocr: bool,
                  done: Callable[[Path, Extraction | ManualError], None]) -> dict[Path, Extraction | ManualError]:
-    """Manuals are extracted one per core: PyMuPDF holds one core per document. Workers are
-    forked from a server that never loaded torch (forking a process with torch's threads can hang)."""
+    """Manuals are extracted one per core: PyMuPDF holds one core per document. Workers are forked
+    (spawned ones would re-run a caller's script that lacks a `__main__` guard); they run only
+    PyMuPDF and Tesseract, never torch, whose threads do not survive a fork."""
     results: dict[Path, Extraction | ManualError] = {}
     workers = min(len(jobs), os.cpu_count() or 1)
     if workers < 2:
@@ -227,9 +228,7 @@ def _extract_all(jobs: list[tuple[Path, str]], overrides: dict[str, str | None],
             results[path] = _extract(path, sha, overrides, ocr)
             done(path, results[path])
         return results
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["knowledge.extract"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
         futures = {pool.submit(_extract, path, sha, overrides, ocr): path for path, sha in jobs}
         for future in as_completed(futures):
             results[futures[future]] = future.result()

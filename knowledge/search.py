@@ -26,7 +26,7 @@ from knowledge.codes import DISPLAY_TOKEN, MENTION, code_key, is_named, lookup_k
 if TYPE_CHECKING:
     from knowledge.code_linker import CodeLinker
 from knowledge.embed import Embedder
-from knowledge.glossary import expand, translate_to_english
+from knowledge.glossary import expand, translate_to_english, translations
 from knowledge.manual_names import ManualNames
 from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
@@ -224,7 +224,9 @@ class ManualIndex:
                 semantic = closest
             else:  # an English-only model read the question's English rendition: a cross-language ranking
                 cross.append([(i, s) for i, s in closest if snap.rows[i]["language"] != lang])
-        if self._unanswered(snap, text, lexical, semantic or (cross[-1] if encoding and lang not in readable else [])):
+        by_meaning = semantic or (cross[-1] if encoding and lang not in readable else [])
+        translated = cross[0] if other and cross else []
+        if self._unanswered(snap, text, lexical, by_meaning, translated):
             return SearchResult(
                 status="not_found",
                 message=f"No manual section matches {named!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
@@ -252,24 +254,43 @@ class ManualIndex:
         return snap.entry_pages
 
     def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
-                    semantic: list[tuple[int, float]]) -> bool:
+                    semantic: list[tuple[int, float]], translated: list[tuple[int, float]]) -> bool:
         """Nothing is close in meaning, nothing holds most of the question's words, and the
-        closest in meaning is not also among the best by words. (Coverage of the glossary's
-        translation is no evidence: its general words, battery or pressure, are on every
-        manual's pages.)"""
+        closest in meaning is not also among the best by words. The glossary's translation of
+        the words counts only where nothing can be compared by meaning (an English question, a
+        Chinese-only library): next to rows in the question's language, its general words
+        (battery, pressure) are on too many pages to be evidence."""
         best = semantic[0][1] if semantic else 0.0
         if best >= MIN_SIMILARITY:
             return False
-        words = set(terms(text)) | set(code_terms(text))
-        if words and lexical and max(self._coverage(snap, i, words) for i, _ in lexical[:AGREEMENT]) >= MIN_COVERAGE:
+        if self._covered(snap, text, lexical) or (not semantic and self._concepts_covered(snap, text, translated)):
             return False
         by_words = {group(snap.rows[i]) for i, _ in lexical[:AGREEMENT]}
         return not (best >= MIN_AGREED_SIMILARITY and group(snap.rows[semantic[0][0]]) in by_words)
 
+    def _covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
+        words = set(terms(text)) | set(code_terms(text))
+        return bool(words and found) and max(self._coverage(snap, i, words) for i, _ in found[:AGREEMENT]) >= MIN_COVERAGE
+
+    def _concepts_covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
+        """Most of the question's glossary concepts are on one of the best rows, in any of their
+        translations (a row says 过热 or 温度过高, rarely both)."""
+        concepts = [{term for variant in variants for term in terms(variant)} for variants in translations(text)]
+        if not concepts or not found:
+            return False
+        for record_id, _ in found[:AGREEMENT]:
+            words = self._row_words(snap, record_id)
+            if sum(bool(concept & words) for concept in concepts) >= MIN_COVERAGE * len(concepts):
+                return True
+        return False
+
     def _coverage(self, snap: _Snapshot, record_id: int, words: set[str]) -> float:
+        return len(words & self._row_words(snap, record_id)) / len(words)
+
+    def _row_words(self, snap: _Snapshot, record_id: int) -> set[str]:
         with self._lock:
             head, body = snap.conn.execute("SELECT lex_head, lex_body FROM records WHERE id = ?", (record_id,)).fetchone()
-        return len(words & set(f"{head} {body}".split())) / len(words)
+        return set(f"{head} {body}".split())
 
     # -- retrieval stages -------------------------------------------------
 
