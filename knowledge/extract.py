@@ -12,7 +12,6 @@ from knowledge.models import FaultRecord, ManualInfo
 from knowledge.pdf import ManualError, read_manual
 from knowledge.passages import Passage, page_passages
 from knowledge.records import assemble
-from knowledge.sections import fault_pages
 
 __all__ = ["Extraction", "ManualError", "extract_manual", "file_sha256"]
 
@@ -50,7 +49,6 @@ def extract_manual(path: Path, sha256: str | None = None, overrides: dict[str, s
     })
     assembly = assemble(raw.pages, raw.body_size, raw.fault_pages,
                         frozenset(code_key(name) for name in (info.model,) if name))
-    sections = fault_pages(raw.pages, raw.body_size)
     return Extraction(info=info, records=assembly.records, duplicates=assembly.duplicates,
-                      passages=page_passages(raw.pages, sections.headings, raw.fault_pages),
+                      passages=page_passages(raw.pages, raw.section_headings, raw.fault_pages),
                       ocr_seconds=raw.ocr_seconds, warnings=raw.warnings)

@@ -63,6 +63,7 @@ class RawManual:
     body_size: float
     fault_pages: set[int] = field(default_factory=set)
     fault_sections: int = 0
+    section_headings: dict[int, str] = field(default_factory=dict)  # page → the heading it lies under
     ocr_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -91,6 +92,7 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
             page.ocr_confidence = ocr_done.get(page.number, 0.0)
         sections = fault_pages(manual.pages, manual.body_size)
         manual.fault_pages, manual.fault_sections = sections.pages, sections.count
+        manual.section_headings = sections.headings
         for page in manual.pages:
             if page.number in manual.fault_pages and not page.ocr:
                 _add_tables(doc[page.number - 1], page, manual.bands)
