@@ -48,7 +48,6 @@ class Page:
     text_blocks: list[str] = field(default_factory=list)
     scanned: bool = False  # shows images and has no usable text layer
     ocr: bool = False  # the text comes from OCR (lower confidence)
-    ocr_confidence: float = 0.0
 
     @property
     def text(self) -> str:
@@ -83,13 +82,12 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
         manual.bands = find_bands(lines, doc.page_count)
         scanned = [page.number + 1 for page, blocks in zip(doc, raw)
                    if needs_ocr(_content(page, blocks, manual.bands).text, shows_images(page))]
-        ocr_done = _ocr(path, doc, raw, scanned, manual) if ocr and scanned else {}
+        ocr_done = _ocr(path, doc, raw, scanned, manual) if ocr and scanned else set()
         manual.body_size = _body_size(raw)
         manual.pages = [_content(page, blocks, manual.bands) for page, blocks in zip(doc, raw)]
         for page in manual.pages:
             page.scanned = page.number in scanned and page.number not in ocr_done
             page.ocr = page.number in ocr_done
-            page.ocr_confidence = ocr_done.get(page.number, 0.0)
         sections = fault_pages(manual.pages, manual.body_size)
         manual.fault_pages, manual.fault_sections = sections.pages, sections.count
         manual.section_headings = sections.headings
@@ -254,23 +252,23 @@ def _chars(blocks: list[_RawBlock]) -> int:
 
 
 def _ocr(path: Path, doc: pymupdf.Document, raw: list[list[_RawBlock]], numbers: list[int],
-         manual: RawManual) -> dict[int, float]:
-    """Replace the blocks of scanned pages by their OCR text; pages OCR could not read stay scanned.
-    Returns the OCR'd pages with their confidence."""
+         manual: RawManual) -> set[int]:
+    """Replace the blocks of scanned pages by their OCR text and return those pages; pages OCR
+    could not read stay scanned."""
     started = time.perf_counter()
     text_layer = "\n".join(t for blocks in raw for b in blocks for t, _ in b.lines)
     try:
         read = ocr_pages(path, numbers, languages_for(text_layer))
     except OcrError as exc:
         manual.warnings.append(f"OCR skipped: {exc}")
-        return {}
+        return set()
     finally:
         manual.ocr_seconds = time.perf_counter() - started
     for number, page in read.items():
         size = _body_size([raw[number - 1]]) if raw[number - 1] else 10.0
         raw[number - 1] = [_RawBlock(lines=[(decode_text(text), bbox)], size=size, bold=False)
                            for text, bbox in page.lines if text.strip()]
-    return {number: page.confidence for number, page in read.items()}
+    return set(read)
 
 
 def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:

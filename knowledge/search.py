@@ -211,7 +211,8 @@ class ManualIndex:
         encoding = _ENCODER.submit(self.embedder.encode, [asked]) if mode != "lexical" and asked.strip() else None
         lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
         # A printed code (bit20, E-trip, 0023) says more than any word around it: its own ranking.
-        coded = self._lexical(snap, text, scope, codes_only=True) if mode != "semantic" and CODE_LIKE_WORD.search(text) else []
+        coded = (self._lexical(snap, text, scope, codes_only=True)
+                 if mode != "semantic" and CODE_LIKE_WORD.search(text) else [])
         semantic: list[tuple[int, float]] = []
         cross: list[list[tuple[int, float]]] = []
         other = expand(text)
@@ -226,7 +227,7 @@ class ManualIndex:
                 cross.append([(i, s) for i, s in closest if snap.rows[i]["language"] != lang])
         by_meaning = semantic or (cross[-1] if encoding and lang not in readable else [])
         translated = cross[0] if other and cross else []
-        if self._unanswered(snap, text, lexical, by_meaning, translated):
+        if self._unanswered(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)):
             return SearchResult(
                 status="not_found",
                 message=f"No manual section matches {named!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
@@ -254,23 +255,25 @@ class ManualIndex:
         return snap.entry_pages
 
     def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
-                    semantic: list[tuple[int, float]], translated: list[tuple[int, float]]) -> bool:
+                    semantic: list[tuple[int, float]], translated: list[tuple[int, float]], named_manual: bool) -> bool:
         """Nothing is close in meaning, nothing holds most of the question's words, and the
         closest in meaning is not also among the best by words. The glossary's translation of
         the words counts only where nothing can be compared by meaning (an English question, a
-        Chinese-only library): next to rows in the question's language, its general words
-        (battery, pressure) are on too many pages to be evidence."""
+        Chinese-only library) or the question names its manual: across a whole library its
+        general words (battery, pressure) are on too many pages to be evidence."""
         best = semantic[0][1] if semantic else 0.0
         if best >= MIN_SIMILARITY:
             return False
-        if self._covered(snap, text, lexical) or (not semantic and self._concepts_covered(snap, text, translated)):
+        if self._covered(snap, text, lexical) or (
+                (named_manual or not semantic) and self._concepts_covered(snap, text, translated)):
             return False
         by_words = {group(snap.rows[i]) for i, _ in lexical[:AGREEMENT]}
         return not (best >= MIN_AGREED_SIMILARITY and group(snap.rows[semantic[0][0]]) in by_words)
 
     def _covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
         words = set(terms(text)) | set(code_terms(text))
-        return bool(words and found) and max(self._coverage(snap, i, words) for i, _ in found[:AGREEMENT]) >= MIN_COVERAGE
+        return bool(words and found) and max(
+            self._coverage(snap, i, words) for i, _ in found[:AGREEMENT]) >= MIN_COVERAGE
 
     def _concepts_covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
         """Most of the question's glossary concepts are on one of the best rows, in any of their
@@ -289,7 +292,8 @@ class ManualIndex:
 
     def _row_words(self, snap: _Snapshot, record_id: int) -> set[str]:
         with self._lock:
-            head, body = snap.conn.execute("SELECT lex_head, lex_body FROM records WHERE id = ?", (record_id,)).fetchone()
+            head, body = snap.conn.execute("SELECT lex_head, lex_body FROM records WHERE id = ?",
+                                           (record_id,)).fetchone()
         return set(f"{head} {body}".split())
 
     # -- retrieval stages -------------------------------------------------
