@@ -165,17 +165,18 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
     emit(BuildEvent("manuals", 0, len(files)))
     decided: dict[Path, str | ManualError] = {}
     duplicates: dict[Path, str] = {}
+    override_keys: dict[Path, str] = {}
     for path in files:
         try:
             sha = file_sha256(path)
             if sha in seen:
                 duplicates[path] = f"same content as {seen[sha]}"
-            elif sha in reusable and reusable[sha].overrides == _override_key(path, overrides):
-                decided[path] = sha
+                continue
+            override_keys[path] = _override_key(path, overrides)
+            decided[path] = sha
+            if sha in reusable and reusable[sha].overrides == override_keys[path]:
                 reused[sha] = _report(path, "reused", reusable[sha], _count_records(db_path, sha))
-            else:
-                decided[path] = sha
-            seen.setdefault(sha, path.name)
+            seen[sha] = path.name
         except ManualError as exc:
             decided[path] = exc
 
@@ -193,7 +194,7 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
         elif isinstance(outcome, ManualError):
             manuals.append(ManualReport(file=path.name, path=str(path), status="failed", error=str(outcome)))
         elif isinstance(outcome, Extraction):
-            outcome.info.overrides = _override_key(path, overrides)
+            outcome.info.overrides = override_keys[path]
             fresh.append((outcome, path))
             manuals.append(_report(path, "indexed", outcome.info, len(outcome.records), outcome.duplicates,
                                    len(outcome.passages), outcome.warnings))

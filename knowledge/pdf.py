@@ -80,11 +80,13 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
             for page, blocks in zip(doc, raw) for block in blocks for text, bbox in block.lines
         ]
         manual.bands = find_bands(lines, doc.page_count)
-        scanned = [page.number + 1 for page, blocks in zip(doc, raw)
-                   if needs_ocr(_content(page, blocks, manual.bands).text, shows_images(page))]
-        ocr_done = _ocr(path, doc, raw, scanned, manual) if ocr and scanned else set()
-        manual.body_size = _body_size(raw)
         manual.pages = [_content(page, blocks, manual.bands) for page, blocks in zip(doc, raw)]
+        scanned = [content.number for page, content in zip(doc, manual.pages)
+                   if needs_ocr(content.text, shows_images(page))]
+        ocr_done = _ocr(path, doc, raw, scanned, manual) if ocr and scanned else set()
+        for number in ocr_done:
+            manual.pages[number - 1] = _content(doc[number - 1], raw[number - 1], manual.bands)
+        manual.body_size = _body_size(raw)
         for page in manual.pages:
             page.scanned = page.number in scanned and page.number not in ocr_done
             page.ocr = page.number in ocr_done
