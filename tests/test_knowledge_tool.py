@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from edge.answer import compose_answer
 from edge.config import load_config
+from knowledge.index import build_index
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry
@@ -104,3 +106,19 @@ def test_close_releases_the_index_file(demo_index, tmp_path):
 
 def held_files() -> list[str]:
     return [os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]
+
+
+def test_a_scanned_page_is_quoted_as_ocr_text_with_less_confidence(hard_manuals, tmp_path):
+    build_index([hard_manuals["scanned"].path], tmp_path / "manuals.sqlite")
+    tool = ManualSearchTool(tmp_path / "manuals.sqlite", {}, None)
+    tool.warm()
+    registry = ToolRegistry([tool])
+    try:
+        obs = call(registry, {"query": "pulley motor stalled"})
+    finally:
+        registry.close()
+    ref = obs.content[0]
+    assert obs.status == "ok" and ref.fields["kind"] == "page" and ref.fields["ocr"] is True
+    assert "pulley" in ref.fields["snippet"].lower() and obs.confidence <= 0.6
+    answer = compose_answer("pulley motor stalled", [obs], degraded=False)
+    assert f"p. {ref.fields['page']}" in answer and "read by OCR" in answer and "pulley" in answer.lower()
