@@ -13,7 +13,8 @@ from knowledge.text import join_lines
 if TYPE_CHECKING:  # search uses code_terms without loading PyMuPDF
     from knowledge.pdf import Page
 
-# The embedding model reads 128 word pieces: about 80 English words or 110 CJK characters.
+# Passage size in words (a CJK character counts as one): a paragraph or two, so a hit points at
+# the lines that matched. The embedding model reads a passage's first 64 word pieces.
 MAX_WIDTH = 110
 # Outside fault sections a page is embedded by its opening passages (heading, what the page is
 # about); every passage of a fault-section page is.

@@ -87,7 +87,8 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
             progress.update(task, advance=event.advance, file=escape(event.file))
 
         try:
-            report = build_index(args.paths, _db(args, config), model_path=args.embedding_model or config.knowledge.model_path,
+            report = build_index(args.paths, _db(args, config),
+                                 model_path=args.embedding_model or config.knowledge.model_path,
                                  progress=on_event, overrides=_overrides(args, config), ocr=args.ocr)
         except BuildError as exc:
             console.print(f"[red]fixloop index build: {escape(str(exc))}; the live index is unchanged[/red]")
