@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+from knowledge.text import CJK
+
 # Codes, part numbers and Latin words a Chinese query carries over as written: E102, OL-br, 0x3022, CAN.
 _LATIN = re.compile(r"[a-z0-9]+(?:[._\-][a-z0-9]+)*", re.IGNORECASE)
 
@@ -42,7 +43,7 @@ def expand(text: str) -> str:
 @lru_cache(maxsize=1024)
 def translations(text: str) -> tuple[tuple[str, ...], ...]:
     """Per concept found in `text`, in order, the other language's variants of it."""
-    return tuple(dict.fromkeys(concept.en if _CJK.search(match.group()) else concept.zh
+    return tuple(dict.fromkeys(concept.en if CJK.search(match.group()) else concept.zh
                                for match, concept in _matches(_normalize(text))))
 
 
@@ -56,7 +57,7 @@ def translate_to_english(text: str) -> str:
     position = 0
     for match, concept in _matches(text):
         out.extend(_LATIN.findall(text, position, match.start()))
-        out.append(concept.en[0] if _CJK.search(match.group()) else match.group())
+        out.append(concept.en[0] if CJK.search(match.group()) else match.group())
         position = match.end()
     out.extend(_LATIN.findall(text, position))
     return " ".join(dict.fromkeys(out))
@@ -88,7 +89,7 @@ def _matcher() -> tuple[re.Pattern[str], tuple[Concept, ...]]:
 
 
 def _variant_regex(variant: str) -> str:
-    if _CJK.search(variant):
+    if CJK.search(variant):
         return re.escape(variant)
     # Words apart, hyphenated or run together; a plural, -ing or -ed ending; not inside a longer word.
     words = [re.escape(w) for w in re.split(r"[\s\-]+", variant)]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knowledge.models import ManualError, ManualInfo
-from knowledge.text import join_lines, language
+from knowledge.text import CJK, join_lines, language
 
 if TYPE_CHECKING:  # PyMuPDF is not loaded by a search that only needs version order
     from knowledge.pdf import Block, Page, RawManual
@@ -51,7 +51,6 @@ MAX_TITLE = 160
 
 # Large print on a first page that is not a title: section headings of a manual without a cover.
 _NOT_TITLE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?\s|chapter\s|第.{1,3}章)|^(?:introduction|contents|table of contents|preface|foreword|目\s*录|前\s*言)$", re.I)
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _CONTACT = re.compile(r"www\.|https?:|@|\btel\b|\bfax\b|电话", re.I)
 _WORDS = re.compile(r"[A-Za-z]{2}|[\u4e00-\u9fff]")  # logo letters ("M M", "TM") are no title
 _FILE_LIKE = re.compile(r"\.(?:docx?|pdf|indd|xlsx?|rtf|txt|wpd)$|^microsoft\s+\w+\s+-|^<[0-9a-f]+>$|^untitled|[\\/]", re.I)
@@ -215,7 +214,7 @@ def _running_title(raw: RawManual) -> str:
     """The running header or footer that names the manual, not the page number, address or web site."""
     for text in raw.bands.texts:
         text = _tidy(text)
-        words = len(text.split()) >= 2 or len(_CJK.findall(text)) >= 4
+        words = len(text.split()) >= 2 or len(CJK.findall(text)) >= 4
         if words and sum(c.isalpha() for c in text) >= 4 and not _CONTACT.search(text):
             return text
     return ""

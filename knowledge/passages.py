@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from knowledge.codes import loose_key
-from knowledge.text import join_lines
+from knowledge.text import CJK, join_lines
 
 if TYPE_CHECKING:  # search uses code_terms without loading PyMuPDF
     from knowledge.pdf import Page
@@ -19,7 +19,6 @@ MAX_WIDTH = 110
 # Outside fault sections a page is embedded by its opening passages (heading, what the page is
 # about); every passage of a fault-section page is.
 EMBEDDED_PER_PAGE = 2
-_CJK = re.compile(r"[\u3400-\u9fff]")
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
 # Printed codes mix letters with digits or separators (O-I, SC-trP, Er4, 0x3022); a page's plain
 # words and numbers are left to the word index.
@@ -70,7 +69,7 @@ def code_terms(text: str, every_token: bool = False) -> list[str]:
 
 
 def _width(text: str) -> int:
-    return len(text.split()) + len(_CJK.findall(text))
+    return len(text.split()) + len(CJK.findall(text))
 
 
 def _split(text: str) -> list[str]:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from knowledge.text import join_lines
+from knowledge.text import CJK, join_lines
 
 if TYPE_CHECKING:
     from knowledge.pdf import Block, Page
@@ -23,7 +23,6 @@ FAULT_WORDS = re.compile(
 )
 _NUMBERED = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|第\s*[一二三四五六七八九十\d]{1,3}\s*[章节])\s*\S")
 _TOC_LEADER = re.compile(r"(?:\.\s*){4,}\d*\s*$|…{2,}")
-_CJK = re.compile(r"[\u3400-\u9fff]")
 MAX_HEADING_WIDTH = 80
 FALLBACK_MENTIONS = 3
 
@@ -80,7 +79,7 @@ def fault_pages(pages: list[Page], body_size: float) -> FaultSections:
 
 
 def _is_heading(block: Block, text: str, body_size: float) -> bool:
-    width = len(text) + len(_CJK.findall(text))  # a CJK character is as wide as two letters
+    width = len(text) + len(CJK.findall(text))  # a CJK character is as wide as two letters
     if not text or width > MAX_HEADING_WIDTH or block.text.count("\n") > 1 or _TOC_LEADER.search(text):
         return False
     if text.rstrip().endswith(("。", "；", ";", ",", "，", ":", "：")):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jieba
 
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # one CJK ideograph
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[a-z0-9]+(?:[_.][a-z0-9]+)*")
 # Chinese function characters carry no meaning on their own; bigrams across them still count.
@@ -21,7 +21,7 @@ _ZH_STOP = set("的了是在和与或及其")
 def language(text: str) -> str:
     """`zh` when a noticeable share of letters are CJK, else `en`."""
     letters = sum(1 for c in text if c.isalpha())
-    return "zh" if letters and len(_CJK.findall(text)) / letters > 0.2 else "en"
+    return "zh" if letters and len(CJK.findall(text)) / letters > 0.2 else "en"
 
 
 def join_lines(text: str) -> str:
@@ -30,7 +30,7 @@ def join_lines(text: str) -> str:
     for line in (part.strip() for part in text.splitlines()):
         if not line:
             continue
-        if out and not (_CJK.match(out[-1]) and _CJK.match(line[0])) and not out.endswith(("_", "-")):
+        if out and not (CJK.match(out[-1]) and CJK.match(line[0])) and not out.endswith(("_", "-")):
             out += " "
         out += line
     return out
