@@ -45,10 +45,10 @@ def extract_manual(path: Path, sha256: str | None = None, overrides: dict[str, s
     info = manual_info(path, sha256 or file_sha256(path), raw, merge_overrides(read_sidecar(path), overrides or {}))
     info = info.model_copy(update={
         "ocr_pages": [page.number for page in raw.pages if page.ocr],
-        "fault_sections": raw.fault_sections,
+        "fault_sections": raw.sections.count,
     })
-    assembly = assemble(raw.pages, raw.body_size, raw.fault_pages,
+    assembly = assemble(raw.pages, raw.body_size, raw.sections.pages,
                         frozenset(code_key(name) for name in (info.model,) if name))
     return Extraction(info=info, records=assembly.records, duplicates=assembly.duplicates,
-                      passages=page_passages(raw.pages, raw.section_headings, raw.fault_pages),
+                      passages=page_passages(raw.pages, raw.sections),
                       ocr_seconds=raw.ocr_seconds, warnings=raw.warnings)

@@ -31,7 +31,7 @@ from knowledge.extract import Extraction, ManualError, extract_manual, file_sha2
 from knowledge.metadata import merge_overrides, read_sidecar
 from knowledge.models import FaultRecord, ManualInfo
 from knowledge.passages import Passage, code_terms
-from knowledge.text import terms
+from knowledge.text import FTS_TOKENIZER, terms
 
 SCHEMA_VERSION = "3"
 BUILDING = ".building-"
@@ -206,7 +206,7 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
     if reused:
         _copy_manuals(db, db_path, reused)
     embedded = _insert_fresh(db, fresh, embedder, emit)
-    db["records"].enable_fts(["lex_head", "lex_body"], tokenize="porter unicode61 remove_diacritics 2", replace=True)
+    db["records"].enable_fts(["lex_head", "lex_body"], tokenize=FTS_TOKENIZER, replace=True)
     db["meta"].insert_all([
         {"key": "schema", "value": SCHEMA_VERSION},
         {"key": "model", "value": embedder.identity},

@@ -12,10 +12,14 @@ from knowledge.text import CJK, join_lines
 
 if TYPE_CHECKING:  # search uses code_terms without loading PyMuPDF
     from knowledge.pdf import Page
+    from knowledge.sections import FaultSections
 
 # Passage size in words (a CJK character counts as one): a paragraph or two, so a hit points at
-# the lines that matched. The embedding model reads a passage's first 64 word pieces.
+# the lines that matched. The embedding model reads a passage's first 64 word pieces, so on a
+# fault-section page, where symptoms are described, passages are as short as that: all of
+# their text is compared by meaning.
 MAX_WIDTH = 110
+FAULT_WIDTH = 45
 # Outside fault sections a page is embedded by its opening passages (heading, what the page is
 # about); every passage of a fault-section page is.
 EMBEDDED_PER_PAGE = 2
@@ -36,22 +40,29 @@ class Passage:
     embedded: bool  # searched by meaning too (else by words only)
 
 
-def page_passages(pages: list[Page], sections: dict[int, str], fault_pages: set[int]) -> list[Passage]:
+def page_passages(pages: list[Page], sections: FaultSections) -> list[Passage]:
+    """A heading printed on a page starts a passage and names the passages after it; above it,
+    the page is still under the heading in force where the page begins."""
     out: list[Passage] = []
     for page in pages:
-        chunks: list[str] = []
+        fault = page.number in sections.pages
+        width = FAULT_WIDTH if fault else MAX_WIDTH
+        headings = set(sections.on_page.get(page.number, ()))
+        section = sections.opening.get(page.number, "")
+        chunks: list[tuple[str, str]] = []  # (section, text)
         for block in page.text_blocks:
             text = join_lines(block)
             if not text:
                 continue
-            if chunks and _width(chunks[-1]) + _width(text) <= MAX_WIDTH * 1.2:
-                chunks[-1] += "\n" + text
+            if text in headings:
+                section = text
+                chunks.append((section, text))
+            elif chunks and chunks[-1][0] == section and _width(chunks[-1][1]) + _width(text) <= width * 1.2:
+                chunks[-1] = (section, chunks[-1][1] + "\n" + text)
             else:
-                chunks.extend(_split(text))
-        fault = page.number in fault_pages
-        out.extend(Passage(page.number, sections.get(page.number, ""), chunk, page.ocr, fault,
-                           embedded=fault or n < EMBEDDED_PER_PAGE)
-                   for n, chunk in enumerate(chunks))
+                chunks.extend((section, piece) for piece in _split(text, width))
+        out.extend(Passage(page.number, chunk_section, chunk, page.ocr, fault, embedded=fault or n < EMBEDDED_PER_PAGE)
+                   for n, (chunk_section, chunk) in enumerate(chunks))
     return out
 
 
@@ -72,20 +83,20 @@ def _width(text: str) -> int:
     return len(text.split()) + len(CJK.findall(text))
 
 
-def _split(text: str) -> list[str]:
+def _split(text: str, width: int) -> list[str]:
     """A block longer than one passage, cut at sentence ends where possible."""
-    if _width(text) <= MAX_WIDTH * 1.2:
+    if _width(text) <= width * 1.2:
         return [text]
     pieces, current = [], ""
     for sentence in re.split(r"(?<=[.。;；!?！？])\s*", text):
-        if current and _width(current) + _width(sentence) > MAX_WIDTH:
+        if current and _width(current) + _width(sentence) > width:
             pieces.append(current)
             current = ""
         current = f"{current} {sentence}".strip() if current else sentence
-        while _width(current) > MAX_WIDTH * 1.5:  # no sentence end for a long way: cut by words
+        while _width(current) > width * 1.5:  # no sentence end for a long way: cut by words
             words = current.split()
-            pieces.append(" ".join(words[:MAX_WIDTH]) if len(words) > MAX_WIDTH else current[:MAX_WIDTH])
-            current = " ".join(words[MAX_WIDTH:]) if len(words) > MAX_WIDTH else current[MAX_WIDTH:]
+            pieces.append(" ".join(words[:width]) if len(words) > width else current[:width])
+            current = " ".join(words[width:]) if len(words) > width else current[width:]
     if current:
         pieces.append(current)
     return pieces

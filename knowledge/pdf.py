@@ -14,7 +14,7 @@ import pymupdf
 from knowledge.bands import Bands, PositionedText, find_bands
 from knowledge.models import ManualError
 from knowledge.ocr import OcrError, languages_for, needs_ocr, ocr_pages, shows_images
-from knowledge.sections import fault_pages
+from knowledge.sections import FaultSections, fault_pages
 
 BOLD_FLAG = 16
 MIN_TABLE_DRAWINGS = 4  # find_tables only looks for ruled tables; skip pages without rules
@@ -60,9 +60,7 @@ class RawManual:
     pages: list[Page]
     bands: Bands
     body_size: float
-    fault_pages: set[int] = field(default_factory=set)
-    fault_sections: int = 0
-    section_headings: dict[int, str] = field(default_factory=dict)  # page → the heading it lies under
+    sections: FaultSections = field(default_factory=FaultSections)
     ocr_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -90,11 +88,9 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
         for page in manual.pages:
             page.scanned = page.number in scanned and page.number not in ocr_done
             page.ocr = page.number in ocr_done
-        sections = fault_pages(manual.pages, manual.body_size)
-        manual.fault_pages, manual.fault_sections = sections.pages, sections.count
-        manual.section_headings = sections.headings
+        manual.sections = fault_pages(manual.pages, manual.body_size)
         for page in manual.pages:
-            if page.number in manual.fault_pages and not page.ocr:
+            if page.number in manual.sections.pages and not page.ocr:
                 _add_tables(doc[page.number - 1], page, manual.bands)
         return manual
     finally:

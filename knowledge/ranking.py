@@ -102,12 +102,38 @@ def entry_pages(rows: Iterable[dict]) -> dict[tuple, set[tuple[str, int]]]:
     return pages
 
 
+def page_rows(rows: Iterable[dict]) -> dict[tuple[str, int], list[dict]]:
+    """Each manual page's passages, in page order."""
+    pages: dict[tuple[str, int], list[dict]] = {}
+    for row in rows:
+        if row["kind"] == "page":
+            pages.setdefault((row["manual_sha256"], row["page"]), []).append(row)
+    return pages
+
+
+def best_passage(matched: dict, passages: list[dict], words: frozenset[str]) -> dict:
+    """The passage of a matched page that shares the most words with the question: the page
+    matched as a whole, but its answer may sit in a neighbouring passage (a table's row)."""
+    return max([matched] + passages, key=lambda row: len(words & _words(row["snippet"])))
+
+
+def _words(text: str) -> set[str]:
+    return set(terms(text) + code_terms(text) + word_pairs(text))
+
+
+def word_pairs(text: str) -> list[str]:
+    """Neighbouring words as one term: the passage that says `red LED flashes 3` beats the one
+    that says `red LED flashes a number of times` for `red LED flashes 3 times`."""
+    words = terms(text)
+    return [f"{a} {b}" for a, b in zip(words, words[1:])]
+
+
 def snippet(row: dict, words: frozenset[str]) -> str:
     """A page's passage from the line that shares the most words with the question (and the
     line before it, which often names the table or the fault); an entry's code, name and cause."""
     if row["kind"] == "page":
         lines = [line for line in row["snippet"].splitlines() if line.strip()] or [""]
-        best = max(range(len(lines)), key=lambda i: len(words & set(terms(lines[i]) + code_terms(lines[i]))))
+        best = max(range(len(lines)), key=lambda i: len(words & _words(lines[i])))
         text = " ".join(" ".join(lines[max(0, best - 1):]).split())
     else:
         text = " — ".join(part for part in (f"{row['code']} {row['title']}".strip(), row["cause"]) if part)

@@ -32,22 +32,26 @@ from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
 from knowledge.passages import code_terms
 from knowledge.ranking import (
-    CODE_LIKE_WORD, codes_or_fault_words, entries_over_their_pages, entry_pages, fuse, group, snippet,
+    CODE_LIKE_WORD, best_passage, codes_or_fault_words, entries_over_their_pages, entry_pages, fuse, group, page_rows,
+    snippet, word_pairs,
 )
-from knowledge.text import language, terms
+from knowledge.text import FTS_TOKENIZER, language, terms
 
 CANDIDATES = 50
 # A question answered by no manual still shares a word or two with some page. It is
 # `not_found` when its best match is neither close in meaning nor covers its words
 # (calibrated on the development corpus with unanswerable questions: scripts/bench_manuals.py).
-MIN_SIMILARITY = 0.40
+MIN_SIMILARITY = 0.44
 MIN_COVERAGE = 0.5
 # A weaker match in meaning counts when the words agree: it is among the best few by words too.
-MIN_AGREED_SIMILARITY = 0.30
+# (Both in the middle of the range where the dev corpus's answerable questions all still pass.)
+MIN_AGREED_SIMILARITY = 0.36
 AGREEMENT = 5
-COMMON_SHARE = 0.05
-MIN_COMMON_DOCS = 2000  # a small library keeps all its words: scoring them costs nothing there
-KEEP_RAREST = 4
+# BM25 costs about a microsecond per row a word is on, for every word of the question: the
+# rarest words are looked up until this many rows are to be scored. A small library (the dev
+# corpus's questions reach 1,600 at most) keeps every word; in a large one, words on thousands
+# of rows (motor, alarm) add next to nothing to the ranking and are left out.
+POSTINGS_BUDGET = 3000
 MAX_TERMS = 32
 Mode = Literal["hybrid", "lexical", "semantic"]
 # Embeds questions beside the word search; one thread, as the model allows one encode at a time.
@@ -69,6 +73,7 @@ class _Snapshot:
     vectors: np.ndarray | None = None
     masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     entry_pages: dict[tuple, set[tuple[str, int]]] | None = None
+    page_rows: dict[tuple[str, int], list[dict]] | None = None
     scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     doc_counts: dict[str, int] = field(default_factory=dict)
     linker: CodeLinker | None = None
@@ -205,10 +210,12 @@ class ManualIndex:
         readable = set(self.semantic_languages)
         mentioned = snap.names.mentioned(text)
         named, text = text, snap.names.without_names(text)
-        # The question is embedded on another core while SQLite ranks by words (both let go of the GIL).
+        # The question is embedded and compared on another core while SQLite ranks by words (both
+        # let go of the GIL).
         rendition = "" if lang in readable else translate_to_english(text)
         asked = text if lang in readable else rendition
-        encoding = _ENCODER.submit(self.embedder.encode, [asked]) if mode != "lexical" and asked.strip() else None
+        by_vector = (_ENCODER.submit(self._meaning, snap, asked, scope) if mode != "lexical" and asked.strip()
+                     else None)
         lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
         # A printed code (bit20, E-trip, 0023) says more than any word around it: its own ranking.
         coded = (self._lexical(snap, text, scope, codes_only=True)
@@ -218,14 +225,13 @@ class ManualIndex:
         other = expand(text)
         if mode != "semantic" and other:
             cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
-        if encoding is not None:
-            closest = [(i, s) for i, s in self._semantic(snap, encoding.result()[0], scope)
-                       if snap.rows[i]["language"] in readable]
+        if by_vector is not None:
+            closest = [(i, s) for i, s in by_vector.result() if snap.rows[i]["language"] in readable]
             if lang in readable:
                 semantic = closest
             else:  # an English-only model read the question's English rendition: a cross-language ranking
                 cross.append([(i, s) for i, s in closest if snap.rows[i]["language"] != lang])
-        by_meaning = semantic or (cross[-1] if encoding and lang not in readable else [])
+        by_meaning = semantic or (cross[-1] if by_vector and lang not in readable else [])
         translated = cross[0] if other and cross else []
         if self._unanswered(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)):
             return SearchResult(
@@ -242,7 +248,7 @@ class ManualIndex:
         ranked = entries_over_their_pages(ranked, self._entry_pages(snap))
         # A manual the question names comes first: the technician said which machine it is.
         ranked.sort(key=lambda item: (item[0]["manual_sha256"] not in mentioned, -item[1]))
-        words = frozenset(terms(f"{text} {other}") + code_terms(text, every_token=True))
+        words = frozenset(terms(f"{text} {other}") + code_terms(text, every_token=True) + word_pairs(text))
         hits = self._collapse(snap, ranked, scope, version, language(text), k, words)
         if not hits:
             return self._version_not_found(snap, text, [row for row, _, _ in ranked], version)
@@ -317,31 +323,37 @@ class ManualIndex:
                 f"{sql} ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT {CANDIDATES}", params)]
 
     def _informative(self, snap: _Snapshot, words: list[str]) -> list[str]:
-        """The words worth a lookup: one on a twentieth of a large library's pages and entries
-        (motor, fault) adds next to nothing to BM25 but makes SQLite score every row it is on.
-        The rarest few stay."""
+        """The words worth a lookup, rarest first, within the postings budget (the rarest is
+        always kept)."""
         if not words:
             return []
         with self._lock:
             unknown = [w for w in words if w not in snap.doc_counts]
             if unknown:
-                snap.doc_counts.update({w: 0 for w in unknown})
-                snap.doc_counts.update(snap.conn.execute(
-                    f"SELECT term, doc FROM temp.vocab WHERE term IN ({','.join('?' * len(unknown))})", unknown))
-            # A word missing from the vocabulary may be there under its stem (`trips` is `trip`): kept.
+                snap.doc_counts.update(_doc_counts(snap.conn, unknown))
             counts = {w: snap.doc_counts[w] for w in words}
-        limit = max(COMMON_SHARE * len(snap.rows), MIN_COMMON_DOCS)
-        ranked = sorted(words, key=lambda w: counts[w])
-        return [w for n, w in enumerate(ranked) if counts[w] <= limit or n < KEEP_RAREST][:MAX_TERMS]
+        # A word on no row cannot match, yet BM25 would still weigh it on every row that matched.
+        ranked = sorted((w for w in words if counts[w]), key=lambda w: counts[w])[:MAX_TERMS]
+        kept, postings = ranked[:1], sum(counts[w] for w in ranked[:1])
+        for word in ranked[1:]:
+            postings += counts[word]
+            if postings > POSTINGS_BUDGET:
+                break
+            kept.append(word)
+        return kept
+
+    def _meaning(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
+        return self._semantic(snap, self.embedder.encode([text])[0], scope)
 
     def _semantic(self, snap: _Snapshot, query: np.ndarray, scope: Scope) -> list[tuple[int, float]]:
         with self._lock:
             ids, vectors = self._vectors(snap)
-            if len(ids) == 0:
-                return []
-            sims = vectors @ query
-            if scope.vendor or scope.model:
-                sims = np.where(self._mask(snap, scope), sims, -1.0)
+            mask = self._mask(snap, scope) if scope.vendor or scope.model else None
+        if len(ids) == 0:
+            return []
+        sims = vectors @ query  # outside the lock: SQLite ranks by words meanwhile
+        if mask is not None:
+            sims = np.where(mask, sims, -1.0)
         top = np.argpartition(-sims, min(CANDIDATES, len(sims) - 1))[:CANDIDATES]
         top = top[np.argsort(-sims[top])]
         return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0]
@@ -392,6 +404,10 @@ class ManualIndex:
         if scope.vendor or scope.model:
             applies = bool(row["vendor_key"] or row["model_key"]) and _in_scope(row, scope)
         page = row["kind"] == "page"
+        if page:
+            if snap.page_rows is None:
+                snap.page_rows = page_rows(snap.rows.values())
+            row = best_passage(row, snap.page_rows[(row["manual_sha256"], row["page"])], words)
         return Hit(
             fault_code=row["code"], canonical_id=row["canonical_id"], title=row["title"] or row["manual_title"],
             symptom=row["symptom"], cause=row["cause"], steps=json.loads(row["steps"]), manual=row["file"],
@@ -500,9 +516,12 @@ class ManualIndex:
                 conn.close()
             raise IndexMissing(f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`") from None
         conn.row_factory = None
-        # Document counts per term, for leaving out words on every page (a table in this
-        # connection's own temporary database: the index file is opened read-only).
+        # Document counts per term, for leaving out words on every page, and a scratch table that
+        # stems words as the index did (in this connection's own temporary database: the index
+        # file is opened read-only).
         conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, records_fts, row)")
+        conn.execute(f"CREATE VIRTUAL TABLE temp.stems USING fts5(word, tokenize='{FTS_TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE temp.stem_of USING fts5vocab(temp, stems, instance)")
         snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""),
                          names=ManualNames(manuals.values()))
         weakref.finalize(snap, conn.close)
@@ -524,6 +543,17 @@ class ManualIndex:
         if key not in snap.masks:
             snap.masks[key] = np.array([_in_scope(snap.rows[int(i)], scope) for i in snap.ids], dtype=bool)
         return snap.masks[key]
+
+
+def _doc_counts(conn: sqlite3.Connection, words: list[str]) -> dict[str, int]:
+    """How many rows hold each word, looked up under the stem the index stored it as (`motors`
+    is counted as `motor`)."""
+    conn.execute("DELETE FROM temp.stems")
+    conn.executemany("INSERT INTO temp.stems (rowid, word) VALUES (?, ?)", enumerate(words))
+    counts = dict.fromkeys(words, 0)
+    counts.update((words[row], doc) for row, doc in conn.execute(
+        "SELECT s.doc, coalesce(v.doc, 0) FROM temp.stem_of s LEFT JOIN temp.vocab v ON v.term = s.term"))
+    return counts
 
 
 def _short(text: str) -> bool:

@@ -1,5 +1,6 @@
 """Fault sections: the pages under a fault / alarm / trip / error / protection / troubleshooting
-heading (故障, 报警, 异常, 保护), up to the next heading of the same rank about something else.
+heading (故障, 报警, 异常, 保护), up to the next heading of the same rank about something else,
+and any page that pairs causes with remedies.
 
 Only these pages are searched for fault tables and bare-number codes: elsewhere a manual's
 numbers are parameters, page references and part numbers.
@@ -21,6 +22,11 @@ FAULT_WORDS = re.compile(
     r"diagnos\w*)\b|故障|报警|警报|异常|保护|告警",
     re.I,
 )
+# A page that pairs causes with remedies is a troubleshooting table wherever it sits (a scanned
+# manual's headings are unreadable; a quick guide's table has none).
+_CAUSE = re.compile(r"\b(?:causes?|reasons?)\b|原因", re.I)
+_REMEDY = re.compile(r"\b(?:remed(?:y|ies)|countermeasures?|corrective actions?|solutions?)\b|处理方法|处理措施|对策|解决方法",
+                     re.I)
 _NUMBERED = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|第\s*[一二三四五六七八九十\d]{1,3}\s*[章节])\s*\S")
 _TOC_LEADER = re.compile(r"(?:\.\s*){4,}\d*\s*$|…{2,}")
 MAX_HEADING_WIDTH = 80
@@ -39,7 +45,8 @@ class Heading:
 class FaultSections:
     pages: set[int] = field(default_factory=set)
     count: int = 0
-    headings: dict[int, str] = field(default_factory=dict)  # page → the section heading it lies under
+    opening: dict[int, str] = field(default_factory=dict)  # page → the heading in force where it begins
+    on_page: dict[int, list[str]] = field(default_factory=dict)  # page → the headings printed on it, in order
 
 
 def headings(pages: list[Page], body_size: float) -> list[Heading]:
@@ -70,11 +77,12 @@ def fault_pages(pages: list[Page], body_size: float) -> FaultSections:
         # No heading says "faults" (a scanned manual, an alarm list without a title): pages
         # that keep talking about faults are taken instead.
         result.pages = {page.number for page in pages if len(FAULT_WORDS.findall(page.text)) >= FALLBACK_MENTIONS}
+    result.pages |= {page.number for page in pages if _CAUSE.search(page.text) and _REMEDY.search(page.text)}
     section = ""
     for page in pages:
-        for heading in (h for h in found if h.page == page.number):
-            section = heading.text
-        result.headings[page.number] = section
+        result.opening[page.number] = section
+        result.on_page[page.number] = [h.text for h in found if h.page == page.number]
+        section = (result.on_page[page.number] or [section])[-1]
     return result
 
 

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import jieba
 
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # one CJK ideograph
+# How SQLite's full-text index splits and stems the words `terms` gives it (`trips` is `trip`).
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[a-z0-9]+(?:[_.][a-z0-9]+)*")
 # Chinese function characters carry no meaning on their own; bigrams across them still count.
