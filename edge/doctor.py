@@ -197,15 +197,15 @@ def check_breakers(config: Config) -> list[Check]:
     opened = [row for row in rows if row.state != "closed"]
     counting = [row for row in rows if row.state == "closed"]
     if opened:
-        open_ms = int(config.plc.breaker_open_s * 1000)
         described = [
             f"{row.device_id}/{'whole unit' if row.sensor == '*' else row.sensor} {row.state} after {row.failures} failures"
-            + (f", probes again at {_clock(row.opened_at_ms + open_ms)}" if row.opened_at_ms is not None else "")
+            + (f", probes again at {_clock(row.opened_at_ms + int(config.plc.breaker_window_s(row.failures) * 1000))}"
+               if row.opened_at_ms is not None else "")
             for row in opened
         ]
         return [Check("plc breakers", "warning", "; ".join(described),
                       "reads of these answer from the cache until the PLC responds again; fix the PLC link, the breaker "
-                      "closes on the next successful probe")]
+                      "closes on the next successful read (the poller tries every cycle)")]
     detail = "all closed" + (f"; {len(counting)} counting recent timeouts" if counting else "")
     return [Check("plc breakers", "ok", f"{path}: {detail}")]
 

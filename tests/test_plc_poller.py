@@ -35,7 +35,7 @@ def test_cache_written_by_the_poller_serves_the_tool_when_the_plc_goes_silent(pl
         tool_gateway.close()
 
 
-def test_poller_reports_failures_and_skips_open_breakers(plant_devices, plc_sim, tmp_path):
+def test_poller_reports_failures_and_probes_an_open_unit_once_per_cycle(plant_devices, plc_sim, tmp_path):
     gateway = PlcGateway(plant_devices, PlcConfig(read_budget_ms=150), tmp_path / "c.sqlite")
     try:
         plc_sim.silence("press-3")
@@ -44,8 +44,9 @@ def test_poller_reports_failures_and_skips_open_breakers(plant_devices, plc_sim,
         # Three press-3 timeouts open the unit breaker; the fourth sensor is skipped.
         assert (first.refreshed, first.no_communication, first.skipped) == (3, 3, 1)
         assert list(first.rejected) == ["cnc-7/vibration"] and "ILLEGAL DATA ADDRESS" in first.rejected["cnc-7/vibration"]
+        # Each cycle probes the open unit once; its failure ends the unit's cycle.
         second = poll_once(gateway)
-        assert (second.no_communication, second.skipped) == (0, 4)
+        assert (second.no_communication, second.skipped) == (1, 3)
     finally:
         gateway.close()
 

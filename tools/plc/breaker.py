@@ -1,10 +1,12 @@
 """Circuit breakers per sensor and per PLC unit, persisted in the PLC store.
 
 `threshold` consecutive communication failures on a sensor (or on any sensors
-of one unit) open its breaker for `open_s`: reads skip the network and answer
-from the cache. After the window one caller probes (half-open); success closes
-the breaker, failure re-opens it for another window. Operations hears about an
-opening once: a structured log event, a Prometheus counter and the hook.
+of one unit) open its breaker: reads skip the network and answer from the
+cache. After the window one caller probes (half-open); success closes the
+breaker, failure re-opens it for a window twice as long, up to the configured
+maximum (`PlcConfig.breaker_window_s`). Any successful read closes it, the
+poller's included. Operations hears about an opening once: a structured log
+event, a Prometheus counter and the hook.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from tools.plc import metrics
+from tools.plc.config import PlcConfig
 from tools.plc.store import BreakerRow, PlcStore
 
 UNIT = "*"
@@ -30,14 +33,12 @@ class Breakers:
     def __init__(
         self,
         store: PlcStore,
-        threshold: int,
-        open_s: float,
+        config: PlcConfig,
         on_open: Callable[[dict[str, Any]], None] | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self._store = store
-        self._threshold = threshold
-        self._open_ms = int(open_s * 1000)
+        self._config = config
         self._on_open = on_open
         self._clock = clock
 
@@ -47,13 +48,17 @@ class Breakers:
         for row in self._store.breakers_for(device_id, sensor):
             if row.state == "closed":
                 continue
-            if row.opened_at_ms is not None and now_ms >= row.opened_at_ms + self._open_ms:
+            reopen_at_ms = self.reopen_at_ms(row)
+            if reopen_at_ms is not None and now_ms >= reopen_at_ms:
                 if self._store.claim_probe(row, now_ms):
                     metrics.BREAKER_STATE.labels(row.device_id, row.sensor).set(STATE_VALUE["half_open"])
                     return "probe", row
             # Open inside its window, or another caller is already probing.
             return "open", row
         return "closed", None
+
+    def unit_open(self, device_id: str) -> bool:
+        return any(row.state != "closed" for row in self._store.breakers_for(device_id, UNIT))
 
     def succeeded(self, device_id: str, sensor: str) -> None:
         for key in (sensor, UNIT):
@@ -63,7 +68,7 @@ class Breakers:
         now_ms = self._now_ms()
         opened: list[BreakerRow] = []
         for key in (sensor, UNIT):
-            row, opened_now = self._store.count_failure(device_id, key, self._threshold, now_ms)
+            row, opened_now = self._store.count_failure(device_id, key, self._config.breaker_threshold, now_ms)
             metrics.BREAKER_STATE.labels(device_id, key).set(STATE_VALUE[row.state])
             if opened_now:
                 opened.append(row)
@@ -72,7 +77,9 @@ class Breakers:
             self._notify(opened[-1], reason)
 
     def reopen_at_ms(self, row: BreakerRow) -> int | None:
-        return None if row.opened_at_ms is None else row.opened_at_ms + self._open_ms
+        if row.opened_at_ms is None:
+            return None
+        return row.opened_at_ms + int(self._config.breaker_window_s(row.failures) * 1000)
 
     def _notify(self, row: BreakerRow, reason: str) -> None:
         metrics.BREAKER_OPENED.labels(row.device_id, row.sensor).inc()

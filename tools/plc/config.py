@@ -15,6 +15,15 @@ class PlcConfig(BaseModel):
     cache_max_age_s: float = Field(default=3600.0, gt=0)
     # Consecutive communication failures (timeouts, refused connections) that open a breaker.
     breaker_threshold: int = Field(default=3, ge=1)
+    # An open breaker first skips the network for `breaker_first_open_s`, doubling after each failed
+    # probe up to `breaker_open_s` (the first is capped by it too). The poller probes every cycle
+    # regardless, so a PLC that is back answers live within one poll interval.
+    breaker_first_open_s: float = Field(default=10.0, gt=0)
     breaker_open_s: float = Field(default=1800.0, gt=0)
     # Readings and breaker state, shared by the service and the poller (relative to state_dir).
     cache_file: str = "plc_cache.sqlite"
+
+    def breaker_window_s(self, failures: int) -> float:
+        """How long a breaker with this many consecutive failures stays open before the next probe."""
+        doublings = min(max(0, failures - self.breaker_threshold), 32)
+        return min(self.breaker_open_s, self.breaker_first_open_s * 2 ** doublings)

@@ -1,7 +1,9 @@
 """What can go wrong on a PLC read, in two families the policy treats differently.
 
 `NoCommunication`: nothing usable came back (timeout, refused, gateway says the
-target is silent). These fall back to the cache and count towards the breaker.
+target is silent). These fall back to the cache and count towards the breaker,
+except `PlcBusy`: our own queue for the connection used up the budget, which
+says nothing about the PLC.
 `PlcRejected`: the PLC answered, but with a Modbus exception or a reply that
 does not fit the sensor map. The PLC is alive; the agent gets an error naming it.
 """
@@ -33,6 +35,8 @@ class NoCommunication(PlcReadError):
     """Base of the failures that fall back to the cache."""
 
     reason = "no communication"
+    # Whether the breaker hears of it: only what the PLC did (or did not do) counts.
+    counts_against_plc = True
 
 
 class PlcTimeout(NoCommunication):
@@ -41,6 +45,13 @@ class PlcTimeout(NoCommunication):
 
 class PlcUnreachable(NoCommunication):
     reason = "unreachable"
+
+
+class PlcBusy(NoCommunication):
+    """Other reads of the same PLC held the connection for (most of) the budget."""
+
+    reason = "busy"
+    counts_against_plc = False
 
 
 class PlcRejected(PlcReadError):

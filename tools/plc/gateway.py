@@ -41,7 +41,7 @@ class PlcGateway:
         self.devices = devices
         self.config = config
         self.store = PlcStore(cache_path, busy_timeout_s)
-        self.breakers = Breakers(self.store, config.breaker_threshold, config.breaker_open_s, on_breaker_open, clock)
+        self.breakers = Breakers(self.store, config, on_breaker_open, clock)
         self._reader = ModbusReader()
         self._clock = clock
 
@@ -69,12 +69,13 @@ class PlcGateway:
         metrics.READS.labels(device_id, sensor_id, reading.quality).inc()
         return reading
 
-    def refresh(self, device_id: str, sensor_id: str) -> bool | None:
-        """The poller's read: True refreshed, False no communication, None skipped (breaker open)."""
+    def refresh(self, device_id: str, sensor_id: str) -> bool:
+        """The poller's read: True refreshed, False no communication.
+
+        It goes to the network even behind an open breaker: the poller is the probe that closes
+        a breaker within one poll interval of the PLC's return, however long the open window.
+        """
         device, sensor = self.devices[device_id], self.devices[device_id].sensors[sensor_id]
-        decision, _ = self.breakers.decide(device_id, sensor_id)
-        if decision == "open":
-            return None
         try:
             value, ts_ms = self._live(device, sensor)
         except NoCommunication:
@@ -93,7 +94,8 @@ class PlcGateway:
             registers = self._reader.read_registers(device.plc, sensor, self.config.read_budget_ms / 1000)
             value = decode(sensor, registers)
         except NoCommunication as exc:
-            self.breakers.failed(device.id, sensor.id, exc.reason)
+            if exc.counts_against_plc:
+                self.breakers.failed(device.id, sensor.id, exc.reason)
             raise
         except PlcRejected:
             # It answered, so it is communicating; the rejection itself is reported by the caller.

@@ -1,9 +1,11 @@
 """Refresh every configured sensor into the cache, every `poll_interval_s`.
 
 Runs as a thread of the service (`Poller.start`) or as its own process
-(`fixloop poller`, a systemd unit in production). Sensors behind an open
-breaker are skipped, so a dead PLC costs at most `breaker_threshold` read
-budgets per opening instead of one per sensor per cycle.
+(`fixloop poller`, a systemd unit in production). Each cycle reads through
+open breakers too: it is their probe, so a PLC that is back closes its breaker
+(and the agent's reads are live again) within one poll interval. Once a unit's
+breaker is open, its first failed read ends that unit's cycle, so a dead PLC
+costs one read budget per cycle instead of one per sensor.
 """
 
 from __future__ import annotations
@@ -37,18 +39,21 @@ def poll_once(gateway: PlcGateway) -> PollReport:
     report = PollReport()
     started = time.perf_counter()
     for device_id, device in gateway.devices.items():
+        silent = False
         for sensor_id in device.sensors:
+            if silent:
+                report.skipped += 1
+                continue
             try:
-                outcome = gateway.refresh(device_id, sensor_id)
+                refreshed = gateway.refresh(device_id, sensor_id)
             except PlcRejected as exc:
                 report.rejected[f"{device_id}/{sensor_id}"] = str(exc)
                 continue
-            if outcome is None:
-                report.skipped += 1
-            elif outcome:
+            if refreshed:
                 report.refreshed += 1
             else:
                 report.no_communication += 1
+                silent = gateway.breakers.unit_open(device_id)
     report.elapsed_s = time.perf_counter() - started
     return report
 
