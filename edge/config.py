@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from knowledge.config import KnowledgeConfig
 from tools.plant import DeviceConfig, bind_device_ids
@@ -62,6 +62,27 @@ class ServiceConfig(Strict):
     run_store_file: str = "runs.sqlite"
     # Runs executing at once (each holds a worker thread); more wait for a free worker.
     max_concurrent_runs: int = Field(default=32, ge=1)
+    # MES alarm runs at once; one more is refused with 503 + Retry-After (the MES retries) rather than
+    # queued, so an alarm storm cannot take every run worker from the technicians.
+    max_concurrent_alarms: int = Field(default=8, ge=1)
+    # Request bodies, refused with 413 while they stream in: a question is at most 2,000 characters,
+    # an MES alarm may carry its vendor's extra fields.
+    max_body_bytes: int = Field(default=64 * 1024, ge=4096)
+    max_alarm_body_bytes: int = Field(default=256 * 1024, ge=4096)
+    # Slow clients: a request head (request line and headers) must arrive whole within this time of the
+    # connection opening or of the previous response; idle keep-alive connections close sooner.
+    header_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    keep_alive_s: int = Field(default=5, ge=1, le=300)
+    # Open client connections; past it the longest-waiting connection without a request in progress is
+    # dropped, so slow sockets cannot use up the file descriptors nor lock out a real request.
+    max_connections: int = Field(default=1000, ge=16)
+
+    @model_validator(mode="after")
+    def _alarms_within_runs(self) -> ServiceConfig:
+        if self.max_concurrent_alarms > self.max_concurrent_runs:
+            raise ValueError(f"max_concurrent_alarms ({self.max_concurrent_alarms}) exceeds max_concurrent_runs "
+                             f"({self.max_concurrent_runs}): alarm runs take their workers from that pool")
+        return self
 
 
 class Config(Strict):

@@ -31,6 +31,8 @@ class RunState:
     actor: str
     # Tablet flow with confirmation required: a known fault on a known device gets an order proposal.
     propose_work_order: bool = False
+    # An MES alarm run: the device and fault code come from the alarm, never from parsing its text.
+    alarm: dict[str, Any] | None = None
     steps: list[Step] = field(default_factory=list)
     # Planner-private memory for this run (the planners themselves are shared across runs).
     scratch: dict[str, Any] = field(default_factory=dict)

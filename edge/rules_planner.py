@@ -88,9 +88,12 @@ class RulesPlanner:
 
     def analyse(self, state: RunState) -> Intent:
         found = self.lexicon.find(state.question)
-        device_id = state.device_id or (found.devices[0] if found.devices else None) or state.session.device_id
+        alarm = state.alarm or {}
+        device_id = (alarm.get("device_id") or state.device_id or (found.devices[0] if found.devices else None)
+                     or state.session.device_id)
         sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
-        codes = found.fault_codes[:MAX_CODES]
+        # An alarm names its code; its text may hold none the lexicon can recognise (`K179A-0`, `OVERTEMP`).
+        codes = [str(alarm["fault_code"])] if alarm.get("fault_code") else found.fault_codes[:MAX_CODES]
         # A sensor's own name ("vibration", "振动") is not a symptom: look for symptom words outside the entities.
         rest = "".join(" " if any(e.start_char <= i < e.end_char for e in found.entities) else ch
                        for i, ch in enumerate(state.question))

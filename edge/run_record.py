@@ -63,6 +63,8 @@ class RunRecord(BaseModel):
     question: str
     device_id: str | None = None
     actor: str = "technician"
+    # The MES alarm an alarm run handles, as received: its device and fault code bind the run's work order.
+    alarm: dict[str, Any] | None = None
     planner: str
     degraded: bool = False
     warnings: list[str] = Field(default_factory=list)

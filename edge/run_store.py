@@ -9,12 +9,16 @@ into the record: the record says what the run did, the confirmation what a
 person did afterwards.
 
 One file shared by the service's worker threads and the CLI: WAL, a busy
-timeout and a connection per operation, as in the work-order store.
+timeout and a connection per operation, as in the work-order store. Writes
+from one process take turns on a lock before they ask SQLite for its write
+lock: dozens of runs finishing at once then queue in order instead of
+racing for the database, where a loser past the busy timeout lost its run.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +72,7 @@ CREATE TABLE IF NOT EXISTS confirmations (
 """
 
 WORK_ORDER_TOOL = "generate_work_order"
+SQLITE_MAX_INT = 2**63 - 1
 
 
 class RunSummary(BaseModel):
@@ -102,8 +107,9 @@ class RunFilter(BaseModel):
     actor: str | None = None
     fault_code: str | None = None
     degraded: bool | None = None
-    min_steps: int | None = Field(default=None, ge=0)
-    since_ms: int | None = None
+    # Bounded so that no value reaches SQLite as an integer it cannot hold (OverflowError).
+    min_steps: int | None = Field(default=None, ge=0, le=SQLITE_MAX_INT)
+    since_ms: int | None = Field(default=None, ge=-SQLITE_MAX_INT, le=SQLITE_MAX_INT)
     limit: int = Field(default=50, ge=1, le=1000)
 
 
@@ -130,6 +136,7 @@ class RunStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout_s = busy_timeout_ms / 1000
+        self._write_lock = threading.Lock()
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
@@ -143,6 +150,17 @@ class RunStore:
             yield con
         finally:
             con.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock, self._connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
 
     def save(self, record: RunRecord) -> None:
         """Insert or replace one record and its code rows in a single transaction."""
@@ -162,17 +180,11 @@ class RunStore:
         }
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
-        with self._connect() as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                con.execute("DELETE FROM run_codes WHERE run_id = ?", (record.run_id,))
-                con.execute(f"INSERT OR REPLACE INTO runs ({columns}) VALUES ({marks})", row)
-                con.executemany("INSERT INTO run_codes (run_id, fault_code) VALUES (?, ?)",
-                                [(record.run_id, code) for code in fault_codes_of(record)])
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+        with self._transaction() as con:
+            con.execute("DELETE FROM run_codes WHERE run_id = ?", (record.run_id,))
+            con.execute(f"INSERT OR REPLACE INTO runs ({columns}) VALUES ({marks})", row)
+            con.executemany("INSERT INTO run_codes (run_id, fault_code) VALUES (?, ?)",
+                            [(record.run_id, code) for code in fault_codes_of(record)])
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._connect() as con:
@@ -211,20 +223,14 @@ class RunStore:
         confirmation = Confirmation(run_id=run_id, work_order_id=str(work_order["work_order_id"]),
                                     work_order_status=str(work_order["work_order_status"]),
                                     created=bool(work_order.get("created")), confirmed_ms=int(time.time() * 1000))
-        with self._connect() as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                con.execute(
-                    "INSERT INTO confirmations (run_id, work_order_id, work_order_status, created, confirmed_ms)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (run_id, confirmation.work_order_id, confirmation.work_order_status, int(confirmation.created),
-                     confirmation.confirmed_ms))
-                con.execute("UPDATE runs SET work_order_id = ?, work_order_status = ? WHERE run_id = ?",
-                            (confirmation.work_order_id, confirmation.work_order_status, run_id))
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+        with self._transaction() as con:
+            con.execute(
+                "INSERT INTO confirmations (run_id, work_order_id, work_order_status, created, confirmed_ms)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (run_id, confirmation.work_order_id, confirmation.work_order_status, int(confirmation.created),
+                 confirmation.confirmed_ms))
+            con.execute("UPDATE runs SET work_order_id = ?, work_order_status = ? WHERE run_id = ?",
+                        (confirmation.work_order_id, confirmation.work_order_status, run_id))
         return confirmation
 
     def confirmations(self, run_id: str) -> list[Confirmation]:

@@ -47,7 +47,11 @@ DISPLAY_TOKEN = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{_DISPLAY})(?![A-Za-z0-9\-]|
 _CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
 _SEPARATORS = re.compile(r"[\s\-_:：#.]+")
-_LEADING_CUE = re.compile(rf"^\s*{_CUE}{_SEP}(?=\S)", re.I)
+# The same cue inside a key, where separators are gone: `ALARM1`, `ERR07`, `报警号6065` (not `ERROR`, `ALMOST`).
+_KEY_CUE = re.compile(rf"^{_CUE}(?=\d)", re.I)
+# A cue word people and messages put before a code (`fault 123`, `Alarm: 6065`, `报警号6065`, `ALARM1`);
+# fused with `-` or `:` and a number it is part of the printed code (`ALARM:1`, `Err-07`), as in headings.
+_LEADING_CUE = re.compile(rf"^\s*{_CUE}(?![-:]\d)(?:\s*[:：#]\s*|\s+|(?=\d))(?=[A-Za-z0-9])", re.I)
 
 LABEL = "FAULT_CODE"
 
@@ -66,13 +70,23 @@ def canonical_id(raw: str) -> str:
     return f"fault:{code_key(raw)}"
 
 
+def reported_code(raw: str) -> str:
+    """A fault code as an HMI shows it, from however it was reported: the one spelling of every path
+    (alarm, question, work order). `fault 123`, `alarm 123` and `123` → `123`; `e 102` → `E102`;
+    `ALARM:1` stays as printed."""
+    bare = _LEADING_CUE.sub("", unicodedata.normalize("NFKC", raw))
+    return re.sub(r"\s+", "", bare).upper()
+
+
+def fault_key(raw: str) -> str:
+    """A fault's identity: its key without a cue word, so `ALARM:1`, `alarm 1` and `1`, or `fault 123`
+    and `ALARM123`, are one fault on one machine (one work order)."""
+    return _KEY_CUE.sub("", code_key(raw))
+
+
 def lookup_keys(raw: str) -> list[str]:
     """Keys to try for a code as typed: as is, then without a cue word (`Alarm 6065` → `6065`)."""
-    keys = [code_key(raw)]
-    bare = _LEADING_CUE.sub("", unicodedata.normalize("NFKC", raw))
-    if bare != raw and code_key(bare) and code_key(bare) not in keys:
-        keys.append(code_key(bare))
-    return [k for k in keys if k]
+    return [k for k in dict.fromkeys((code_key(raw), fault_key(raw))) if k]
 
 
 def glob_pattern(code: str) -> str | None:

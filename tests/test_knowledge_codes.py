@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from knowledge.code_linker import CodeLinker
 from knowledge.codes import (
-    DISPLAY_TOKEN, canonical_id, code_key, glob_pattern, lookup_keys, loose_key, parse_code_cell, parse_heading,
+    DISPLAY_TOKEN, canonical_id, code_key, fault_key, glob_pattern, lookup_keys, loose_key, parse_code_cell,
+    parse_heading, reported_code,
 )
 
 
@@ -28,6 +29,19 @@ def test_key_ignores_case_and_separators(code, sep):
 
 def test_cue_words_are_dropped_only_as_a_second_try():
     assert lookup_keys("Alarm 6065")[-1] == "6065"
+    # A word that merely starts like a cue keeps its letters: no `OR` from `ERROR`.
+    assert lookup_keys("ERROR") == ["ERROR"] and lookup_keys("ALMOST") == ["ALMOST"]
+
+
+@pytest.mark.parametrize(("reported", "shown", "identity"), [
+    ("fault 123", "123", "123"), ("alarm 123", "123", "123"), ("ALARM123", "123", "123"), ("123", "123", "123"),
+    ("Alarm: 6065", "6065", "6065"), ("报警号 6065", "6065", "6065"), ("ALARM:1", "ALARM:1", "1"),
+    ("Err-07", "ERR-07", "07"), ("e 102", "E102", "E102"), ("K179A-0", "K179A-0", "K179A0"), ("x.1", "X.1", "X1"),
+    ("OVERTEMP", "OVERTEMP", "OVERTEMP"), ("ERROR", "ERROR", "ERROR"),
+])
+def test_a_reported_code_has_one_spelling_and_one_identity(reported, shown, identity):
+    assert reported_code(reported) == shown
+    assert fault_key(reported) == fault_key(shown) == identity
     assert lookup_keys("报警号 6065")[-1] == "6065"
     assert lookup_keys("ALARM:1")[0] == "ALARM1"
 

@@ -192,6 +192,16 @@ def test_service_is_hardened_restarts_and_logs_to_journald(name):
     assert dict(parse_unit(name)["Unit"]).get("StartLimitIntervalSec") == "0", f"{name} must never stop restarting"
 
 
+def test_api_has_file_descriptors_for_its_connection_limit_and_its_own_files():
+    from edge.service.connections import FD_RESERVE
+
+    limit = values("fixloop.service", "Service", "LimitNOFILE")
+    assert limit, "fixloop.service needs LimitNOFILE: the default soft limit (1024) is below max_connections"
+    # Soft and hard alike: the unit's SystemCallFilter (~@resources) keeps the service from raising its own.
+    assert ":" not in limit[0]
+    assert int(limit[0]) >= load_config(env={}).service.max_connections + FD_RESERVE
+
+
 def test_python_services_have_no_devices_and_vllm_keeps_the_gpu():
     for name in PYTHON_SERVICES:
         assert dict(parse_unit(name)["Service"]).get("PrivateDevices") == "yes", name

@@ -110,6 +110,19 @@ def test_spellings_of_one_code_share_one_active_order(work_order_store, first, s
     assert _rows(work_order_store, "SELECT count(*) FROM work_orders") == [(1,)]
 
 
+def test_orders_keyed_before_cue_words_were_dropped_are_rekeyed_on_open(tmp_path):
+    path = tmp_path / "orders.sqlite"
+    order, _ = _create(WorkOrderStore(path), fault_code="ALARM:1")
+    con = sqlite3.connect(path)  # as the previous release left it
+    con.execute("UPDATE work_orders SET fault_key = 'ALARM1'")
+    con.execute("PRAGMA user_version = 0")
+    con.commit()
+    con.close()
+    store = WorkOrderStore(path)
+    assert _create(store, fault_code="alarm 1", run_id="run-2") == (store.get(order.id), False)
+    assert _rows(store, "SELECT fault_key FROM work_orders") == [("1",)]
+
+
 def test_the_schema_itself_refuses_a_second_active_order(work_order_store):
     _create(work_order_store, fault_code="E-102")
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):

@@ -40,6 +40,7 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
     import uvicorn
 
     from edge.service.app import Service, create_app
+    from edge.service.connections import uvicorn_config
 
     config = listening_on(config, args.host, args.port)
     console = Console(stderr=True)
@@ -48,8 +49,8 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
     service = Service(config, poller=args.poller)
     console.print(f"fixloop serving on http://{config.service.host}:{config.service.port}/app/ "
                   f"(planner: {'rules, degraded mode' if service.agent.degraded else config.llm.url})")
-    uvicorn.run(create_app(service), host=config.service.host, port=config.service.port, log_level="info",
-                timeout_graceful_shutdown=10)
+    uvicorn.Server(uvicorn_config(create_app(service), config.service, config.service.host, config.service.port,
+                                  log_level="info", timeout_graceful_shutdown=10)).run()
     return 0
 
 
@@ -79,7 +80,8 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
             simulators.append(start_simulator(devices, host, port))
             console.print(f"PLC simulator: modbus://{host}:{port} ({', '.join(devices)})")
         service = Service(config, poller=True)
-        server = ServerThread(create_app(service), config.service.host, config.service.port).start()
+        server = ServerThread(create_app(service), config.service.host, config.service.port,
+                              limits=config.service).start()
         token = config.service.technician_tokens[0] if config.service.technician_tokens else None
         console.print(f"[bold green]fixloop is running:[/] {server.url}/app/" + (f"#token={token}" if token else ""))
         if token:

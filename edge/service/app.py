@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import time
 import uuid
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, AsyncIterator
@@ -28,10 +32,13 @@ from edge.run_store import WORK_ORDER_TOOL, RunFilter, RunStore, RunSummary, wor
 from edge.service import metrics
 from edge.service.alarms import alarm_handler
 from edge.service.auth import require
+from edge.service.body_limit import BodyLimit
 from edge.service.health import Readiness, Warmup
-from edge.service.mes import build_mes_router
+from edge.service.json_body import json_body, json_body_openapi
+from edge.service.mes import ALARMS_PATH, build_mes_router
 from edge.service.runs import EventBridge, RunManager
 from edge.service.schemas import (AskBody, ConfirmResult, DeviceView, RunView, SensorView, TakeoverResult)
+from edge.service.strict_query import known_query_only
 from edge.sessions import session_context
 from tools.contract import ToolContext
 from tools.plc.poller import Poller
@@ -43,6 +50,8 @@ TAKEOVER_GRACE_S = 3.0
 # The work-order tool runs in this process, so its refusals are ours to classify, not a bad gateway's.
 # The stored proposal no longer fits the tool (arguments) or the plant (device removed since the run).
 CONFIRM_ERROR_STATUS = {"invalid_arguments": 422, "unknown_device": 409, "timeout": 504, "tool_failed": 500}
+# `GET /v1/runs?min_steps=`: far above any loop budget, and far inside SQLite's 64-bit integers.
+MAX_STEPS_FILTER = 10_000
 
 
 class Service:
@@ -57,6 +66,11 @@ class Service:
         self.runs = RunManager(self.agent, self.run_store, config.service.max_concurrent_runs)
         self.warmup = Warmup()
         self.readiness = Readiness(config, self.warmup)
+        # Readiness probes block (TCP, HTTP); on threads of their own they never queue behind runs and
+        # alarms in the shared thread pool, nor take its threads from them.
+        self.health_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="health")
+        # One confirmation of a run at a time: a replay must see the order the first one made.
+        self.confirming: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.poller: Poller | None = None
 
     def start(self) -> None:
@@ -66,8 +80,15 @@ class Service:
             self.poller = Poller(plc_gateway(self.config), self.config.plc.poll_interval_s)
             self.poller.start()
 
+    def confirm_lock(self, run_id: str) -> asyncio.Lock:
+        lock = self.confirming.get(run_id)
+        if lock is None:
+            lock = self.confirming[run_id] = asyncio.Lock()
+        return lock
+
     def close(self) -> None:
         self.runs.close()
+        self.health_pool.shutdown(wait=False, cancel_futures=True)
         if self.poller is not None:
             self.poller.stop()
             self.poller.gateway.close()
@@ -111,8 +132,11 @@ def create_app(service: Service) -> FastAPI:
         version="0.1.0",
         summary="Edge maintenance agent: ask about a machine, watch the agent's steps stream in, act on the answer.",
         lifespan=lifespan,
+        dependencies=[Depends(known_query_only)],
     )
     app.state.service = service
+    app.add_middleware(BodyLimit, default_bytes=config.service.max_body_bytes,
+                       route_bytes={ALARMS_PATH: config.service.max_alarm_body_bytes})
     app.add_middleware(RequestIds)
     app.add_middleware(metrics.RequestMetrics)
 
@@ -120,14 +144,16 @@ def create_app(service: Service) -> FastAPI:
     admin = Depends(require("admin", [config.service.admin_token] if config.service.admin_token else []))
 
     # -- health and metrics ------------------------------------------------
+    # Health and the device list answer on the event loop, never from the shared thread pool, where
+    # they would wait behind whatever holds its threads.
 
     @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["health"])
     async def readyz() -> JSONResponse:
-        report = await run_in_threadpool(service.readiness.check)
+        report = await asyncio.get_running_loop().run_in_executor(service.health_pool, service.readiness.check)
         return JSONResponse(report, status_code=200 if report["ready"] else 503)
 
     @app.get("/metrics", tags=["health"], dependencies=[admin], response_class=Response)
@@ -140,7 +166,7 @@ def create_app(service: Service) -> FastAPI:
     # -- plant -------------------------------------------------------------
 
     @app.get("/v1/devices", tags=["plant"], dependencies=[technician])
-    def devices() -> list[DeviceView]:
+    async def devices() -> list[DeviceView]:
         return [DeviceView(id=device_id, name=d.name, name_zh=d.name_zh, vendor=d.vendor, model=d.model,
                            sensors=[SensorView(id=s.id, label=s.label, label_zh=s.label_zh, unit=s.unit)
                                     for s in d.sensors.values()])
@@ -154,11 +180,11 @@ def create_app(service: Service) -> FastAPI:
     # -- runs --------------------------------------------------------------
 
     @app.post("/v1/runs", tags=["runs"], dependencies=[technician], response_class=StreamingResponse,
-              responses={200: {"content": {"text/event-stream": {}},
+              openapi_extra=json_body_openapi(AskBody), responses={200: {"content": {"text/event-stream": {}},
                                "description": "Server-sent events: run_started, thought, action, observation, "
                                               "format_error, warning, final_answer, termination, then stored "
                                               "(the record is saved) or error."}})
-    async def start_run(body: AskBody, request: Request) -> StreamingResponse:
+    async def start_run(request: Request, body: AskBody = Depends(json_body(AskBody))) -> StreamingResponse:
         received = time.perf_counter()
         if body.device_id is not None and body.device_id not in config.devices:
             raise HTTPException(422, f"unknown device {body.device_id!r}; known devices: {', '.join(config.devices)}")
@@ -190,7 +216,7 @@ def create_app(service: Service) -> FastAPI:
     @app.get("/v1/runs", tags=["runs"], dependencies=[technician])
     def list_runs(device_id: str | None = None, session_id: str | None = None,
                   reason: TerminationReason | None = None, fault_code: str | None = None,
-                  min_steps: int | None = Query(default=None, ge=0),
+                  min_steps: int | None = Query(default=None, ge=0, le=MAX_STEPS_FILTER),
                   limit: int = Query(default=20, ge=1, le=200)) -> list[RunSummary]:
         return service.run_store.list(RunFilter(device_id=device_id, session_id=session_id, reason=reason,
                                                 fault_code=fault_code, min_steps=min_steps, limit=limit))
@@ -225,11 +251,26 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/v1/runs/{run_id}/confirm", tags=["runs"], dependencies=[technician])
     async def confirm(run_id: str, request: Request) -> ConfirmResult:
+        async with service.confirm_lock(run_id):
+            return await confirm_once(run_id, request.state.request_id)
+
+    async def confirm_once(run_id: str, request_id: str) -> ConfirmResult:
+        """A run yields at most one order: a repeated confirmation returns the order the first one made,
+        whatever became of it since (the work-order tool would open a new one for a closed order)."""
         if service.runs.get(run_id) is not None:
             raise HTTPException(409, f"run {run_id} is still running; confirm after it has answered")
         record = await run_in_threadpool(service.run_store.get, run_id)
         if record is None:
             raise HTTPException(404, f"no run {run_id!r}")
+        earlier = await run_in_threadpool(service.run_store.confirmations, run_id)
+        if earlier:
+            made = await run_in_threadpool(service.work_orders.get, earlier[0].work_order_id)
+            if made is None:
+                raise HTTPException(409, f"run {run_id}'s work order {earlier[0].work_order_id} no longer exists")
+            order = order_fields(made)
+            confirmation = await run_in_threadpool(service.run_store.add_confirmation, run_id, order)
+            metrics.CONFIRMATIONS.labels("false").inc()
+            return ConfirmResult(run_id=run_id, work_order=order, confirmation=confirmation)
         ref = work_order_ref(record)
         if ref is None:
             raise HTTPException(409, f"run {run_id} proposed no work order")
@@ -237,7 +278,7 @@ def create_app(service: Service) -> FastAPI:
         if proposed.get("work_order_status") != "pending_confirmation":
             raise HTTPException(409, f"run {run_id}'s work order {proposed.get('work_order_id')} needs no "
                                      f"confirmation (status {proposed.get('work_order_status')})")
-        ctx = ToolContext(request_id=request.state.request_id, run_id=run_id, loop_step=step.n, actor="technician",
+        ctx = ToolContext(request_id=request_id, run_id=run_id, loop_step=step.n, actor="technician",
                           require_confirmation=True, confirmed=True, evidence=tuple(evidence_of([o for o in record.observations if o.loop_step < step.n])))
         observation = await run_in_threadpool(service.agent.registry.call, WORK_ORDER_TOOL, step.args, ctx,
                                               f"confirm-{step.n}")
@@ -256,7 +297,10 @@ def create_app(service: Service) -> FastAPI:
 
     # -- MES and operations ------------------------------------------------
 
-    app.include_router(build_mes_router(config.mes.secrets, alarm_handler(service.runs), service.work_orders,
+    app.include_router(build_mes_router(config.mes.secrets,
+                                        alarm_handler(service.runs, config.service.max_concurrent_alarms,
+                                                      alarm_retry_after_s(config)),
+                                        service.work_orders,
                                         known_devices=list(config.devices), tolerance_s=config.mes.tolerance_s,
                                         replay_ttl_s=config.mes.replay_ttl_s), tags=["mes"])
 
@@ -281,6 +325,17 @@ def create_app(service: Service) -> FastAPI:
 
     app.mount("/app", StaticFiles(directory=str(resources.files("edge") / "app"), html=True), name="app")
     return app
+
+
+def alarm_retry_after_s(config: Config) -> int:
+    """When a busy alarm slot is free again: a run ends within its wall budget plus the step in progress."""
+    return math.ceil(config.loop.max_wall_s + config.llm.timeout_s)
+
+
+def order_fields(order: WorkOrder) -> dict[str, Any]:
+    """An existing order as the work-order tool describes one it returns rather than creates."""
+    return {"work_order_id": order.id, "work_order_status": order.status, "created": False,
+            **order.model_dump(include={"device_id", "fault_code", "title", "summary", "priority", "created_at"})}
 
 
 def sse(event: dict[str, Any]) -> bytes:

@@ -1,8 +1,11 @@
 """`POST /v1/mes/alarms`: the MES reports an alarm, signed as a Standard Webhook.
 
-Order of checks: signature and timestamp (401), then the body (422 naming the
-field), then the webhook-id: a replay gets the response stored for its first
-delivery, so an MES retrying after a lost response cannot start a second run.
+Order of checks: the signature headers and timestamp before a byte of the
+body is read (401), the body read up to the route's size limit (413), the
+signature over it (401), then the body (422 naming the field), then the
+webhook-id: a replay gets the response stored for its first delivery, so an
+MES retrying after a lost response cannot start a second run. While
+`max_concurrent_alarms` run, another alarm gets 503 with Retry-After.
 Only a handled alarm leaves a record; a refused or failed one leaves nothing.
 """
 
@@ -17,11 +20,19 @@ from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from tools.work_orders.model import normalize_fault_code
-from tools.work_orders.signing import SignatureError, verify
+from tools.work_orders.model import FaultCode
+from tools.work_orders.signing import SignatureError, check_headers, verify
 from tools.work_orders.store import WebhookInProgress, WorkOrderStore
 
 ALARMS_PATH = "/v1/mes/alarms"
+
+
+class AlarmsBusy(Exception):
+    """Raised by `handle_alarm` when it takes no more alarms for now; the MES is told when to retry."""
+
+    def __init__(self, retry_after_s: int):
+        super().__init__(f"every alarm slot is busy; retry in {retry_after_s} s")
+        self.retry_after_s = retry_after_s
 
 
 class MesAlarm(BaseModel):
@@ -30,15 +41,10 @@ class MesAlarm(BaseModel):
 
     event_id: str = Field(min_length=1, max_length=200, description="the MES's id of this alarm occurrence")
     device_id: str = Field(min_length=1, description="device id as configured, e.g. press-3")
-    fault_code: str = Field(description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1")
+    fault_code: FaultCode
     occurred_at: AwareDatetime = Field(description="when the alarm was raised, ISO 8601 with a UTC offset")
     severity: Literal["low", "medium", "high", "critical"] = "medium"
     message: str = Field(default="", max_length=2000)
-
-    @field_validator("fault_code")
-    @classmethod
-    def _fault_code(cls, value: str) -> str:
-        return normalize_fault_code(value)
 
     @field_validator("device_id")
     @classmethod
@@ -70,9 +76,10 @@ def build_mes_router(
 
     @router.post(ALARMS_PATH)
     async def receive_alarm(request: Request) -> JSONResponse:
-        body = await request.body()
         now = clock()
         try:
+            check_headers(verify_secrets, request.headers, now, tolerance_s)
+            body = await request.body()
             webhook_id = verify(verify_secrets, request.headers, body, now, tolerance_s)
         except SignatureError as exc:
             return JSONResponse({"detail": f"webhook verification failed: {exc}"}, status_code=401)
@@ -89,6 +96,10 @@ def build_mes_router(
             return JSONResponse(earlier["body"], status_code=earlier["status_code"], headers={"webhook-replayed": "true"})
         try:
             result = await run_in_threadpool(handle_alarm, alarm)
+        except AlarmsBusy as exc:
+            await run_in_threadpool(store.release_webhook, webhook_id)
+            return JSONResponse({"detail": str(exc)}, status_code=503,
+                                headers={"retry-after": str(exc.retry_after_s)})
         except Exception as exc:
             await run_in_threadpool(store.release_webhook, webhook_id)
             return JSONResponse({"detail": f"alarm handling failed: {type(exc).__name__}: {exc}"}, status_code=500)

@@ -44,6 +44,11 @@ LLM_SECONDS = Histogram("fixloop_llm_latency_seconds", "Latency of one LLM reque
 LLM_TOKENS = Counter("fixloop_llm_tokens_total", "LLM tokens by kind (prompt, completion, shared_prefix).", ["kind"])
 CONFIRMATIONS = Counter("fixloop_work_order_confirmations_total",
                         "Work orders confirmed by a technician; created=false means one was already open.", ["created"])
+CONNECTIONS_DROPPED = Counter("fixloop_http_connections_dropped_total",
+                              "Client connections closed by the server: a request head too slow "
+                              "(header_timeout) or the oldest waiting one past max_connections.", ["reason"])
+ALARMS_REFUSED = Counter("fixloop_mes_alarms_refused_total",
+                         "MES alarms answered 503 because max_concurrent_alarms were running.")
 OUTBOX_BACKLOG = Gauge("fixloop_outbox_backlog", "Outbox rows not yet delivered to the MES, by status.", ["status"])
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from knowledge.codes import code_key
+from knowledge.codes import fault_key, reported_code
 
 Priority = Literal["low", "medium", "high", "urgent"]
 OrderStatus = Literal["open", "acknowledged", "in_progress", "done", "cancelled"]
@@ -81,8 +81,9 @@ class OutboxRow(BaseModel):
 
 
 def normalize_fault_code(raw: str) -> str:
-    """HMI codes are read aloud and typed in any case; one spelling per code keeps orders unique."""
-    code = re.sub(r"\s+", "", raw).upper()
+    """HMI codes are read aloud and typed in any case, with or without a cue word (`fault 123`);
+    one spelling per code (`knowledge.codes.reported_code`) whoever reports it."""
+    code = reported_code(raw)
     if not FAULT_CODE_PATTERN.match(code):
         raise WorkOrderError(
             f"fault code {raw!r} is not a code as printed on the HMI (letters, digits and : . _ / -, at most 32), e.g. E102, F03, 6065, ALARM:1"
@@ -90,9 +91,12 @@ def normalize_fault_code(raw: str) -> str:
     return code
 
 
-def fault_key(fault_code: str) -> str:
-    """A code's identity: `E-102` and `E102`, `ALARM:1` and `ALARM 1` are one fault (the manual search's key)."""
-    return code_key(fault_code)
+# The one fault-code type of every boundary: the work-order tool's arguments and the MES alarm.
+FaultCode = Annotated[
+    str,
+    Field(max_length=64, description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1", examples=["E102"]),
+    AfterValidator(normalize_fault_code),
+]
 
 
 def order_id(device_id: str, fault_code: str, occurrence: str) -> str:

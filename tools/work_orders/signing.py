@@ -54,6 +54,30 @@ def signed_headers(secrets: Sequence[str], msg_id: str, body: bytes, now: float)
     }
 
 
+def check_headers(
+    secrets: Sequence[str],
+    headers: Mapping[str, str],
+    now: float,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+) -> tuple[str, int]:
+    """What can be refused before a body is read: no secret to verify with, a signature header
+    missing, a timestamp that is not whole seconds or not recent. Returns (webhook-id, timestamp)."""
+    if not secrets:
+        raise SignatureError("no webhook secret is configured on this side ([mes] secrets)")
+    lowered = {k.lower(): v for k, v in headers.items()}
+    missing = [h for h in ("webhook-id", "webhook-timestamp", "webhook-signature") if not lowered.get(h)]
+    if missing:
+        raise SignatureError(f"missing header(s): {', '.join(missing)}")
+    raw_ts = lowered["webhook-timestamp"]
+    # Bounded: a 400-digit "timestamp" would overflow the arithmetic below.
+    if not (raw_ts.isascii() and raw_ts.isdigit() and len(raw_ts) <= 12):
+        raise SignatureError(f"webhook-timestamp {raw_ts[:40]!r} is not whole Unix seconds")
+    timestamp = int(raw_ts)
+    if abs(now - timestamp) > tolerance_s:
+        raise SignatureError(f"webhook-timestamp is {now - timestamp:+.0f} s off; accepted: ±{tolerance_s:g} s")
+    return lowered["webhook-id"], timestamp
+
+
 def verify(
     secrets: Sequence[str],
     headers: Mapping[str, str],
@@ -62,19 +86,9 @@ def verify(
     tolerance_s: float = DEFAULT_TOLERANCE_S,
 ) -> str:
     """Check headers and body; return the webhook-id or raise SignatureError."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    missing = [h for h in ("webhook-id", "webhook-timestamp", "webhook-signature") if not lowered.get(h)]
-    if missing:
-        raise SignatureError(f"missing header(s): {', '.join(missing)}")
-    msg_id, raw_ts = lowered["webhook-id"], lowered["webhook-timestamp"]
-    try:
-        timestamp = int(raw_ts)
-    except ValueError:
-        raise SignatureError(f"webhook-timestamp {raw_ts!r} is not whole Unix seconds") from None
-    if abs(now - timestamp) > tolerance_s:
-        raise SignatureError(f"webhook-timestamp is {now - timestamp:+.0f} s off; accepted: ±{tolerance_s:g} s")
+    msg_id, timestamp = check_headers(secrets, headers, now, tolerance_s)
     offered = []
-    for entry in lowered["webhook-signature"].split():
+    for entry in {k.lower(): v for k, v in headers.items()}["webhook-signature"].split():
         version, _, value = entry.partition(",")
         if version == "v1":
             try:

@@ -39,6 +39,8 @@ from tools.work_orders.model import (
 )
 
 _ACTIVE_SQL = ", ".join(f"'{s}'" for s in ACTIVE_STATUSES)
+# `PRAGMA user_version` once stored fault keys follow `fault_key` (cue words dropped).
+FAULT_KEY_VERSION = 1
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS work_orders (
@@ -98,6 +100,7 @@ class WorkOrderStore:
         try:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
+            _rekey(con)
         finally:
             con.close()
 
@@ -360,6 +363,23 @@ class WorkOrderStore:
 
 class WebhookInProgress(WorkOrderError):
     pass
+
+
+def _rekey(con: sqlite3.Connection) -> None:
+    """Once per file: orders written before a fault's identity ignored its cue word (`ALARM:1` is `1`,
+    `fault 123` is `123`) get today's key, so the one-active-order rule holds across the upgrade."""
+    if con.execute("PRAGMA user_version").fetchone()[0] >= FAULT_KEY_VERSION:
+        return
+    con.execute("BEGIN IMMEDIATE")
+    for row in con.execute("SELECT id, fault_code, fault_key FROM work_orders").fetchall():
+        key = fault_key(row["fault_code"])
+        if key != row["fault_key"]:
+            try:
+                con.execute("UPDATE work_orders SET fault_key = ? WHERE id = ?", (key, row["id"]))
+            except sqlite3.IntegrityError:
+                pass  # two active orders the old keys kept apart stay apart until one of them closes
+    con.execute(f"PRAGMA user_version = {FAULT_KEY_VERSION}")
+    con.execute("COMMIT")
 
 
 def _iso(epoch: float) -> str:

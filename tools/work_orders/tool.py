@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from tools.contract import Item, Tool, ToolContext, ToolOutput
 from tools.plant import DeviceConfig, find_device, unknown_device
 from tools.work_orders.config import WorkOrderConfig
-from tools.work_orders.model import SEVERITY_PRIORITY, Priority, WorkOrder, normalize_fault_code
+from tools.work_orders.model import SEVERITY_PRIORITY, FaultCode, Priority, WorkOrder, fault_key, normalize_fault_code
 from tools.work_orders.store import WorkOrderStore
 
 TITLE_MAX = 80
@@ -23,10 +23,7 @@ class WorkOrderArgs(BaseModel):
         description="device id exactly as configured, e.g. press-3, cnc-7",
         examples=["press-3"],
     )
-    fault_code: str = Field(
-        description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1",
-        examples=["E102"],
-    )
+    fault_code: FaultCode
     # Stripped before the length check, so a summary of spaces is refused rather than stored empty.
     summary: Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=2000)] = Field(
         description="one or two sentences: the symptom and what the evidence showed, e.g. motor overheating, 92 °C",
@@ -36,11 +33,6 @@ class WorkOrderArgs(BaseModel):
         default=None,
         description="low, medium, high or urgent; leave out to use the alarm's severity (else medium)",
     )
-
-    @field_validator("fault_code")
-    @classmethod
-    def _fault_code(cls, value: str) -> str:
-        return normalize_fault_code(value)
 
     @field_validator("device_id")
     @classmethod
@@ -71,6 +63,11 @@ class WorkOrderTool(Tool):
         if device_id is None:
             return unknown_device(self.devices, args.device_id, SOURCE)
         args = args.model_copy(update={"device_id": device_id})
+        if ctx.alarm:
+            bound = _bind_to_alarm(args, ctx.alarm)
+            if isinstance(bound, ToolOutput):
+                return bound
+            args = bound
         device = self.devices[device_id]
         priority = args.priority or SEVERITY_PRIORITY.get(str((ctx.alarm or {}).get("severity", "")).lower(), "medium")
         title = _title(device, args.fault_code, args.summary)
@@ -107,6 +104,22 @@ class WorkOrderTool(Tool):
         if ctx.confirmed:
             return False
         return ctx.require_confirmation or (self.config.require_confirmation and ctx.actor == "technician")
+
+
+def _bind_to_alarm(args: WorkOrderArgs, alarm: dict[str, Any]) -> WorkOrderArgs | ToolOutput:
+    """An alarm run opens the alarm's order and no other: a model talked into other machines or codes
+    is refused, and every call lands on the same order (its id is keyed on the alarm's occurrence)."""
+    device_id = alarm.get("device_id") or args.device_id
+    fault_code = normalize_fault_code(str(alarm["fault_code"])) if alarm.get("fault_code") else args.fault_code
+    if device_id != args.device_id or fault_key(fault_code) != fault_key(args.fault_code):
+        return ToolOutput.error(
+            "bound_to_alarm",
+            f"This run handles the MES alarm {fault_code} on {device_id}; it opens a work order for that alarm only, "
+            f"not for {args.fault_code} on {args.device_id}.",
+            f"Call generate_work_order with device_id {device_id!r} and fault_code {fault_code!r}, or give the final answer.",
+            source=SOURCE,
+        )
+    return args.model_copy(update={"fault_code": fault_code})
 
 
 def _title(device: DeviceConfig, fault_code: str, summary: str) -> str:
