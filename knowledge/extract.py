@@ -50,5 +50,6 @@ def extract_manual(path: Path, sha256: str | None = None, overrides: dict[str, s
     assembly = assemble(raw.pages, raw.body_size, raw.sections.pages,
                         frozenset(code_key(name) for name in (info.model,) if name))
     return Extraction(info=info, records=assembly.records, duplicates=assembly.duplicates,
-                      passages=page_passages(raw.pages, raw.sections),
+                      passages=page_passages(raw.pages, raw.sections,
+                                             {page for record in assembly.records for page in record.pages}),
                       ocr_seconds=raw.ocr_seconds, warnings=raw.warnings)

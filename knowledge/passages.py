@@ -20,8 +20,9 @@ if TYPE_CHECKING:  # search uses code_terms without loading PyMuPDF
 # their text is compared by meaning.
 MAX_WIDTH = 110
 FAULT_WIDTH = 45
-# Outside fault sections a page is embedded by its opening passages (heading, what the page is
-# about); every passage of a fault-section page is.
+# Outside fault sections, and on pages whose fault entries were extracted, a page is embedded by
+# its opening passages (heading, what the page is about); every passage of any other fault-section
+# page is: that is where symptoms are described in prose.
 EMBEDDED_PER_PAGE = 2
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
 # Printed codes mix letters with digits or separators (O-I, SC-trP, Er4, 0x3022); a page's plain
@@ -40,28 +41,39 @@ class Passage:
     embedded: bool  # searched by meaning too (else by words only)
 
 
-def page_passages(pages: list[Page], sections: FaultSections) -> list[Passage]:
+def page_passages(pages: list[Page], sections: FaultSections, entry_pages: set[int]) -> list[Passage]:
     """A heading printed on a page starts a passage and names the passages after it; above it,
-    the page is still under the heading in force where the page begins."""
+    the page is still under the heading in force where the page begins. `entry_pages`: pages
+    that gave fault entries, which carry their meaning (the page is still searched by words)."""
     out: list[Passage] = []
     for page in pages:
         fault = page.number in sections.pages
+        described = fault and page.number not in entry_pages
         width = FAULT_WIDTH if fault else MAX_WIDTH
         headings = set(sections.on_page.get(page.number, ()))
         section = sections.opening.get(page.number, "")
         chunks: list[tuple[str, str]] = []  # (section, text)
+        heading_only = False  # the last chunk holds headings and nothing under them yet
         for block in page.text_blocks:
             text = join_lines(block)
             if not text:
                 continue
             if text in headings:
                 section = text
-                chunks.append((section, text))
+                if heading_only:  # headings in a row (chapter, section) open one passage
+                    chunks[-1] = (section, chunks[-1][1] + "\n" + text)
+                else:
+                    chunks.append((section, text))
+                heading_only = True
+                continue
+            if heading_only:  # a heading stays with the text under it
+                chunks[-1:] = [(section, piece) for piece in _split(chunks[-1][1] + "\n" + text, width)]
             elif chunks and chunks[-1][0] == section and _width(chunks[-1][1]) + _width(text) <= width * 1.2:
                 chunks[-1] = (section, chunks[-1][1] + "\n" + text)
             else:
                 chunks.extend((section, piece) for piece in _split(text, width))
-        out.extend(Passage(page.number, chunk_section, chunk, page.ocr, fault, embedded=fault or n < EMBEDDED_PER_PAGE)
+            heading_only = False
+        out.extend(Passage(page.number, chunk_section, chunk, page.ocr, fault, embedded=described or n < EMBEDDED_PER_PAGE)
                    for n, (chunk_section, chunk) in enumerate(chunks))
     return out
 

@@ -23,7 +23,7 @@ RRF_K = 60
 # manuals in its own language.
 ENTRY_PRIOR = 1.25
 FAULT_PAGE_PRIOR = 1.3
-LANGUAGE_PRIOR = 1.3
+LANGUAGE_PRIOR = 1.5
 # The other language's rows (reached through the glossary or an English rendition) count less.
 CROSS_WEIGHT = 0.7
 SNIPPET_CHARS = 280
@@ -111,10 +111,11 @@ def page_rows(rows: Iterable[dict]) -> dict[tuple[str, int], list[dict]]:
     return pages
 
 
-def best_passage(matched: dict, passages: list[dict], words: frozenset[str]) -> dict:
-    """The passage of a matched page that shares the most words with the question: the page
-    matched as a whole, but its answer may sit in a neighbouring passage (a table's row)."""
-    return max([matched] + passages, key=lambda row: len(words & _words(row["snippet"])))
+def best_passage(passages: list[tuple[dict, list[str]]], words: frozenset[str]) -> dict:
+    """The passage of a matched page that shares the most words (and neighbouring pairs of them)
+    with the question: the page matched as a whole, but its answer may sit in a neighbouring
+    passage (a table's row). `passages`: each with its index terms, the matched one first."""
+    return max(passages, key=lambda item: len(words & {*item[1], *_pairs(item[1])}))[0]
 
 
 def _words(text: str) -> set[str]:
@@ -124,7 +125,10 @@ def _words(text: str) -> set[str]:
 def word_pairs(text: str) -> list[str]:
     """Neighbouring words as one term: the passage that says `red LED flashes 3` beats the one
     that says `red LED flashes a number of times` for `red LED flashes 3 times`."""
-    words = terms(text)
+    return _pairs(terms(text))
+
+
+def _pairs(words: list[str]) -> list[str]:
     return [f"{a} {b}" for a, b in zip(words, words[1:])]
 
 
