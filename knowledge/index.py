@@ -26,6 +26,7 @@ import sqlite_utils
 from pydantic import BaseModel, Field
 
 from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key, scope_key
+from knowledge import question_encoder
 from knowledge.embed import Embedder
 from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
 from knowledge.metadata import merge_overrides, read_sidecar
@@ -75,6 +76,11 @@ class BuildReport(BaseModel):
     embedded: int
     elapsed_s: float
     ocr_s: float = 0.0
+    # The question encoder for searches (knowledge.question_encoder): exported once per model,
+    # not part of the indexing time. `encoder` is empty when searches embed with PyTorch.
+    encoder: str = ""
+    encoder_s: float = 0.0
+    warnings: list[str] = Field(default_factory=list)
 
     @property
     def ocr_pages(self) -> int:
@@ -142,7 +148,21 @@ def build_index(paths: Iterable[Path], db_path: Path, model_path: str | None = N
         tmp.unlink(missing_ok=True)
         raise
     report.elapsed_s = time.perf_counter() - started
+    _export_encoder(report, embedder, db_path)
     return report
+
+
+def _export_encoder(report: BuildReport, embedder: Embedder, db_path: Path) -> None:
+    """The index is in place whatever happens here: without the export, searches embed with PyTorch."""
+    started = time.perf_counter()
+    try:
+        path = question_encoder.export(embedder, db_path)
+    except Exception as exc:  # noqa: BLE001 - a failed export costs speed, not the build
+        report.warnings.append(f"question encoder not exported ({type(exc).__name__}: {exc}); "
+                               "searches embed questions with PyTorch")
+        return
+    report.encoder = str(path or "")
+    report.encoder_s = time.perf_counter() - started
 
 
 def _build(files: list[Path], db_path: Path, tmp: Path, reusable: dict[str, ManualInfo],

@@ -31,6 +31,7 @@ from knowledge.manual_names import ManualNames
 from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
 from knowledge.passages import code_terms
+from knowledge.question_encoder import QuestionEncoder, encoder_path
 from knowledge.ranking import (
     CODE_LIKE_WORD, best_passage, codes_or_fault_words, entries_over_their_pages, entry_pages, fuse, group, page_rows,
     snippet, word_pairs,
@@ -79,6 +80,8 @@ class _Snapshot:
     scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     doc_counts: dict[str, int] = field(default_factory=dict)
     linker: CodeLinker | None = None
+    encoder: QuestionEncoder | None = None
+    encoder_checked: bool = False
 
 
 class ManualIndex:
@@ -104,11 +107,19 @@ class ManualIndex:
         except IndexMissing:
             return set()
 
+    @property
+    def semantic_ready(self) -> bool:
+        """Whether a question can be embedded now without loading a model first."""
+        snap = self._snapshot
+        return (snap is not None and snap.encoder is not None) or self.embedder.loaded
+
     def warm(self) -> None:
-        """Load now what the first free-text question would wait for: the model, the vectors, the
-        code linker (spaCy), the Chinese word list (jieba) and the glossary."""
-        self.embedder.load()
+        """Load now what the first free-text question would wait for: the question encoder (the
+        ONNX export, else the model), the vectors, the code linker (spaCy), the Chinese word list
+        (jieba) and the glossary."""
         snap = self._current()
+        if self._encoder(snap) is None:
+            self.embedder.load()
         with self._lock:
             self._vectors(snap)
             self._linker(snap)
@@ -352,7 +363,18 @@ class ManualIndex:
         return kept
 
     def _meaning(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
-        return self._semantic(snap, self.embedder.encode([text])[0], scope)
+        encoder = self._encoder(snap)
+        vector = encoder.encode(text) if encoder is not None else self.embedder.encode([text])[0]
+        return self._semantic(snap, vector, scope)
+
+    def _encoder(self, snap: _Snapshot) -> QuestionEncoder | None:
+        """The ONNX export the build left beside the index, if it did (else PyTorch embeds)."""
+        with self._lock:
+            if not snap.encoder_checked:
+                path = encoder_path(self.path, self.embedder.identity)
+                snap.encoder = QuestionEncoder(path) if path.exists() else None
+                snap.encoder_checked = True
+            return snap.encoder
 
     def _semantic(self, snap: _Snapshot, query: np.ndarray, scope: Scope) -> list[tuple[int, float]]:
         with self._lock:

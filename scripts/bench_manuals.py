@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knowledge.embed import Embedder  # noqa: E402
 from knowledge.index import build_index  # noqa: E402
+from knowledge.question_encoder import QuestionEncoder, encoder_path  # noqa: E402
 from knowledge.search import ManualIndex  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -63,10 +64,14 @@ def main() -> int:
     ranks, times = evaluate(index, queries, args.misses)
     print_recall(ranks)
     print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
+    encoder_file = encoder_path(db, index.embedder.identity)
+    exported = (f", with the ONNX export {percentiles(timed(QuestionEncoder(encoder_file).encode, queries))}"
+                if encoder_file.exists() else " (no ONNX export beside the index: searches used PyTorch)")
     print(f"  baselines in this run: BM25 only {percentiles(timed(lambda q: index.search(q, k=5, mode='lexical'), queries))}"
-          f"; the question's embedding alone {percentiles(timed(lambda q: index.embedder.encode([q]), queries))}")
+          f"; the question's embedding alone with PyTorch {percentiles(timed(lambda q: index.embedder.encode([q]), queries))}"
+          + exported)
     if args.pad:
-        padded = pad_index(db, args.pad)
+        padded = pad_index(db, args.pad, index.embedder.identity)
         big = ManualIndex(padded, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
         big.warm()
         _, big_times = evaluate(big, queries, False)
@@ -149,11 +154,13 @@ def count_rows(db: Path) -> int:
     return sqlite3.connect(db).execute("SELECT count(*) FROM records").fetchone()[0]
 
 
-def pad_index(db: Path, rows: int) -> Path:
+def pad_index(db: Path, rows: int, identity: str) -> Path:
     """A copy of the index with its rows repeated under other manuals until it holds `rows`:
     the same vectors and words, so latency grows as it would with a plant's library."""
     padded = db.with_name(db.stem + f"-padded{rows}.sqlite")
     shutil.copy(db, padded)
+    if encoder_path(db, identity).exists():
+        shutil.copy(encoder_path(db, identity), encoder_path(padded, identity))
     conn = sqlite3.connect(padded)
     columns = [c[1] for c in conn.execute("PRAGMA table_info(records)") if c[1] != "id"]
     manual_columns = [c[1] for c in conn.execute("PRAGMA table_info(manuals)")]

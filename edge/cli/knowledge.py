@@ -132,6 +132,8 @@ def _print_build(console: Console, report: BuildReport) -> None:
         f"[bold]{report.records}[/] fault entries · {report.embedded} texts embedded · {report.duplicates} duplicates · "
         f"{report.elapsed_s:.1f} s ({rate:.0f} pages/s)"
     )
+    for warning in report.warnings:
+        console.print(f"[yellow]{escape(warning)}[/]")
     pages_only = [m.file for m in report.manuals if m.status == "indexed" and not m.records]
     if pages_only:
         console.print(f"[yellow]No fault entries found, searched as pages only:[/] {escape(', '.join(pages_only))}")

@@ -86,10 +86,10 @@ class ManualSearchTool(Tool):
     @property
     def semantic_ready(self) -> bool:
         """Whether symptom queries get semantic search now (else keyword search, marked degraded)."""
-        return self._index.embedder.loaded
+        return self._index.semantic_ready
 
     def warm(self) -> None:
-        """Load the SBERT model and the vectors (blocking); the service calls this in the background."""
+        """Load the question encoder and the vectors (blocking); the service calls this in the background."""
         self._index.warm()
 
     def known_codes(self) -> set[str]:
