@@ -5,7 +5,9 @@ The model writes our own JSON object in the assistant message:
 ``{"thought": ..., "final_answer": ..., "evidence": [...]}``. Constrained
 decoding makes this reliable on vLLM; the parser still tolerates what
 unconstrained servers add around it (a "Thought:" preamble, code fences,
-the start of a hallucinated "Observation").
+a hallucinated "Observation" after the object). It refuses what would make
+the loop guess: a reply holding both an action and a final answer (the
+action would never run while the answer claims it did) or two JSON objects.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _TRAILING_OBSERVATION = re.compile(r"\s*Observ(?:ation)?:?\s*$")
+# A server that ignores the stop sequence goes on to invent the tool's reply: never ours to read.
+_INVENTED_OBSERVATION = re.compile(r"\n\s*Observation:")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
@@ -53,6 +57,9 @@ def parse_action(text: str) -> Action:
     thought = obj.get("thought", "")
     if not isinstance(thought, str):
         raise FormatError('"thought" must be a string.')
+    if "final_answer" in obj and "action" in obj:
+        raise FormatError('The reply holds both "action" and "final_answer". Either call one tool and wait for '
+                          'its observation, or give the final answer; never both in one reply.')
     if "final_answer" in obj:
         answer = obj["final_answer"]
         if not isinstance(answer, str) or not answer.strip():
@@ -70,14 +77,28 @@ def parse_action(text: str) -> Action:
 
 
 def _first_json_object(text: str) -> dict[str, Any]:
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1)
+    fences = _FENCE.findall(text)
+    if len(fences) > 1:
+        raise FormatError(f"The reply holds {len(fences)} code blocks. Reply with exactly one JSON object.")
+    if fences:
+        text = fences[0]
     start = text.find("{")
     if start < 0:
         raise FormatError("No JSON object found. Reply with exactly one JSON object.")
+    decoder = json.JSONDecoder()
     try:
-        obj, _ = json.JSONDecoder().raw_decode(text[start:])
+        obj, end = decoder.raw_decode(text[start:])
     except json.JSONDecodeError as exc:
         raise FormatError(f"Invalid JSON at character {exc.pos}: {exc.msg}. Reply with exactly one JSON object.") from None
+    if not isinstance(obj, dict):
+        raise FormatError(f"The reply is a JSON {type(obj).__name__}, not an object. Reply with exactly one JSON object.")
+    rest = _INVENTED_OBSERVATION.split(text[start + end:], maxsplit=1)[0]
+    if "{" in rest:
+        second = rest.index("{")
+        try:
+            decoder.raw_decode(rest[second:])
+        except json.JSONDecodeError:
+            return obj  # braces in trailing prose are no second object
+        raise FormatError("The reply holds two JSON objects. Reply with exactly one: one tool call, "
+                          "or the final answer after the observations.")
     return obj

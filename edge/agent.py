@@ -6,9 +6,12 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from edge.config import Config
+from edge.llm_breaker import LlmBreaker
 from edge.loop import AgentLoop, EventSink, RunRequest
+from edge.planner import RunState
 from edge.rules_planner import RulesPlanner
 from edge.run_record import RunRecord
+from edge.verification import AnswerVerifier
 from tools.manual_search.tool import ManualSearchTool
 from tools.plc.gateway import PlcGateway
 from tools.plc.tool import PlcReadTool
@@ -68,16 +71,20 @@ class Agent:
         manual = self.registry.get(MANUAL)
         rules = RulesPlanner(config.devices, known_codes=getattr(manual, "known_codes", tuple))
         self.client: ChatClient | None = None
+        self.llm_breaker = LlmBreaker(config.llm.breaker_failures, config.llm.breaker_open_s)
         planner = rules
         if config.llm.url:
             from edge.llm_client import ChatClient  # httpx: only with a language model to call
             from edge.llm_planner import LlmPlanner
 
             self.client = ChatClient(config.llm.url, config.llm.model, config.llm.timeout_s,
-                                     config.llm.max_tokens_per_step, config.llm.structured_outputs, config.llm.api_key)
-            planner = LlmPlanner(self.client, self.registry, list(config.devices), config.loop.observation_max_chars)
+                                     config.llm.max_tokens_per_step, config.llm.structured_outputs, config.llm.api_key,
+                                     breaker=self.llm_breaker)
+            planner = LlmPlanner(self.client, self.registry, config.devices, config.loop.observation_max_chars,
+                                 config.loop.raw_reply_max_chars)
         self.rules = rules
-        self.loop = AgentLoop(self.registry, planner, rules, config.loop)
+        self.loop = AgentLoop(self.registry, planner, rules, config.loop,
+                              AnswerVerifier(config.devices, self.needs_evidence))
 
     @property
     def degraded(self) -> bool:
@@ -99,6 +106,11 @@ class Agent:
         anyway is answered by keywords while the model loads, marked degraded."""
         if self.rules.searches_by_symptom(question, device_id, actor):
             self.warm()
+
+    def needs_evidence(self, state: RunState) -> bool:
+        """A question the rules planner would call a tool for can be answered only from a tool result."""
+        intent = self.rules.analyse(state)
+        return bool(intent.codes or intent.sensors or intent.wants_live or intent.wants_work_order or intent.symptom)
 
     def _warmable(self) -> list[Any]:
         return [tool for tool in self.registry if getattr(tool, "warm", None) is not None]

@@ -35,6 +35,14 @@ PHRASES = {
         "error": "{tool} failed: {text} {suggestion}",
         "missing": "Not checked: {items}.",
         "nothing": "I could not find anything to answer this from.",
+        "ask": "Please ask a question: name the machine and the fault code on its screen, or describe what you see.",
+        "unknown_device": "Unknown machine: {names}. This plant has {known}.",
+        "which_machine": "live readings: which machine? known devices: {known}",
+        "which_sensor": "live readings: which value? {device} has {sensors}",
+        "which_code": "work order: which fault code does the machine show?",
+        "other_machine": "not a code of this machine: check the device and the code on the HMI",
+        "unverified": "The language model's answer could not be verified against the tool results and is not "
+                      "shown; this answer is assembled from the tool results.",
     },
     "zh": {
         "degraded": "降级模式（规则规划器，无语言模型）：答案由工具结果组成。",
@@ -44,18 +52,26 @@ PHRASES = {
         "where": "{manual}，{version}，第 {page} 页",
         "scope": "适用于 {scope}",
         "steps": "处理步骤：",
-        "not_found": "手册中未找到 {what}。{suggestion}",
+        # Tools write their messages in English: a Chinese answer says what they mean in its own words.
+        "not_found": "手册中未找到相关条目：请核对 HMI 上的故障代码，或换一种说法描述现象。",
         "reading_live": "{label}：{value} {unit}（实时，{time}，{quality}）",
         "reading_cache": "{label}：{value} {unit}，来自缓存，读取于 {time}（{age} 前）— PLC 无法连接（{quality}）",
-        "reading_bad": "{label}：无可用数值 — {text}",
+        "reading_bad": "{label}：无可用数值，请现场查看。",
         "outlier": "读数可疑，超出 {lo}…{hi} {unit}：请现场确认传感器是否故障",
         "alarm": "已超过{side}报警限值",
         "order_new": "已为 {device} / {code} 创建工单 {id}（优先级 {priority}，状态 {status}）。",
         "order_existing": "{device} / {code} 已有工单 {id}（状态 {status}），未重复创建。",
         "order_pending": "建议为 {device} / {code} 创建工单（优先级 {priority}）：请确认后创建。",
-        "error": "{tool} 失败：{text} {suggestion}",
+        "error": "{tool} 调用失败（{error_code}）。",
         "missing": "未能检查：{items}。",
         "nothing": "没有找到可用于回答的信息。",
+        "ask": "请提出问题：说明是哪台设备、屏幕上显示的故障代码，或描述看到的现象。",
+        "unknown_device": "未知设备：{names}。本厂设备：{known}。",
+        "which_machine": "实时读数：是哪台设备？已知设备：{known}",
+        "which_sensor": "实时读数：要看哪个数值？{device} 有：{sensors}",
+        "which_code": "工单：设备上显示的是哪个故障代码？",
+        "other_machine": "不是本机的故障代码，请核对设备和 HMI 上的代码",
+        "unverified": "语言模型的答案无法用工具结果核实，未予显示；以下答案由工具结果组成。",
     },
 }
 
@@ -67,12 +83,16 @@ def language_of(text: str) -> str:
     return "zh" if _CJK.search(text) else "en"
 
 
-def compose_answer(question: str, observations: list[Observation], degraded: bool, missing: list[str] = ()) -> str:
+def compose_answer(question: str, observations: list[Observation], degraded: bool, missing: list[str] = (),
+                   notes: list[str] = ()) -> str:
+    """`notes` are what the planner tells the technician instead of a tool result (ask a question,
+    an unknown machine), in the question's language (`PHRASES`)."""
     words = PHRASES[language_of(question)]
     parts: list[str] = [words["degraded"]] if degraded else []
     for obs in _latest_per_call(observations):
         parts.extend(_describe(obs, words, language_of(question)))
-    if not observations:
+    parts.extend(notes)
+    if not observations and not notes:
         parts.append(words["nothing"])
     if missing:
         parts.append(words["missing"].format(items="; ".join(missing)))
@@ -91,7 +111,8 @@ def _latest_per_call(observations: list[Observation]) -> list[Observation]:
 def _describe(obs: Observation, words: dict[str, str], language: str) -> list[str]:
     if obs.status == "error" and not any(item.kind == "ref" for item in obs.content):
         text = " ".join(item.text for item in obs.content if item.text)
-        return [words["error"].format(tool=obs.tool, text=text, suggestion=obs.suggestion or "").strip()]
+        return [words["error"].format(tool=obs.tool, text=text, suggestion=obs.suggestion or "",
+                                      error_code=obs.error_code or obs.status).strip()]
     if obs.status == "not_found":
         what = " ".join(item.text for item in obs.content if item.text) or obs.tool
         return [words["not_found"].format(what=what, suggestion=obs.suggestion or "").strip()]
@@ -108,7 +129,7 @@ def _describe(obs: Observation, words: dict[str, str], language: str) -> list[st
             lines.append(_reading_line(item.text, f, words, language))
         elif "work_order_status" in f:
             lines.append(_order_line(f, words))
-        elif item.text:
+        elif item.text and language == "en":  # the tool's own prose is English
             lines.append(item.text)
     _flush(lines, steps, words)
     return lines
@@ -128,7 +149,8 @@ def _manual_line(f: dict[str, Any], words: dict[str, str]) -> str:
                                            snippet=f.get("snippet", ""))
     line = words["manual"].format(code=f["fault_code"], title=f["title"], where=where)
     scope = f.get("scope")
-    return f"{line}; {words['scope'].format(scope=scope)}" if scope else line
+    line = f"{line}; {words['scope'].format(scope=scope)}" if scope else line
+    return f"{line}; {words['other_machine']}" if f.get("applies_to_device") is False else line
 
 
 def _reading_line(text: str, f: dict[str, Any], words: dict[str, str], language: str) -> str:

@@ -40,18 +40,30 @@ class LlmConfig(Strict):
     model: str = "Qwen/Qwen2-7B-Instruct-AWQ"
     revision: str | None = None
     api_key: str | None = None
+    # The most one request may take; it also never outlives the run's wall budget (loop.max_wall_s).
     timeout_s: float = Field(default=2.5, gt=0)
-    max_tokens_per_step: int = Field(default=256, gt=0)
+    # Room for the longest step, a Chinese final answer with steps and citations (about 1.5 tokens per
+    # character); a reply cut at this limit is a format error.
+    max_tokens_per_step: int = Field(default=640, gt=0)
     # How constrained decoding is requested: current vLLM, the portable OpenAI form, vLLM < 0.12, or off.
     structured_outputs: Literal["structured_outputs", "response_format", "guided_json", "none"] = "structured_outputs"
+    # Circuit breaker: after this many failed or timed-out requests in a row, runs go straight to the
+    # rules planner for breaker_open_s seconds; then one run probes the server.
+    breaker_failures: int = Field(default=3, ge=1)
+    breaker_open_s: float = Field(default=30.0, gt=0)
 
 
 class LoopConfig(Strict):
     max_steps: int = Field(default=6, ge=1)
     max_tokens: int = Field(default=4096, ge=1)
     max_wall_s: float = Field(default=3.0, gt=0)
+    # Unreadable LLM replies in a row tolerated; one more hands the run to the rules planner.
     max_format_errors: int = Field(default=2, ge=0)
     observation_max_chars: int = Field(default=1800, ge=200)
+    # The longest final answer shown (cut at a line or word, then verified as cut) and the longest raw
+    # LLM reply kept in the run record and replayed in the prompt.
+    answer_max_chars: int = Field(default=2000, ge=200)
+    raw_reply_max_chars: int = Field(default=4000, ge=200)
 
 
 class ServiceConfig(Strict):

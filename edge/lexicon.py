@@ -6,36 +6,34 @@ Entities are resolved as they were on a spaCy blank Chinese pipeline (one
 token per character): a match that does not start and end on a token is left
 out, and of overlapping matches the longest (then the first) is kept. The synonym
 lexicon comes from the plant config, so a plant adds words without touching
-code.
+code. A machine named with a number the plant does not have ("line-4",
+"press 9", "5号液压机") is an UNKNOWN_DEVICE, not a fault code; codes typed
+loosely ("E1O2", "e.103") are found by `edge.loose_codes`.
 
-Fault codes come from the spaCy code linker (`knowledge.code_linker`), but
-importing spaCy costs seconds on a cold CLI. Text without Chinese in which
-every code shape stands between spaces or the punctuation spaCy always splits
-off, and no code the index knows occurs elsewhere, gives the linker's
-mentions from its own pattern alone (`_plain_code_mentions`); any other text
-goes through the linker.
+Fault codes come from `knowledge.code_mentions`: the spaCy code linker's
+reading, without importing spaCy for plain English text.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import Iterable, NamedTuple, Protocol
 
-from knowledge.codes import MENTION, canonical_id, code_key
+from knowledge.code_mentions import CodeMention, CodeMentions
+from knowledge.codes import CUE_EN, canonical_id, code_key, lookup_keys, reported_code
 from edge.answer import language_of
-from tools.plant import DeviceConfig
-
-if TYPE_CHECKING:
-    from knowledge.code_linker import CodeLinker
+from edge.loose_codes import LooseCodes
+from tools.plant import DeviceConfig, normalize_name
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
-# Around a code: prefixes and suffixes that spaCy's English tokenizer splits off in any
-# context, so the code's own characters are the span the linker would find.
-_OPENERS = frozenset("([{\"'")
-_CLOSERS = frozenset(")]}\",;:!?")
+# A machine named with a number ("line-4", "robot_2"): the shape of a code, but the word is no code cue.
+_NUMBERED_NAME = re.compile(r"(?<![\w-])([A-Za-z]{3,})[-_]\d{1,4}(?![\w-])")
+_CODE_CUE = re.compile(CUE_EN, re.I)
+# A machine's number right after a machine word ("hydraulic press 9") or "N号" right before one ("5号液压机").
+# Two digits at most after a word: "cnc-7 6065" is a machine and its code.
+_NUMBER_AFTER = re.compile(r"[\s-]?\d{1,2}(?![\w])")
+_NUMBER_BEFORE = re.compile(r"\d{1,4}\s*号\s*$")
 
 
 @dataclass(frozen=True)
@@ -68,6 +66,8 @@ class Mentions:
     # (device_id, sensor_id) pairs; device_id is the device the synonym belongs to.
     sensors: list[tuple[str, str]] = field(default_factory=list)
     fault_codes: list[str] = field(default_factory=list)
+    # Machines named in the question that the plant does not have ("line-4", "5号液压机"), as written.
+    unknown_devices: list[str] = field(default_factory=list)
     # Non-overlapping, in text order.
     entities: tuple[Entity, ...] = ()
 
@@ -77,20 +77,12 @@ class Mentions:
         return _Entities(self.entities)
 
 
-class _CodeMention(NamedTuple):
-    start: int
-    end: int
-    code: str
-    canonical_id: str
-
-
 class Lexicon:
     def __init__(self, devices: dict[str, DeviceConfig], known_codes: Iterable[str] = ()):
         self._known = frozenset(known_codes)
-        # Whitespace-free and lower-case: spaCy's PhraseMatcher compares lower-cased tokens.
-        self._known_squeezed = tuple(sorted({_squeeze(code)[0] for code in self._known} - {""}))
-        self._linker: CodeLinker | None = None
-        self._linker_lock = threading.Lock()
+        self._loose = LooseCodes(self._known)
+        self._known_keys = frozenset(code_key(code) for code in self._known)
+        self._codes = CodeMentions(self._known)
         self._devices = devices
         terms: dict[str, list[tuple[str, str, str | None]]] = {}
         for device in devices.values():
@@ -100,39 +92,73 @@ class Lexicon:
                 for word in {sensor.id, sensor.id.replace("_", " "), sensor.label, sensor.label_zh, *sensor.synonyms} - {""}:
                     terms.setdefault(word.lower(), []).append(("SENSOR", sensor.id, device.id))
         self._terms = terms
+        self._numbered_names = {normalize_name(word) for device in devices.values()
+                                for word in (device.id, device.name, device.name_zh, *device.synonyms)
+                                if any(char.isdigit() for char in word)}
+        # The word part of the plant's own ids ("press", "cnc"): "press 9" and "CNC-12" are machines too.
+        stems = sorted({match.group(0).lower() for device_id in devices if (match := re.match(r"[A-Za-z]{2,}", device_id))})
+        self._stem_pattern = (re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, stems))})[\s_-]?\d{{1,2}}(?![\w-])", re.I)
+                              if stems else None)
         # Longest first, so "coolant level" wins over "coolant" and "3号液压机" over "液压机".
         alternatives = sorted(terms, key=len, reverse=True)
         self._pattern = re.compile("|".join(_term_regex(term) for term in alternatives)) if alternatives else None
 
     def warm(self) -> None:
         """Load the spaCy code linker now, for the text that the plain reading does not cover."""
-        self._code_linker()
+        self._codes.warm()
 
     def find(self, text: str) -> Mentions:
         terms = _without_overlaps(self._term_mentions(text))
+        unknown = self._unknown_devices(text, terms)
+        terms = [t for t in terms if _apart(t, unknown)]
         # A device id such as "Press-3" also has the shape of a code; the plant's own words win.
-        codes = [Mention("FAULT_CODE", code.canonical_id, _as_printed(code.code, code.canonical_id), code.start, code.end)
-                 for code in self._code_mentions(text)
-                 if all(code.end <= t.start or code.start >= t.end for t in terms)]
-        mentions = sorted(terms + codes, key=lambda m: m.start)
+        codes = [Mention("FAULT_CODE", code.canonical_id, self._as_known(_as_printed(code.code, code.canonical_id)),
+                         code.start, code.end)
+                 for code in self._code_mentions(text) if _apart(code, terms + unknown)]
+        codes += [Mention("FAULT_CODE", canonical_id(code.code), code.code, code.start, code.end)
+                  for code in self._loose.find(text) if _apart(code, terms + unknown + codes)]
+        mentions = sorted(terms + codes + unknown, key=lambda m: m.start)
         return _collect(mentions, _entities(text, mentions))
 
-    def _code_mentions(self, text: str) -> list[_CodeMention]:
-        language = language_of(text)
-        if language == "en":
-            plain = _plain_code_mentions(text, self._known_squeezed)
-            if plain is not None:
-                return plain
-        return [_CodeMention(m.start, m.end, m.code, m.canonical_id)
-                for m in self._code_linker().mentions(text, language)]
+    def _numbered_name_is_known(self, name: str) -> bool:
+        """"the press 3" ends in "press 3", "machining centre 7" ends "CNC machining centre 7": names of the
+        plant's machines. "5号液压机" ends in "液压机" too, but that names no number."""
+        wanted = normalize_name(name)
+        return any(known.endswith(wanted) or (wanted.endswith(known) and any(char.isdigit() for char in known))
+                   for known in self._numbered_names)
 
-    def _code_linker(self) -> CodeLinker:
-        with self._linker_lock:
-            if self._linker is None:
-                from knowledge.code_linker import CodeLinker  # imports spaCy: only for text that needs it
+    def _as_known(self, printed: str) -> str:
+        """A code shape the manuals do not know, that is a known code typed loosely (`O4101` for `04101`),
+        as the manuals print it; any other code as printed."""
+        if any(key in self._known_keys for key in lookup_keys(printed)):
+            return printed
+        return self._loose.resolve(reported_code(printed)) or printed
 
-                self._linker = CodeLinker(self._known)
-            return self._linker
+    def _unknown_devices(self, text: str, terms: list[Mention]) -> list[Mention]:
+        """Machines with a number that the plant does not have: "line-4", "press 9", "hydraulic press 9",
+        "5号液压机". Named in the answer as unknown, never looked up as fault codes."""
+        spans = [m.span() for m in _NUMBERED_NAME.finditer(text)
+                 if not _CODE_CUE.fullmatch(m.group(1)) and code_key(m.group(0)) not in self._known_keys]
+        if self._stem_pattern is not None:
+            spans += [m.span() for m in self._stem_pattern.finditer(text)]
+        for term in terms:
+            if term.label != "DEVICE":
+                continue
+            after = _NUMBER_AFTER.match(text, term.end)
+            if after and term.text[-1:].isalpha() and not _CJK.search(term.text):
+                spans.append((term.start, after.end()))
+            before = _NUMBER_BEFORE.search(text, 0, term.start)
+            if before:
+                spans.append((before.start(), term.end))
+        found: list[Mention] = []
+        for start, end in sorted(set(spans)):
+            mention = Mention("UNKNOWN_DEVICE", text[start:end], text[start:end], start, end)
+            if not self._numbered_name_is_known(mention.text) and _apart(mention, found):
+                found.append(mention)
+        return found
+
+    def _code_mentions(self, text: str) -> list[CodeMention]:
+        return self._codes.find(text, language_of(text))
 
     def _term_mentions(self, text: str) -> list[Mention]:
         if self._pattern is None:
@@ -142,74 +168,6 @@ class Lexicon:
             for label, canonical, device_id in self._terms[match.group(0)]:
                 found.append(Mention(label, canonical, text[match.start():match.end()], match.start(), match.end(), device_id))
         return found
-
-
-def _plain_code_mentions(text: str, known_squeezed: tuple[str, ...]) -> list[_CodeMention] | None:
-    """The English code linker's mentions, when its tokens cannot change them; else None.
-
-    The linker marks each match of `MENTION` (expanded to whole tokens) and each
-    standalone occurrence of a known code (token for token), keeping the longest
-    where they overlap. A span that starts and ends on a space, an end of the
-    text, or punctuation the tokenizer always splits off is whole tokens as it
-    is. So when every match is such a span, and every occurrence of a known code
-    (compared without whitespace: a superset of the token matches) lies inside a
-    match, touches a letter or digit (not standalone), or is itself such a span
-    without whitespace and apart from the others, these spans are the mentions.
-    """
-    if not unicodedata.is_normalized("NFKC", text):  # the linker reads the NFKC form
-        return None
-    found: list[_CodeMention] = []
-    for match in MENTION.finditer(text):
-        start, end = match.span()
-        if not _whole_tokens(text, start, end):
-            return None
-        group = "bare" if match.group("bare") else "cued"
-        found.append(_CodeMention(start, end, match.group(0), canonical_id(match.group(group))))
-    known: list[_CodeMention] = []
-    if known_squeezed:
-        squeezed, origin = _squeeze(text)
-        for code in known_squeezed:
-            at = squeezed.find(code)
-            while at != -1:
-                start, end = origin[at], origin[at + len(code) - 1] + 1
-                at = squeezed.find(code, at + 1)
-                if any(m.start <= start and end <= m.end for m in found) or _touches_word(text, start, end):
-                    continue
-                if any(char.isspace() for char in text[start:end]) or not _whole_tokens(text, start, end):
-                    return None
-                if any(start < m.end and m.start < end for m in found + known):
-                    return None
-                known.append(_CodeMention(start, end, text[start:end], canonical_id(text[start:end])))
-    return sorted(found + known, key=lambda m: m.start)
-
-
-def _whole_tokens(text: str, start: int, end: int) -> bool:
-    while start > 0 and text[start - 1] in _OPENERS:
-        start -= 1
-    while end < len(text) and (text[end] in _CLOSERS or text[end] == "." and _period_splits_after(text[end - 1])):
-        end += 1
-    return (start == 0 or text[start - 1].isspace()) and (end == len(text) or text[end].isspace())
-
-
-def _period_splits_after(char: str) -> bool:
-    return char in _CLOSERS or "0" <= char <= "9" or "a" <= char <= "z"
-
-
-def _touches_word(text: str, start: int, end: int) -> bool:
-    """Next to a letter or digit: the linker does not take a known code there (not standalone)."""
-    return (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum())
-
-
-def _squeeze(text: str) -> tuple[str, list[int]]:
-    """Lower-cased `text` without whitespace, and each of its characters' offset in `text`."""
-    chars: list[str] = []
-    origin: list[int] = []
-    for offset, char in enumerate(text):
-        if not char.isspace():
-            lowered = char.lower()
-            chars.append(lowered)
-            origin.extend([offset] * len(lowered))
-    return "".join(chars), origin
 
 
 def _entities(text: str, mentions: list[Mention]) -> tuple[Entity, ...]:
@@ -267,6 +225,17 @@ def _term_regex(term: str) -> str:
     return rf"(?<![\w-]){escaped}(?![\w-])"
 
 
+class _Span(Protocol):
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+
+
+def _apart(mention: _Span, others: list[Mention]) -> bool:
+    return all(mention.end <= other.start or mention.start >= other.end for other in others)
+
+
 def _without_overlaps(mentions: list[Mention]) -> list[Mention]:
     """Keep the longest term where two overlap ("coolant level" over "coolant"); a synonym shared by
     several sensors keeps all of them, and the device decides between them later."""
@@ -282,6 +251,7 @@ def _collect(mentions: list[Mention], entities: tuple[Entity, ...]) -> Mentions:
     devices: list[str] = []
     sensors: list[tuple[str, str]] = []
     codes: list[str] = []
+    unknown: list[str] = []
     for mention in mentions:
         if mention.label == "DEVICE" and mention.canonical not in devices:
             devices.append(mention.canonical)
@@ -290,4 +260,6 @@ def _collect(mentions: list[Mention], entities: tuple[Entity, ...]) -> Mentions:
         elif mention.label == "FAULT_CODE" and mention.text not in codes:
             # As printed: the manual tool normalises and knows which spellings are one code.
             codes.append(mention.text)
-    return Mentions(devices=devices, sensors=sensors, fault_codes=codes, entities=entities)
+        elif mention.label == "UNKNOWN_DEVICE" and mention.text not in unknown:
+            unknown.append(mention.text)
+    return Mentions(devices=devices, sensors=sensors, fault_codes=codes, unknown_devices=unknown, entities=entities)

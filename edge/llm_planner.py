@@ -9,24 +9,30 @@ from edge.llm_client import ChatClient
 from edge.planner import Decision, RunState
 from edge.prompt import (format_error_message, observation_message, question_message, shared_prefix_chars,
                          system_prompt)
-from edge.run_record import LlmUsage
+from edge.run_record import LlmUsage, cap_text
+from edge.token_estimate import estimate_prompt_tokens, estimate_text_tokens
+from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
 
 
 class LlmPlanner:
     name = "llm"
 
-    def __init__(self, client: ChatClient, registry: ToolRegistry, devices: list[str], observation_max_chars: int):
+    def __init__(self, client: ChatClient, registry: ToolRegistry, devices: dict[str, DeviceConfig],
+                 observation_max_chars: int, raw_reply_max_chars: int):
         self.client = client
-        self._devices = devices
+        self._devices = list(devices)
         self._observation_max_chars = observation_max_chars
-        self._system = system_prompt(registry)
+        self._raw_reply_max_chars = raw_reply_max_chars
+        self._system = system_prompt(registry, devices)
         self._schema = registry.action_schema() if client.structured_outputs != "none" else None
 
     def messages(self, state: RunState) -> list[dict[str, str]]:
+        device_id = state.device_id or state.session.device_id
         messages = [
             {"role": "system", "content": self._system},
-            {"role": "user", "content": question_message(state.question, state.device_id, state.session.summary, self._devices)},
+            {"role": "user", "content": question_message(state.question, device_id, state.session.summary,
+                                                         self._devices, from_session=not state.device_id)},
         ]
         for step in state.steps:
             if step.planner != self.name:
@@ -41,19 +47,32 @@ class LlmPlanner:
     def decide(self, state: RunState) -> Decision:
         messages = self.messages(state)
         flat = json.dumps(messages, ensure_ascii=False)
-        completion = self.client.chat(messages, self._schema)  # LlmUnavailable propagates: the loop degrades
+        # LlmUnavailable propagates: the loop degrades.
+        completion = self.client.chat(messages, self._schema, time_left_s=state.time_left())
         previous = state.scratch.get("previous_prompt", "")
         state.scratch["previous_prompt"] = flat
-        shared = round(completion.prompt_tokens * shared_prefix_chars(previous, flat) / max(len(flat), 1))
+        # Without the server's usage the budget counts a conservative estimate of the same tokens.
+        estimated = completion.prompt_tokens is None or completion.completion_tokens is None
+        prompt_tokens = completion.prompt_tokens or estimate_prompt_tokens(messages)
+        completion_tokens = completion.completion_tokens or estimate_text_tokens(completion.text)
         usage = LlmUsage(
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            shared_prefix_tokens=shared,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            shared_prefix_tokens=round(prompt_tokens * shared_prefix_chars(previous, flat) / max(len(flat), 1)),
             cached_tokens=completion.cached_tokens,
             latency_ms=completion.latency_ms,
+            estimated=estimated,
+            finish_reason=completion.finish_reason,
         )
+        raw = cap_text(completion.text, self._raw_reply_max_chars)
+        if not completion.text.strip():
+            return Decision(action=None, format_error="The reply was empty.", raw=raw, usage=usage, empty=True)
+        if completion.finish_reason == "length":
+            return Decision(action=None, raw=raw, usage=usage, format_error=(
+                f"The reply was cut at the limit of {self.client.max_tokens} tokens before it was complete. "
+                "Keep the thought to one short sentence and reply with one complete JSON object."))
         try:
             action = parse_action(completion.text)
         except FormatError as exc:
-            return Decision(action=None, format_error=str(exc), raw=completion.text, usage=usage)
-        return Decision(action=action, raw=completion.text, usage=usage)
+            return Decision(action=None, format_error=str(exc), raw=raw, usage=usage)
+        return Decision(action=action, raw=raw, usage=usage)

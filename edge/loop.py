@@ -4,9 +4,18 @@ Termination has three levels:
 - strong: the planner gives a final answer;
 - weak: the same call with the same arguments twice in a row, the same
   observation twice in a row, or the same call a third time in one run;
-- budget: steps, tokens (from the server's usage) or wall time.
+- budget: steps or wall time (the token budget, from the server's usage or
+  an estimate, ends the LLM's part of the run: see below).
 On a weak or budget stop the agent still answers from what it has and says
-what is missing. A dead LLM switches the run to the rules planner.
+what is missing.
+
+The run never gives up on the LLM's account: a dead, stalling or open-breaker
+LLM, too many unreadable replies, an empty reply, a second call of a tool
+that does not exist or a used-up token budget switch the run to the rules
+planner (degraded, and the answer says so). The wall budget is a deadline
+every LLM request and tool call is held to. Every final answer is verified (`edge.verification`) before it is
+shown: an LLM answer that fails is kept in the record, and the rules planner
+answers from the observations instead.
 """
 
 from __future__ import annotations
@@ -19,10 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from edge.actions import FinalAnswer, ToolCall
-from edge.answer import compose_answer, supporting_ids
+from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
 from edge.config import LoopConfig
-from edge.planner import Decision, LlmUnavailable, Planner, RunState, SessionContext
-from edge.run_record import RunRecord, Step, Termination, TerminationReason
+from edge.planner import Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
+from edge.run_record import (FallbackReason, RejectedAnswer, RunRecord, Step, Termination, TerminationReason,
+                             cap_text)
+from edge.verification import AnswerVerifier
 from tools.contract import ToolContext
 from tools.observation import Observation, now_ms
 from tools.registry import ToolRegistry
@@ -33,13 +44,22 @@ WEAK_OR_BUDGET_NOTES = {
     "repeated_action": "the same call was about to be repeated",
     "repeated_observation": "a tool kept returning the same result",
     "repeated_call_limit": "the same call was made three times",
-    "format_errors": "the language model's replies could not be read",
     "max_steps": "the step budget ran out",
-    "token_budget": "the token budget ran out",
     "time_budget": "the time budget ran out",
     "takeover": "a technician took over",
 }
 REPEATED_CALL_LIMIT = 3
+# `LlmPlanner.name`: a rejected answer of the model is announced as such in the answer shown instead.
+LLM_PLANNER = "llm"
+# A second call of a tool that does not exist: the model is not reading the tool list.
+UNKNOWN_TOOL_LIMIT = 2
+FALLBACK_NOTES: dict[FallbackReason, str] = {
+    "format_errors": "its replies could not be read",
+    "empty_reply": "it replied with nothing",
+    "unknown_tool": "it kept calling a tool that does not exist",
+    "answer_rejected": "its final answer could not be verified against the tool results",
+    "token_budget": "the run's token budget is used up",
+}
 
 
 def new_id(prefix: str) -> str:
@@ -61,11 +81,13 @@ class RunRequest:
 
 
 class AgentLoop:
-    def __init__(self, registry: ToolRegistry, planner: Planner, fallback: Planner, limits: LoopConfig):
+    def __init__(self, registry: ToolRegistry, planner: Planner, fallback: Planner, limits: LoopConfig,
+                 verifier: AnswerVerifier):
         self.registry = registry
         self.planner = planner
         self.fallback = fallback
         self.limits = limits
+        self.verifier = verifier
 
     def run(self, request: RunRequest, on_event: EventSink | None = None,
             cancel: threading.Event | None = None) -> RunRecord:
@@ -82,6 +104,7 @@ class _Run:
         self.cancel = cancel
         self.planner = loop.planner
         self.started = time.perf_counter()
+        deadline = time.monotonic() + loop.limits.max_wall_s
         self.record = RunRecord(
             run_id=request.run_id, request_id=request.request_id, session_id=request.session_id,
             question=request.question, device_id=request.device_id, actor=request.actor, alarm=request.alarm,
@@ -89,8 +112,9 @@ class _Run:
         )
         self.state = RunState(question=request.question, device_id=request.device_id, session=request.session,
                               actor=request.actor, propose_work_order=request.propose_work_order,
-                              alarm=request.alarm)
+                              alarm=request.alarm, deadline=deadline)
         self.calls: Counter[str] = Counter()
+        self.unknown_tools = 0
 
     def emit(self, kind: str, **data: Any) -> None:
         self.emit_raw({"type": kind, "run_id": self.record.run_id, **data})
@@ -101,12 +125,14 @@ class _Run:
         format_errors = 0
         limits = self.loop.limits
         for n in range(1, limits.max_steps + 1):
-            if time.perf_counter() - self.started > limits.max_wall_s:
+            if self.state.time_left() <= 0:
                 return self.finish("time_budget")
-            if self.record.context_tokens >= limits.max_tokens:
-                return self.finish("token_budget")
+            if self.record.context_tokens >= limits.max_tokens:  # no more LLM requests; the rules planner costs none
+                self.fall_back("token_budget")
             step_started = time.perf_counter()
             decision = self.decide()
+            if decision is None:
+                return self.finish("time_budget")
             step = Step(n=n, planner=self.planner.name, raw=decision.raw, llm=decision.usage,
                         planner_ms=(time.perf_counter() - step_started) * 1000)
             self.count_tokens(decision)
@@ -115,8 +141,10 @@ class _Run:
                 self.add(step, step_started)
                 self.emit("format_error", step=n, error=decision.format_error)
                 format_errors += 1
-                if format_errors > limits.max_format_errors:
-                    return self.finish("format_errors")
+                if decision.empty:
+                    self.fall_back("empty_reply")
+                elif format_errors > limits.max_format_errors:
+                    self.fall_back("format_errors")
                 continue
             format_errors = 0
             action = decision.action
@@ -124,18 +152,36 @@ class _Run:
             if action.thought:
                 self.emit("thought", step=n, text=action.thought)
             if isinstance(action, FinalAnswer):
-                step.final_answer = action.text
+                answer = step.final_answer = cap_text(action.text, limits.answer_max_chars)
                 self.add(step, step_started)
-                return self.finish("final_answer", answer=action.text, evidence=action.evidence)
+                problems = (self.loop.verifier.unbacked(answer, self.state) if self.planner is self.loop.fallback
+                            # the rules planner composes from whatever the tools said, not-found and errors too
+                            else self.loop.verifier.problems(answer, action.evidence, self.state))
+                if not problems:
+                    return self.finish("final_answer", answer=answer, evidence=action.evidence)
+                self.reject(step, answer, problems)
+                if self.planner is self.loop.fallback:
+                    return self.finish("final_answer", answer=self.fact_free_answer())
+                self.fall_back("answer_rejected")
+                continue
             step.action, step.args = action.tool, action.args
             self.emit("action", step=n, tool=action.tool, args=action.args)
             if self.cancel.is_set():
                 self.add(step, step_started)
                 return self.finish("takeover", pending=action)
+            if action.tool not in self.loop.registry.names:
+                self.unknown_tools += 1
+                if self.unknown_tools >= UNKNOWN_TOOL_LIMIT:  # the first got the tool list; no use repeating it
+                    self.add(step, step_started)
+                    self.fall_back("unknown_tool")
+                    continue
             stop = self.repetition(action)
             if stop:
                 self.add(step, step_started)
                 return self.finish(stop)
+            if self.state.time_left() <= 0:  # the planner used up the budget: no tool starts past it
+                self.add(step, step_started)
+                return self.finish("time_budget")
             observation = self.observe(action, n)
             step.observation = observation
             step.tool_ms = observation.elapsed_ms
@@ -145,17 +191,41 @@ class _Run:
                 return self.finish("repeated_observation")
         return self.finish("max_steps")
 
-    def decide(self) -> Decision:
+    def decide(self) -> Decision | None:
+        """The planner's next decision; None when the LLM used up the rest of the run's time."""
         try:
             return self.planner.decide(self.state)
         except LlmUnavailable as exc:
-            warning = f"Language model unavailable ({exc}); answering in degraded mode with the rules planner."
-            self.record.warnings.append(warning)
-            self.record.degraded = True
-            self.record.planner = f"{self.record.planner}->{self.loop.fallback.name}"
-            self.planner = self.loop.fallback
-            self.emit("warning", text=warning)
+            reason: FallbackReason = "circuit_open" if isinstance(exc, LlmCircuitOpen) else "llm_unavailable"
+            self.fall_back(reason, f"Language model unavailable ({exc})")
+            if self.state.time_left() <= 0:
+                return None
             return self.planner.decide(self.state)
+
+    def fall_back(self, reason: FallbackReason, why: str | None = None) -> None:
+        """Go on with the rules planner: degraded, and said in the warnings and the answer."""
+        if self.planner is self.loop.fallback:
+            return
+        why = why or f"The language model was set aside: {FALLBACK_NOTES[reason]}"
+        warning = f"{why}; answering in degraded mode with the rules planner."
+        self.record.warnings.append(warning)
+        self.record.degraded = True
+        self.record.fallback = reason
+        self.record.planner = f"{self.record.planner}->{self.loop.fallback.name}"
+        self.planner = self.loop.fallback
+        self.emit("warning", text=warning)
+
+    def reject(self, step: Step, answer: str, problems: list[str]) -> None:
+        self.record.rejected_answers.append(RejectedAnswer(step=step.n, planner=step.planner, text=answer,
+                                                           problems=problems))
+        warning = f"Final answer of step {step.n} not shown: {'; '.join(problems)}."
+        self.record.warnings.append(warning)
+        self.emit("answer_rejected", step=step.n, problems=problems)
+
+    def fact_free_answer(self) -> str:
+        """What the technician reads when even an answer composed from the observations fails the check
+        (a bug in the composer, never the model's doing): that nothing could be found, and no facts."""
+        return compose_answer(self.request.question, [], self.record.degraded)
 
     def count_tokens(self, decision: Decision) -> None:
         if decision.usage:
@@ -181,7 +251,8 @@ class _Run:
             require_confirmation=self.request.require_confirmation,
             alarm=self.request.alarm, evidence=tuple(evidence_of(self.state.observations)),
         )
-        observation = self.loop.registry.call(action.tool, action.args, ctx, observation_id=f"obs-{n}")
+        observation = self.loop.registry.call(action.tool, action.args, ctx, observation_id=f"obs-{n}",
+                                              time_left_s=self.state.time_left())
         previous = self.state.observations[-1] if self.state.observations else None
         if previous is not None and previous.fingerprint() == observation.fingerprint():
             observation.no_new_information = True
@@ -199,7 +270,9 @@ class _Run:
         supporting = [e for e in (evidence or []) if e in known] or supporting_ids(observations)
         missing = [] if reason == "final_answer" else [f"stopped early: {WEAK_OR_BUDGET_NOTES[reason]}"]
         if answer is None:
-            answer = compose_answer(self.request.question, observations, self.record.degraded, missing)
+            answer = self.composed(missing)
+        if any(rejected.planner == LLM_PLANNER for rejected in self.record.rejected_answers):
+            answer = f"{PHRASES[language_of(self.request.question)]['unverified']}\n{answer}"
         confidences = [obs.confidence for obs in observations if obs.id in supporting]
         confidence = sum(confidences) / len(confidences) if confidences else 0.0
         if reason != "final_answer":
@@ -213,6 +286,17 @@ class _Run:
         self.emit("final_answer", text=answer)
         self.emit("termination", termination=self.record.termination.model_dump(mode="json"))
         return self.record
+
+    def composed(self, missing: list[str]) -> str:
+        """The answer of a run stopped early, from its observations; it passes the same check."""
+        answer = cap_text(compose_answer(self.request.question, self.state.observations, self.record.degraded, missing),
+                          self.loop.limits.answer_max_chars)
+        problems = self.loop.verifier.unbacked(answer, self.state)
+        if not problems:
+            return answer
+        self.record.rejected_answers.append(RejectedAnswer(step=len(self.record.steps), planner="composer",
+                                                           text=answer, problems=problems))
+        return self.fact_free_answer()
 
 
 def evidence_of(observations: list[Observation]) -> list[dict[str, Any]]:

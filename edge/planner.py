@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -12,6 +13,10 @@ from tools.observation import Observation
 
 class LlmUnavailable(RuntimeError):
     """The server could not be reached, timed out or failed: switch to the rules planner."""
+
+
+class LlmCircuitOpen(LlmUnavailable):
+    """The LLM breaker is open: no request was sent."""
 
 
 @dataclass
@@ -36,10 +41,15 @@ class RunState:
     steps: list[Step] = field(default_factory=list)
     # Planner-private memory for this run (the planners themselves are shared across runs).
     scratch: dict[str, Any] = field(default_factory=dict)
+    # time.monotonic() at which the run's wall budget ends: no request may outlive it.
+    deadline: float = float("inf")
 
     @property
     def observations(self) -> list[Observation]:
         return [step.observation for step in self.steps if step.observation is not None]
+
+    def time_left(self) -> float:
+        return self.deadline - time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,8 @@ class Decision:
     format_error: str | None = None
     raw: str | None = None
     usage: LlmUsage | None = None
+    # The reply was empty: no point asking again, the loop hands the run to the rules planner.
+    empty: bool = False
 
 
 class Planner(Protocol):

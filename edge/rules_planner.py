@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from edge.actions import FinalAnswer, ToolCall
-from edge.answer import compose_answer, language_of, supporting_ids
+from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
 from edge.planner import Decision, RunState, SessionContext
+from edge.value_questions import asks_for_value, blank_out, sensors_asked, value_phrase_spans
 from knowledge.codes import code_key, lookup_keys
+from tools.manual_search.tool import ManualSearchInput
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 
@@ -30,6 +32,9 @@ WORK_ORDER = "generate_work_order"
 ANSWERED = ("ok", "degraded")
 MAX_CODES = 2
 MAX_FOLLOW_UP_READINGS = 2
+# The manual tool refuses a longer symptom query; a longer question is cut down to its symptom.
+QUERY_MAX_CHARS = next(rule.max_length for rule in ManualSearchInput.model_fields["query"].metadata
+                       if getattr(rule, "max_length", None))
 
 _LIVE = re.compile(r"\b(now|current(ly)?|right now|real[- ]?time|live|at the moment)\b|现在|当前|目前|实时", re.I)
 _WORK_ORDER = re.compile(r"\b(work[- ]?orders?|dispatch|ticket|maintenance request)\b|工单|派单|报修", re.I)
@@ -40,6 +45,8 @@ _SYMPTOM = re.compile(
     r"|过热|发热|很热|异响|噪音|泄漏|漏油|振动|抖动|冒烟|卡住|无法|不能|停机|报警|很大|很差|异常|过高|过低|太高|太低",
     re.I,
 )
+_CONTENT = re.compile(r"[^\W_]")
+_CLAUSE = re.compile(r"(?<=[.!?;,。！？；，\n])")
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,12 @@ class Intent:
     wants_live: bool
     wants_work_order: bool
     symptom: bool
+    # Nothing to act on: no letter, digit or character in the question.
+    blank: bool = False
+    # Machines named that the plant does not have; named alone, nothing is looked up or read.
+    unknown_devices: tuple[str, ...] = ()
+    # Asks for a value of the device, but no sensor fits the words it uses.
+    unclear_value: bool = False
 
 
 class RulesPlanner:
@@ -87,25 +100,48 @@ class RulesPlanner:
         return self.analyse(state).symptom
 
     def analyse(self, state: RunState) -> Intent:
-        found = self.lexicon.find(state.question)
+        question = state.question
         alarm = state.alarm or {}
-        device_id = (alarm.get("device_id") or state.device_id or (found.devices[0] if found.devices else None)
-                     or state.session.device_id)
+        if not alarm and not _CONTENT.search(question):
+            return Intent(device_id=None, codes=[], sensors=[], wants_live=False, wants_work_order=False, symptom=False,
+                          blank=True)
+        found = self.lexicon.find(question)
+        unknown = () if alarm else tuple(found.unknown_devices)
+        # A machine the plant does not have, named on its own, is what the question is about: not the tablet's
+        # or the session's machine. Nothing is looked up or read for it.
+        elsewhere = bool(unknown) and not found.devices
+        device_id = (alarm.get("device_id") or (None if elsewhere else state.device_id)
+                     or (found.devices[0] if found.devices else None) or (None if elsewhere else state.session.device_id))
         sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
         # An alarm names its code; its text may hold none the lexicon can recognise (`K179A-0`, `OVERTEMP`).
         codes = [str(alarm["fault_code"])] if alarm.get("fault_code") else found.fault_codes[:MAX_CODES]
-        # A sensor's own name ("vibration", "振动") is not a symptom: look for symptom words outside the entities.
-        rest = "".join(" " if any(e.start_char <= i < e.end_char for e in found.entities) else ch
-                       for i, ch in enumerate(state.question))
-        wants_work_order = bool(_WORK_ORDER.search(state.question)) or state.actor == "mes"
+        if elsewhere:
+            codes, sensors = [], []
+        entities = [(e.start_char, e.end_char) for e in found.entities]
+        asks_value = not alarm and asks_for_value(question)
+        if asks_value and not sensors and not elsewhere:
+            # "How warm is the motor": the device's own labels and units say which sensor is meant.
+            words = blank_out(question, entities)
+            devices = [self._devices[device_id]] if device_id else list(self._devices.values())
+            sensors = [sensor for device in devices for sensor in sensors_asked(words, device)]
+        # Neither a sensor's own name ("vibration", "振动") nor a value asked for ("how hot") is a symptom.
+        rest = blank_out(question, entities + (value_phrase_spans(question) if asks_value else []))
+        described = bool(_SYMPTOM.search(rest))
+        wants_work_order = bool(_WORK_ORDER.search(question)) or state.actor == "mes"
+        unclear_value = asks_value and not sensors and not codes and not described and device_id is not None
+        # A free question ("where is the canteen") still goes to the manuals; a reading, an order or an
+        # unknown machine gets a symptom search only when a symptom is described.
+        other_intent = bool(sensors or wants_work_order or unclear_value or elsewhere)
         return Intent(
             device_id=device_id,
             codes=codes,
             sensors=list(dict.fromkeys(sensors)),
-            wants_live=bool(_LIVE.search(state.question)),
+            wants_live=bool(_LIVE.search(question)),
             wants_work_order=wants_work_order,
-            symptom=not codes and not (wants_work_order and state.session.fault_codes)
-            and (not sensors or bool(_SYMPTOM.search(rest))),
+            symptom=not codes and not elsewhere and not (wants_work_order and state.session.fault_codes)
+            and (described or not other_intent),
+            unknown_devices=unknown,
+            unclear_value=unclear_value,
         )
 
     def decide(self, state: RunState) -> Decision:
@@ -116,23 +152,30 @@ class RulesPlanner:
         for call in self._calls(intent, state):
             if call.key() not in done:
                 return Decision(action=call)
-        answer = compose_answer(state.question, state.observations, self.degraded, self.missing(intent, state))
+        answer = compose_answer(state.question, state.observations, self.degraded, self.missing(intent, state),
+                                self.notes(intent, state))
         return Decision(action=FinalAnswer(thought="All triggered tools have answered.", text=answer,
                                            evidence=supporting_ids(state.observations)))
 
     def _calls(self, intent: Intent, state: RunState):
+        if intent.blank or (intent.unknown_devices and not intent.device_id):
+            return
         device = {"device_id": intent.device_id} if intent.device_id else {}
         edition = {"language": "zh"} if language_of(state.question) == "zh" else {}
         for code in intent.codes:
             yield ToolCall(f"Fault code {code}: look it up in the manual first.", MANUAL,
                            {"fault_code": code, **device, **edition})
         if intent.symptom:
-            yield ToolCall("A symptom without a code: search the manual by description.", MANUAL, {"query": state.question, **device})
+            yield ToolCall("A symptom without a code: search the manual by description.", MANUAL,
+                           {"query": _symptom_query(state.question), **device})
         if intent.device_id:
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
                 yield ToolCall(f"Read {sensor} on {intent.device_id} live.", PLC, {"device_id": intent.device_id, "sensor": sensor})
         code = self._reported_code(intent, state)
-        wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes))
+        # Asked for, an order is opened on the code the technician reads off the HMI; proposed unasked,
+        # only for a fault the manual lists for this very machine.
+        wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes) and code is not None
+                                                  and self._listed_for_device(code, state))
         if wants_order and intent.device_id and code:
             thought = ("A work order is asked for and the fault is known." if intent.wants_work_order else
                        "A known fault on a known machine: propose a work order for the technician to confirm.")
@@ -140,11 +183,29 @@ class RulesPlanner:
                            {"device_id": intent.device_id, "fault_code": code, "summary": _summary(code, state)})
 
     def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:
-        """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them."""
-        text = " ".join(item.text for obs in observations if obs.tool == MANUAL and obs.status in ANSWERED
-                        for item in obs.content if item.kind == "step")
-        found = [sensor for owner, sensor in self.lexicon.find(text).sensors if owner == device_id]
+        """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them.
+        Steps of an entry for another machine ("listed for other machines") say nothing about this one."""
+        steps: list[str] = []
+        for obs in observations:
+            if obs.tool != MANUAL or obs.status not in ANSWERED:
+                continue
+            applies = True
+            for item in obs.content:
+                if item.kind == "ref":
+                    applies = item.fields.get("applies_to_device") is not False
+                elif item.kind == "step" and applies:
+                    steps.append(item.text)
+        found = [sensor for owner, sensor in self.lexicon.find(" ".join(steps)).sensors if owner == device_id]
         return list(dict.fromkeys(found))[:MAX_FOLLOW_UP_READINGS]
+
+    @staticmethod
+    def _listed_for_device(code: str, state: RunState) -> bool:
+        """Whether this run's manual lookup found `code` for the asked machine (not for another one)."""
+        keys = set(lookup_keys(code))
+        return any(item.kind == "ref" and code_key(str(item.fields.get("fault_code") or "")) in keys
+                   and item.fields.get("applies_to_device") is not False
+                   for obs in state.observations if obs.tool == MANUAL and obs.status in ANSWERED
+                   for item in obs.content)
 
     def _reported_code(self, intent: Intent, state: RunState) -> str | None:
         """The fault a technician or the MES reported (now or earlier in the session), in the manual's
@@ -163,12 +224,39 @@ class RulesPlanner:
         return reported[0]
 
     def missing(self, intent: Intent, state: RunState) -> list[str]:
+        words = PHRASES[language_of(state.question)]
         missing = []
-        if (intent.sensors or intent.wants_live) and not intent.device_id:
-            missing.append("live readings: which machine? known devices: " + ", ".join(self._devices))
-        if intent.wants_work_order and not self._reported_code(intent, state):
-            missing.append("work order: which fault code does the machine show?")
+        if (intent.sensors or intent.wants_live) and not intent.device_id and not intent.unknown_devices:
+            missing.append(words["which_machine"].format(known=", ".join(self._devices)))
+        if intent.unclear_value and intent.device_id:
+            labels = [(language_of(state.question) == "zh" and sensor.label_zh) or sensor.label or sensor.id
+                      for sensor in self._devices[intent.device_id].sensors.values()]
+            missing.append(words["which_sensor"].format(device=intent.device_id, sensors=", ".join(labels)))
+        if intent.wants_work_order and not intent.unknown_devices and not self._reported_code(intent, state):
+            missing.append(words["which_code"])
         return missing
+
+    def notes(self, intent: Intent, state: RunState) -> list[str]:
+        words = PHRASES[language_of(state.question)]
+        if intent.blank:
+            return [words["ask"]]
+        if intent.unknown_devices:
+            return [words["unknown_device"].format(names=", ".join(intent.unknown_devices), known=", ".join(self._devices))]
+        return []
+
+
+def _symptom_query(question: str) -> str:
+    """The question as a symptom query, within the manual tool's limit: a long one keeps the clauses
+    that describe the symptom, then is cut at a word."""
+    if len(question) <= QUERY_MAX_CHARS:
+        return question
+    clauses = [clause.strip() for clause in _CLAUSE.split(question) if _SYMPTOM.search(clause)]
+    query = " ".join(clauses) or question
+    if len(query) <= QUERY_MAX_CHARS:
+        return query
+    cut = query[:QUERY_MAX_CHARS]
+    space = cut.rfind(" ")
+    return cut[:space] if space > QUERY_MAX_CHARS // 2 else cut
 
 
 def _summary(code: str, state: RunState) -> str:

@@ -8,14 +8,25 @@ from pydantic import BaseModel, Field
 
 from tools.observation import Observation
 
+# Why a run went on with the rules planner (the answer then says it is degraded).
+FallbackReason = Literal[
+    "llm_unavailable",   # the server failed, timed out or missed the run's deadline
+    "circuit_open",      # the LLM breaker is open: no request was sent
+    "format_errors",     # too many unreadable replies in a row
+    "empty_reply",       # the model replied with nothing
+    "unknown_tool",      # the model asked for a tool that does not exist, twice
+    "answer_rejected",   # the model's final answer failed verification
+    "token_budget",      # the LLM used up the run's tokens (the rules planner uses none)
+]
+
 TerminationReason = Literal[
     "final_answer",        # strong: the planner answered
     "repeated_action",     # weak: same call with the same arguments twice in a row
     "repeated_observation",  # weak: the same observation twice in a row
     "repeated_call_limit",   # weak: the same call three times in one run
-    "format_errors",       # the model could not produce a readable step
+    "format_errors",       # older records: the model could not produce a readable step (now: rules fallback)
     "max_steps",           # budget
-    "token_budget",        # budget
+    "token_budget",        # older records: tokens ran out (now: rules fallback)
     "time_budget",         # budget
     "takeover",            # a technician took over
 ]
@@ -29,6 +40,9 @@ class LlmUsage(BaseModel):
     shared_prefix_tokens: int = 0
     cached_tokens: int | None = None
     latency_ms: float = 0.0
+    # The server sent no usage: the counts are `edge.token_estimate`'s conservative estimate.
+    estimated: bool = False
+    finish_reason: str | None = None
 
 
 class Step(BaseModel):
@@ -56,6 +70,15 @@ class Termination(BaseModel):
     pending_action: dict[str, Any] | None = None
 
 
+class RejectedAnswer(BaseModel):
+    """A final answer that was not shown because it failed verification (kept for review)."""
+
+    step: int
+    planner: str
+    text: str
+    problems: list[str]
+
+
 class RunRecord(BaseModel):
     run_id: str
     request_id: str
@@ -67,6 +90,8 @@ class RunRecord(BaseModel):
     alarm: dict[str, Any] | None = None
     planner: str
     degraded: bool = False
+    fallback: FallbackReason | None = None
+    rejected_answers: list[RejectedAnswer] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     started_ms: int
     steps: list[Step] = Field(default_factory=list)
@@ -80,3 +105,19 @@ class RunRecord(BaseModel):
     @property
     def observations(self) -> list[Observation]:
         return [step.observation for step in self.steps if step.observation is not None]
+
+
+CUT_MARKER = " […]"
+
+
+def cap_text(text: str, max_chars: int) -> str:
+    """At most `max_chars` characters, cut at a line or word boundary where there is one, and marked."""
+    if len(text) <= max_chars:
+        return text
+    head = text[: max_chars - len(CUT_MARKER)]
+    for boundary in ("\n", " "):
+        at = head.rfind(boundary)
+        if at >= len(head) // 2:
+            head = head[:at]
+            break
+    return head.rstrip() + CUT_MARKER

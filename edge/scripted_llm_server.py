@@ -4,8 +4,11 @@ It speaks real HTTP on loopback. The reply to a request is chosen by how far
 the conversation has got (the number of assistant messages in it), so many
 concurrent conversations can follow the same script. A script entry is a
 dict: `content` (the assistant text), optional `delay_s`, `status` (an HTTP
-error instead), `usage` (token counts; otherwise estimated at 4 chars/token)
-or `drop` (close the connection without answering).
+error instead), `usage` (token counts; otherwise estimated at 4 chars/token),
+`drop` (close the connection without answering), and the ways small models'
+servers misbehave: `finish_reason` (e.g. "length"), `omit_usage` (no usage
+block), `trickle_s` (send the reply one byte at a time, this many seconds
+apart, as a stalled server does).
 """
 
 from __future__ import annotations
@@ -100,21 +103,33 @@ class ScriptedLlmServer:
                     self._send(entry["status"], {"error": {"message": entry.get("content", "scripted error")}})
                     return
                 content = entry.get("content", "")
-                prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
-                usage = entry.get("usage") or {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
-                usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
-                self._send(200, {
+                reply: dict[str, Any] = {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "model": server.model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                    "usage": usage,
-                })
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                 "finish_reason": entry.get("finish_reason", "stop")}],
+                }
+                if not entry.get("omit_usage"):
+                    prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+                    usage = entry.get("usage") or {"prompt_tokens": prompt_chars // 4 + 1,
+                                                   "completion_tokens": len(content or "") // 4 + 1}
+                    reply["usage"] = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+                self._send(200, reply, entry.get("trickle_s"))
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], trickle_s: float | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.end_headers()
+                    if not trickle_s:
+                        self.wfile.write(data)
+                        return
+                    for i in range(len(data)):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(trickle_s)
+                except OSError:  # the client gave up waiting, as it should
+                    self.close_connection = True
 
         return Handler

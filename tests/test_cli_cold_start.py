@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from edge.config import load_config
-from edge.lexicon import Lexicon, _plain_code_mentions
 from knowledge.code_linker import CodeLinker
+from knowledge.code_mentions import CodeMentions, plain_code_mentions
 from knowledge.search import ManualIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,10 +141,10 @@ def _texts(demo_index: Path) -> list[str]:
 def test_the_plain_reading_of_codes_agrees_with_the_spacy_linker(demo_index):
     known = sorted(ManualIndex(demo_index).codes()) + ["A1", "do"]
     linker = CodeLinker(known)
-    squeezed = Lexicon(load_config(env={}).devices, known)._known_squeezed
+    squeezed = CodeMentions(known).known_squeezed
     plain = 0
     for text in _texts(demo_index):
-        found = _plain_code_mentions(text, squeezed)
+        found = plain_code_mentions(text, squeezed)
         if found is None or any("\u3400" <= char <= "\u9fff" for char in text):
             continue
         plain += 1

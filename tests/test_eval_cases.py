@@ -14,6 +14,7 @@ from edge.evaluation.scoring import CaseScore
 from edge.evaluation.summary import Baseline, baseline_of, regressions, summarise
 
 CASES = Path(__file__).parent / "eval" / "cases.jsonl"
+PHRASING = Path(__file__).parent / "eval" / "phrasing.jsonl"
 GOOD = {"id": "ok", "question": "Press-3 shows E102", "expect": {"fault_codes": ["E102"]}}
 
 
@@ -32,6 +33,18 @@ def test_the_project_set_covers_what_the_field_asks(devices):
     assert tags["zh"] >= 15
     assert {case.fault.kind for case in cases if case.fault} == {"broken_sensor", "plc_outage"}
     assert any(case.session for case in cases) and any(case.actor == "mes" for case in cases)
+
+
+def test_the_phrasing_set_asks_the_way_technicians_type(devices):
+    cases = load_cases(PHRASING, devices)
+    tags = Counter(tag for case in cases for tag in case.tags)
+    assert len(cases) >= 60 and tags["en"] >= 25 and tags["zh"] >= 20
+    for tag in ("value", "loose_code", "unknown_device", "blank", "long", "other_machine", "work_order", "no_answer",
+                "session", "plc_outage", "broken_sensor"):
+        assert tags[tag] >= 1, f"no case tagged {tag}"
+    assert tags["value"] >= 15 and tags["loose_code"] >= 15 and tags["unknown_device"] >= 4
+    # New questions, not the project set's asked again.
+    assert not {case.question for case in cases} & {case.question for case in load_cases(CASES, devices)}
 
 
 def write(tmp_path: Path, *lines: str) -> Path:

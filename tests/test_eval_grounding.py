@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from edge.config import load_config
-from edge.evaluation.grounding import collect_evidence, ungrounded
+from edge.grounding import collect_evidence, ungrounded
 from tools.contract import Item
 from tools.observation import Observation
 
@@ -88,3 +88,18 @@ def test_a_bare_numeric_code_is_checked_too():
     evidence = collect_evidence([manual], "cnc-7 shows fault 6066", load_config(env={}).devices)
     assert ungrounded("Fault 6066: spindle vibration excessive (p. 2).", evidence) == []
     assert ungrounded("Fault 6066, often after alarm 6065.", evidence) == ["fault code 6065"]
+
+
+def test_manual_names_and_pages_must_be_ones_the_manual_search_returned(evidence):
+    assert ungrounded("E102: see hydra_HP200_v2.1_en.pdf, p. 2.", evidence) == []
+    assert ungrounded("E102: see hydra_pump_guide.pdf.", evidence) == ["manual hydra_pump_guide.pdf"]
+    assert ungrounded("E102: see p. 12 of the manual.", evidence) == ["page 12"]
+    assert ungrounded("E102：见第 7 页。", evidence) == ["page 7"]
+
+
+def test_a_proposed_order_backs_no_order_id():
+    proposal = obs(1, "generate_work_order", Item(kind="ref", text="Awaits confirmation.", fields={
+        "device_id": "press-3", "fault_code": "E102", "work_order_status": "pending_confirmation",
+        "work_order_id": "WO-4988F0A1E7E3986F"}))
+    evidence = collect_evidence([proposal], QUESTION, load_config(env={}).devices)
+    assert ungrounded("Work order WO-4988F0A1E7E3986F is open.", evidence) == ["work order WO-4988F0A1E7E3986F"]

@@ -1,9 +1,11 @@
-"""CI's regression gate: the project's cases through the rules planner must not score below the recorded baseline.
+"""CI's regression gate: the project's case sets through the rules planner must not score below their baselines.
 
 Runs `fixloop eval tests/eval/cases.jsonl --json --baseline tests/eval/baseline.json`
-as CI does, in its own process, on the demo plant (PLC simulator in-process,
-fresh work-order store). After a deliberate improvement, record the new
-baseline with `fixloop eval tests/eval/cases.jsonl --write-baseline tests/eval/baseline.json`.
+(and the same for tests/eval/phrasing.jsonl, questions as technicians type them,
+against tests/eval/phrasing_baseline.json) as CI does, in its own process, on the
+demo plant (PLC simulator in-process, fresh work-order store). After a deliberate
+improvement, record the new baseline with
+`fixloop eval tests/eval/cases.jsonl --write-baseline tests/eval/baseline.json`.
 """
 
 from __future__ import annotations
@@ -14,31 +16,34 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from edge.evaluation.cases import load_cases
 from edge.evaluation.summary import load_baseline
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ROOT / "tests" / "eval" / "cases.jsonl"
-BASELINE = ROOT / "tests" / "eval" / "baseline.json"
+EVAL = ROOT / "tests" / "eval"
+SETS = [(EVAL / "cases.jsonl", EVAL / "baseline.json"), (EVAL / "phrasing.jsonl", EVAL / "phrasing_baseline.json")]
 
 
-def test_the_rules_planner_scores_at_least_the_baseline(ops_state):
+@pytest.mark.parametrize("cases_file, baseline_file", SETS, ids=[cases.stem for cases, _ in SETS])
+def test_the_rules_planner_scores_at_least_the_baseline(ops_state, cases_file, baseline_file):
     env = {key: value for key, value in os.environ.items() if not key.startswith("FIXLOOP")}
     env.update(FIXLOOP_STATE_DIR=str(ops_state), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     done = subprocess.run(
-        [sys.executable, "-m", "edge.cli.main", "eval", str(CASES), "--json", "--baseline", str(BASELINE)],
+        [sys.executable, "-m", "edge.cli.main", "eval", str(cases_file), "--json", "--baseline", str(baseline_file)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert done.stdout, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    baseline = load_baseline(BASELINE)
+    baseline = load_baseline(baseline_file)
     summary = report["summary"]
     below = {name: (summary["metrics"][name]["rate"], floor) for name, floor in baseline.scores.items()
              if (summary["metrics"][name]["rate"] or 0.0) < floor - 1e-9}
     assert not below, f"scores below the baseline (now, baseline): {below}; {report['regressions']}"
     assert done.returncode == 0 and report["regressions"] == []
 
-    cases = load_cases(CASES)
+    cases = load_cases(cases_file)
     assert [c["case"]["id"] for c in report["cases"]] == [case.id for case in cases]
     assert report["planner"] == "rules" and report["llm_url"] is None and summary["planners"] == ["rules"]
     assert report["index"] == str((ops_state / "manuals.sqlite").resolve()) and not report["index_built"]

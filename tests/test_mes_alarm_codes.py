@@ -19,6 +19,7 @@ from tests.test_service_mes import post_alarm
 from tools.work_orders.tool import WorkOrderArgs
 
 ORDER = "generate_work_order"
+MANUAL = "search_maintenance_manual_by_fault_code"
 
 
 def alarm(event_id: str, code: str, device_id: str = "press-3") -> dict[str, Any]:
@@ -101,7 +102,11 @@ def script(body: dict[str, Any]) -> dict[str, Any]:
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
     if "raised alarm E102" in question:
         return OBEDIENT[min(turn, len(OBEDIENT) - 1)]
-    return final("Nothing to do.")  # any other alarm: a model that opens no order
+    # Any other alarm: a model that looks the code up and answers from what it found, without an order
+    # (a grounded answer, so the loop shows it rather than falling back to the rules planner).
+    if turn == 0:
+        return step(MANUAL, fault_code="Q7", device_id="press-3")
+    return final("Q7 is not in the manuals of press-3; nothing to open.")
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -114,3 +115,115 @@ def test_an_opened_plc_breaker_is_queued_once_for_the_mes(make_agent, plc_sim):
     events = [row for row in store.outbox() if row.event_type == "plc.breaker_opened"]
     assert len(events) == 1
     assert events[0].work_order_id is None and "press-3" in events[0].body
+
+
+@pytest.mark.parametrize("question, codes, unknown", [
+    ("press-3 showing E1O2", ["E102"], []),  # a letter O for a zero
+    ("hmi on press-3 says El04", ["E104"], []),  # a letter l for a one
+    ("press 3 error E 104", ["E104"], []),
+    ("press-3: e.103 came up", ["E103"], []),
+    ("cnc7 says 6O65", ["6065"], []),
+    ("数控机床故障码 O4101", ["04101"], []),
+    ("Press-3: Ｅ１０５ on the screen", ["E105"], []),
+    ("line-4 is down", [], ["line-4"]),
+    ("press-9 shows E102", ["E102"], ["press-9"]),
+    ("cnc-12 alarm 6065", ["alarm 6065"], ["cnc-12"]),
+    ("5号液压机报警E102", ["E102"], ["5号液压机"]),
+    ("The machining centre 7 shows fault 6066", ["fault 6066"], []),  # part of "CNC machining centre 7"
+    ("cnc-7 6065", ["6065"], []),
+])
+def test_lexicon_reads_loosely_typed_codes_and_names_unknown_machines(agent_config, demo_index, question, codes, unknown):
+    from knowledge.search import ManualIndex
+
+    index = ManualIndex(demo_index)
+    try:
+        found = Lexicon(agent_config.devices, index.codes()).find(question)
+    finally:
+        index.close()
+    assert found.fault_codes == codes
+    assert found.unknown_devices == unknown
+
+
+def test_a_value_question_finds_its_sensor_by_the_plants_own_labels_and_units():
+    from edge.value_questions import sensors_asked
+    from tools.plant import DeviceConfig
+
+    # A machine the demo does not have, with sensors no synonym list names.
+    pump = DeviceConfig.model_validate({"id": "pump-1", "sensors": {
+        "bearing_temp": {"label": "Drive-end bearing temperature", "label_zh": "驱动端轴承温度", "address": 0,
+                         "unit": "°C", "plausible_min": -20, "plausible_max": 150},
+        "casing_temp": {"label": "Pump casing temperature", "address": 1, "unit": "°C",
+                        "plausible_min": -20, "plausible_max": 150},
+        "flow": {"label": "Discharge flow", "address": 2, "unit": "l/min", "plausible_min": 0, "plausible_max": 900},
+        "suction": {"label": "Suction pressure", "address": 3, "unit": "bar", "plausible_min": 0, "plausible_max": 10},
+    }})
+    assert sensors_asked("how warm is the bearing?", pump) == ["bearing_temp"]
+    assert sensors_asked("轴承有多烫", pump) == ["bearing_temp"]
+    assert sensors_asked("how much is it flowing", pump) == ["flow"]
+    assert sensors_asked("how many bar on the suction side", pump) == ["suction"]
+    assert sensors_asked("how hot is it", pump) == ["bearing_temp", "casing_temp"]  # both temperatures
+    assert sensors_asked("what colour is it", pump) == []
+
+
+def test_a_value_question_without_a_sensor_word_reads_the_sensor_and_searches_nothing(agent):
+    record = agent.ask("3号液压机电机有多热？")
+    assert actions(record) == [PLC] and record.steps[0].args == {"device_id": "press-3", "sensor": "motor_temp"}
+    assert "主电机温度：" in record.termination.final_answer
+
+
+@pytest.mark.parametrize("question", ["", "   ", "??", "\n"])
+def test_a_blank_question_is_asked_for_without_a_tool_call(agent, question):
+    record = agent.ask(question, device_id="press-3")
+    assert actions(record) == [] and record.termination.reason == "final_answer"
+    assert "Please ask a question" in record.termination.final_answer
+
+
+@pytest.mark.parametrize("question, named", [("line-4 is down, what do I do?", "line-4"), ("press-9 shows E102", "press-9"),
+                                             ("5号液压机报警 E103", "5号液压机")])
+def test_an_unknown_machine_is_named_and_nothing_is_looked_up_for_it(agent, question, named):
+    record = agent.ask(question)
+    assert actions(record) == []
+    assert named in record.termination.final_answer and "press-3, cnc-7" in record.termination.final_answer
+
+
+def test_a_question_longer_than_the_query_limit_is_searched_by_its_symptom(agent):
+    from edge.rules_planner import QUERY_MAX_CHARS
+
+    chatter = "We restarted it twice, called the shift lead and read the logs without finding anything. " * 4
+    question = chatter + "Now oil is leaking under the press and the ram moves slowly. " + chatter
+    assert len(question) > QUERY_MAX_CHARS
+    record = agent.ask(question, device_id="press-3")
+    assert record.steps[0].action == MANUAL and record.steps[0].observation.status == "ok"
+    query = record.steps[0].args["query"]
+    assert len(query) <= QUERY_MAX_CHARS and "oil is leaking" in query and "logs" not in query
+
+
+@pytest.mark.parametrize("question", ["open a work order for press-3", "给3号液压机开个工单"])
+def test_a_work_order_without_a_fault_asks_for_the_code_and_searches_nothing(agent, question):
+    record = agent.ask(question, actor="operator")
+    assert actions(record) == []
+
+
+@pytest.mark.parametrize("question, proposed", [
+    ("press-3 shows E102", True),
+    ("cnc-7 shows E110", False),  # the press's code: not this machine's fault
+    ("press-3 shows E777", False),  # no manual knows it
+])
+def test_a_work_order_is_proposed_only_for_a_fault_the_manual_lists_for_this_machine(agent, question, proposed):
+    record = agent.run(RunRequest(question=question, propose_work_order=True, require_confirmation=True))
+    assert (WORK_ORDER in actions(record)) is proposed
+
+
+def test_another_machines_code_reads_no_sensor_of_this_machine(agent):
+    record = agent.ask("cnc-7 shows E110")  # the press's "coolant level low": cnc-7 has a coolant level too
+    assert actions(record) == [MANUAL]
+    ref = next(item for item in record.steps[0].observation.content if item.kind == "ref")
+    assert ref.fields["fault_code"] == "E110" and ref.fields["applies_to_device"] is False
+
+
+@pytest.mark.parametrize("question", ["3号液压机报警 6065", "加工中心报警号 8123 是什么", "5号液压机报警 E103",
+                                      "液压机的冷却水够不够", "7号加工中心主轴现在转速多少", "给3号液压机开个工单"])
+def test_a_chinese_answer_is_chinese_throughout(agent, question):
+    answer = agent.ask(question).termination.final_answer
+    # Codes, units, file names, device ids and quality names stay as printed; no English sentence does.
+    assert not re.search(r"[A-Za-z]{2,}(?:[ ,;:]+[A-Za-z]{2,}){2,}", answer), answer

@@ -345,7 +345,7 @@ def test_concurrent_confirmations_of_one_run_make_one_order(service):
     with service.client() as client:
         for order in client.get("/v1/work-orders", params={"device_id": "cnc-7"}).json():
             service.service.work_orders.set_status(order["id"], "cancelled", "technician")
-    result = service.ask("cnc-7 shows F03", "cnc-7")
+    result = service.ask("cnc-7 shows 6065", "cnc-7")
 
     def confirm(_: int) -> httpx.Response:
         with service.client() as client:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import ClassVar
 
@@ -149,3 +150,19 @@ def test_every_tool_resolves_device_names_the_same_way(agent_config):
             assert obs.error_code == "unknown_device" and "press-3, cnc-7" in obs.content[0].text
     finally:
         registry.close()
+
+
+def test_a_long_observation_is_rendered_as_valid_json_with_whole_items_dropped():
+    items = [Item(kind="ref", text="E102", fields={"fault_code": "E102", "title": "Motor over-temperature"})]
+    items += [Item(kind="step", text=f"Step {n}: " + "check the press " * 20, fields={"n": n}) for n in range(1, 30)]
+    obs = Observation(id="obs-1", request_id="req-1", loop_step=1, tool="t", status="ok", content=items,
+                      suggestion="x" * 3000)
+    for limit in (200, 600, 1800):
+        rendered = obs.render(limit)
+        payload = json.loads(rendered)
+        assert len(rendered) <= limit and obs.truncated
+        kept = payload["content"]
+        assert payload["omitted_items"] == len(items) - len(kept)
+        if kept:
+            assert kept[0]["fault_code"] == "E102"  # the code and title lead and stay
+    assert obs.render(100_000) == obs.payload_json() and not obs.truncated

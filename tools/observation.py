@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 from tools.contract import Item, Status
 
 TRUNCATION_MARKER = "[… {n} characters cut …]"
+# The shortest a text is cut to in a rendered observation before its items are dropped altogether.
+MIN_TEXT_CHARS = 60
 NO_NEW_INFORMATION = "no new information: identical to the previous observation"
 
 
@@ -55,13 +57,35 @@ class Observation(BaseModel):
         return data
 
     def payload_json(self) -> str:
-        return json.dumps(self.payload(), ensure_ascii=False, separators=(",", ":"), default=str)
+        return _compact(self.payload())
 
     def render(self, max_chars: int) -> str:
-        """Compact JSON for the prompt, cut head+tail beyond `max_chars` (and marked `truncated`)."""
-        full = self.payload_json()
+        """Compact JSON for the prompt, within `max_chars` and always valid JSON (a model reading a cut
+        object guesses at the rest). Beyond the limit whole items go from the end, the first ones (code,
+        title, reading) stay, and `omitted_items` says how many went; an item still too long on its own
+        has its long texts cut in the middle. Marked `truncated`."""
+        payload = self.payload()
+        full = _compact(payload)
         self.truncated = len(full) > max_chars
-        return cut_middle(full, max_chars)
+        if not self.truncated:
+            return full
+        items = payload["content"]
+        kept = list(items)
+        while len(kept) > 1 and len(_compact(_with_items(payload, kept, len(items)))) > max_chars:
+            kept.pop()
+        text_limit = max_chars
+        while True:
+            shorter = _with_items(payload, [_cut_texts(item, text_limit) for item in kept], len(items))
+            if "suggestion" in shorter:
+                shorter["suggestion"] = cut_middle(shorter["suggestion"], max(text_limit, MIN_TEXT_CHARS))
+            rendered = _compact(shorter)
+            if len(rendered) <= max_chars:
+                return rendered
+            if not kept:
+                return rendered  # the envelope alone, every text at its shortest
+            if text_limit <= MIN_TEXT_CHARS:
+                kept = []
+            text_limit = max(text_limit // 2, MIN_TEXT_CHARS)
 
     def fingerprint(self) -> str:
         """Identity of what the model reads, ignoring the observation's id and time."""
@@ -103,3 +127,18 @@ def cut_middle(text: str, max_chars: int) -> str:
     tail = keep - head
     cut = len(text) - head - tail
     return text[:head] + TRUNCATION_MARKER.format(n=cut) + text[len(text) - tail:]
+
+
+def _compact(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _with_items(payload: dict[str, Any], kept: list[dict[str, Any]], total: int) -> dict[str, Any]:
+    shorter = {**payload, "content": kept}
+    if len(kept) < total:
+        shorter["omitted_items"] = total - len(kept)
+    return shorter
+
+
+def _cut_texts(item: dict[str, Any], limit: int) -> dict[str, Any]:
+    return {key: cut_middle(value, limit) if isinstance(value, str) else value for key, value in item.items()}

@@ -98,9 +98,11 @@ class ToolRegistry:
 
     # -- execution -------------------------------------------------------
 
-    def call(self, name: str, args: Any, ctx: ToolContext, observation_id: str) -> Observation:
+    def call(self, name: str, args: Any, ctx: ToolContext, observation_id: str,
+             time_left_s: float | None = None) -> Observation:
+        """Run a tool within its own timeout, and within `time_left_s` (the caller's deadline) if sooner."""
         started = time.perf_counter()
-        output = self._call(name, args, ctx)
+        output = self._call(name, args, ctx, time_left_s)
         tool = self._tools.get(name)
         content, dropped = _whitelist(output.items, tool.output_fields if tool else frozenset())
         return Observation(
@@ -119,7 +121,7 @@ class ToolRegistry:
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
 
-    def _call(self, name: str, args: Any, ctx: ToolContext) -> ToolOutput:
+    def _call(self, name: str, args: Any, ctx: ToolContext, time_left_s: float | None) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:
             closest = difflib.get_close_matches(name, self.names, n=1, cutoff=0.0)
@@ -139,13 +141,14 @@ class ToolRegistry:
             parsed = tool.input_model.model_validate(args)
         except ValidationError as exc:
             return _validation_error(tool, exc)
+        timeout_s = tool.timeout_s if time_left_s is None else max(0.0, min(tool.timeout_s, time_left_s))
         future = self._pool.submit(tool.run, parsed, ctx)
         try:
-            return future.result(timeout=tool.timeout_s)
+            return future.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError:
             return ToolOutput.error(
                 "timeout",
-                f"{name} did not answer within {tool.timeout_s:g} s.",
+                f"{name} did not answer within {round(timeout_s, 2):g} s.",
                 "Do not repeat the same call; answer from what you have and say what is missing.",
             )
         except Exception as exc:  # a tool bug must become an observation, not kill the run

@@ -98,16 +98,23 @@
     banner.hidden = !text;
   }
 
-  async function checkReady() {
+  // After a run only raise the banner: a run that fell back keeps it up even if the model answers again.
+  async function checkReady(raiseOnly) {
     try {
       const response = await fetch("/readyz");
       const report = await response.json();
-      setDegraded(Boolean(report.degraded));
+      if (raiseOnly && !report.degraded) return;
+      setDegraded(Boolean(report.degraded), report.checks && report.checks.llm && report.checks.llm.breaker);
     } catch (_) { /* the next run will say */ }
   }
 
-  function setDegraded(on) {
+  // An open LLM circuit breaker says why the banner is up and when the model is tried again.
+  function setDegraded(on, breaker) {
     $("degraded-banner").hidden = !on;
+    const note = $("breaker-note");
+    const open = Boolean(on && breaker && breaker.state !== "closed");
+    note.hidden = !open;
+    note.textContent = open ? t("breaker_text", { n: breaker.consecutive_failures, s: Math.ceil(breaker.retry_in_s) }) : "";
   }
 
   // -- token ----------------------------------------------------------------
@@ -271,6 +278,7 @@
     run.events.push(event);
     if (event.type === "run_started" && event.degraded) setDegraded(true);
     if (event.type === "warning") setDegraded(true);
+    if (event.type === "termination") checkReady(true);  // a breaker this run opened shows at once
     if (event.type === "observation") {
       const order = orderOf(event.observation);
       if (order) run.order = order;

@@ -6,7 +6,7 @@
 """
 
 from edge.evaluation.cases import CaseFileError, EvalCase, load_cases
-from edge.evaluation.grounding import collect_evidence, ungrounded
+from edge.grounding import collect_evidence, ungrounded
 from edge.evaluation.runner import CaseReport, EvalReport, evaluate
 from edge.evaluation.scoring import CaseScore, score_case
 from edge.evaluation.summary import Baseline, Summary, baseline_of, load_baseline, regressions, summarise

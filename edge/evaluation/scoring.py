@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from edge.answer import language_of
 from edge.evaluation.cases import EvalCase, ReadingKind
-from edge.evaluation.grounding import Evidence, collect_evidence, ungrounded
+from edge.grounding import Evidence, collect_evidence, ungrounded
 from edge.run_record import RunRecord
 from knowledge.code_linker import CodeLinker
 from knowledge.codes import canonical_id, code_key
@@ -83,7 +83,11 @@ def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfi
         got = work_order_outcome(observations, answer)
         score["work_order"] = check("work_order", got == expect.work_order, f"expected {expect.work_order}, got {got}")
     evidence = run_evidence(record, devices, earlier)
-    unbacked = ungrounded(answer, evidence)
+    # The loop shows no answer that fails the check; an answer it rejected still counts against the
+    # planner that wrote it, so the evaluation judges the model, not only what the technician read.
+    unbacked = list(dict.fromkeys([*ungrounded(answer, evidence),
+                                   *(fact for rejected in record.rejected_answers
+                                     for fact in ungrounded(rejected.text, evidence))]))
     score["grounded"] = check("grounded", not unbacked, "not in any observation: " + ", ".join(unbacked))
     reason = record.termination.reason if record.termination else None
     if expect.termination is not None:

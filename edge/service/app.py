@@ -65,7 +65,7 @@ class Service:
         self.work_orders = work_order_store(config)
         self.runs = RunManager(self.agent, self.run_store, config.service.max_concurrent_runs)
         self.warmup = Warmup()
-        self.readiness = Readiness(config, self.warmup)
+        self.readiness = Readiness(config, self.warmup, self.agent.llm_breaker)
         # Readiness probes block (TCP, HTTP); on threads of their own they never queue behind runs and
         # alarms in the shared thread pool, nor take its threads from them.
         self.health_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="health")

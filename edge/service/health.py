@@ -5,6 +5,8 @@ in a background thread and /readyz says what is still warming. Ready means
 the manual index is there, every PLC answers or its cache is fresh, and the
 LLM either answers or its absence is announced as degraded mode; an LLM that
 is down never makes the service unready, because the rules planner answers.
+The LLM circuit breaker's state is shown as it is: while it is open, runs go
+straight to the rules planner, and /readyz (and so the tablet banner) says so.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import httpx
 
 from edge.config import Config
+from edge.llm_breaker import LlmBreaker
 from tools.plc.store import PlcStore
 
 log = logging.getLogger("fixloop.service")
@@ -62,9 +65,10 @@ class Warmup:
 
 
 class Readiness:
-    def __init__(self, config: Config, warmup: Warmup):
+    def __init__(self, config: Config, warmup: Warmup, llm_breaker: LlmBreaker | None = None):
         self.config = config
         self.warmup = warmup
+        self.llm_breaker = llm_breaker
         self.plc_cache = PlcStore(config.state_path(config.plc.cache_file))
 
     def close(self) -> None:
@@ -114,6 +118,15 @@ class Readiness:
         url = self.config.llm.url
         if not url:
             return {"ok": True, "mode": "degraded", "detail": "no LLM configured: the rules planner answers"}
+        breaker = self.llm_breaker.snapshot() if self.llm_breaker is not None else None
+        if breaker is not None and breaker["state"] != "closed":
+            return {"ok": True, "mode": "degraded", "breaker": breaker,
+                    "detail": f"LLM circuit breaker {breaker['state'].replace('_', '-')} after "
+                              f"{breaker['consecutive_failures']} failures ({breaker['last_error']}): the rules "
+                              f"planner answers; next probe in {breaker['retry_in_s']:g} s"}
+        return {**self._probe_llm(url), **({"breaker": breaker} if breaker is not None else {})}
+
+    def _probe_llm(self, url: str) -> dict[str, Any]:
         try:
             response = httpx.get(f"{url.rstrip('/')}/models", timeout=PROBE_TIMEOUT_S,
                                  headers={"Authorization": f"Bearer {self.config.llm.api_key}"} if self.config.llm.api_key else {})

@@ -39,6 +39,11 @@ REPEATED_CALLS = Counter("fixloop_repeated_calls_total",
 PLANNER_STEPS = Counter("fixloop_planner_steps_total", "Planner decisions by planner.", ["planner"])
 FORMAT_ERRORS = Counter("fixloop_format_errors_total", "LLM replies that could not be read as an action.")
 DEGRADED_RUNS = Counter("fixloop_degraded_runs_total", "Runs answered (wholly or partly) by the rules planner.")
+LLM_FALLBACKS = Counter("fixloop_llm_fallbacks_total",
+                        "Runs handed from the LLM to the rules planner, by reason (see FallbackReason).", ["reason"])
+REJECTED_ANSWERS = Counter("fixloop_answers_rejected_total",
+                           "Final answers not shown because they failed verification against the run's "
+                           "observations, by the planner that wrote them.", ["planner"])
 LLM_SECONDS = Histogram("fixloop_llm_latency_seconds", "Latency of one LLM request.",
                         buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2.5, 5))
 LLM_TOKENS = Counter("fixloop_llm_tokens_total", "LLM tokens by kind (prompt, completion, shared_prefix).", ["kind"])
@@ -59,6 +64,10 @@ def observe_run(record: RunRecord) -> None:
     RUN_SECONDS.observe(record.elapsed_ms / 1000)
     if record.degraded:
         DEGRADED_RUNS.inc()
+    if record.fallback:
+        LLM_FALLBACKS.labels(record.fallback).inc()
+    for rejected in record.rejected_answers:
+        REJECTED_ANSWERS.labels(rejected.planner).inc()
     seen: Tally[str] = Tally()
     for step in record.steps:
         PLANNER_STEPS.labels(step.planner).inc()

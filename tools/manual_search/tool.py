@@ -82,6 +82,7 @@ class ManualSearchTool(Tool):
         self._devices = devices
         self._warming: threading.Thread | None = None
         self._warm_lock = threading.Lock()
+        self._closed = False
 
     @property
     def semantic_ready(self) -> bool:
@@ -97,6 +98,7 @@ class ManualSearchTool(Tool):
         return self._index.codes()
 
     def close(self) -> None:
+        self._closed = True
         self._index.close()
 
     def run(self, args: ManualSearchInput, ctx: ToolContext) -> ToolOutput:
@@ -127,8 +129,18 @@ class ManualSearchTool(Tool):
     def _warm_in_background(self) -> None:
         with self._warm_lock:
             if self._warming is None or not self._warming.is_alive():
-                self._warming = threading.Thread(target=self.warm, name="manual-search-warm", daemon=True)
+                self._warming = threading.Thread(target=self._warm_unless_closed, name="manual-search-warm",
+                                                 daemon=True)
                 self._warming.start()
+
+    def _warm_unless_closed(self) -> None:
+        """Warming started by a run may outlive the tool (a one-shot command closes it at once): its
+        failure on the closed index is no error then."""
+        try:
+            self.warm()
+        except Exception:
+            if not self._closed:
+                raise
 
 
 def _output(result: SearchResult, degraded: bool) -> ToolOutput:

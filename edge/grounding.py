@@ -1,6 +1,10 @@
 """Is every fact in an answer backed by what the tools returned? The anti-hallucination check.
 
-A fact is a fault code, a work-order id or a number. The evidence is every
+The loop runs it on every final answer before a technician sees it (`edge.verification`), and
+`fixloop eval` scores answers with it: one checker, so what the suite measures is what the loop
+enforces.
+
+A fact is a fault code, a work-order id, a manual file name, a page or a number. The evidence is every
 observation of the run (texts and field values), the question itself (an
 answer may repeat what it was told) and the plant's own vocabulary (device
 and sensor names like "press-3" or "3号液压机"). The check:
@@ -9,7 +13,10 @@ and sensor names like "press-3" or "3号液压机"). The check:
    versions, copied step texts, device names), longest first: copied text is
    grounded by definition, and its digits are no claims of their own.
 2. List enumerators ("1. ", "2) ", "3、") are structure, not values: mask them.
-3. What remains: every work-order id must be an id an observation returned;
+3. Manual file names and pages are read from the answer as written (before masking): a manual must
+   be one a manual search returned, a page one of its pages.
+4. What remains: every work-order id must be an id a work-order call created or found (a proposal
+   awaiting confirmation is no order);
    every fault code must be a code an observation or the question names;
    every number must equal an evidence number to the precision the answer
    writes it with (61 matches 61.234; 61.3 does not match 61.234), and a
@@ -23,13 +30,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from knowledge.code_linker import CodeLinker
+from knowledge.code_mentions import CodeMentions
 from knowledge.codes import canonical_id
 from edge.answer import language_of
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 
 ORDER_ID = re.compile(r"\bWO-[0-9A-F]{6,}\b", re.I)
+WORK_ORDER_TOOL = "generate_work_order"
+_MANUAL_NAME = re.compile(r"[\w.\-]+\.pdf\b", re.I)
+_PAGE = re.compile(r"\b(?:pp?\.|pages?)\s*(\d+)|第\s*(\d+)\s*页", re.I)
 _ENUMERATOR = re.compile(r"(?:(?<=\n)|^|(?<=[.;:。；：]\s)|(?<=[.;:。；：]))\s*\d{1,2}(?:[.)](?=\s)|、)", re.M)
 # Digits glued to words count too ("400V", "第12页"); a sign is not kept: values are compared by magnitude.
 _NUMBER = re.compile(r"(?<![\d.,])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
@@ -44,7 +54,7 @@ MASK = "\x00"
 
 @dataclass(frozen=True)
 class Claim:
-    kind: str  # fault_code | work_order | number
+    kind: str  # fault_code | work_order | manual | page | number
     text: str
 
 
@@ -54,6 +64,8 @@ class Evidence:
     codes: frozenset[str]
     order_ids: frozenset[str]
     numbers: tuple[float, ...]
+    manuals: frozenset[str] = frozenset()
+    pages: frozenset[int] = frozenset()
 
 
 def collect_evidence(observations: Iterable[Observation], question: str = "",
@@ -61,35 +73,54 @@ def collect_evidence(observations: Iterable[Observation], question: str = "",
     strings: set[str] = set()
     numbers: list[float] = []
     order_ids: set[str] = set()
+    manuals: set[str] = set()
+    pages: set[int] = set()
     for obs in observations:
         _walk(obs.payload(), strings, numbers)
         for item in obs.content:
-            if item.fields.get("work_order_id"):
-                order_ids.add(str(item.fields["work_order_id"]).upper())
-    told = [question, *extra]
-    strings.update(t for t in told if t)
+            f = item.fields
+            if f.get("work_order_id") and _order_exists(obs, f):
+                order_ids.add(str(f["work_order_id"]).upper())
+            if f.get("manual"):
+                manuals.add(str(f["manual"]).lower())
+            if str(f.get("page", "")).isdigit():
+                pages.add(int(f["page"]))
+    told = [t for t in (question, *extra) if t]
+    strings.update(told)
+    for text in told:  # what the technician or the session summary said may be said back
+        manuals.update(m.group(0).lower() for m in _MANUAL_NAME.finditer(text))
+        pages.update(int(m.group(1) or m.group(2)) for m in _PAGE.finditer(text))
+    linker = CodeMentions()
+    codes = {canonical_id(str(s)) for s in strings if _looks_like_code_field(s)}
+    for text in strings:  # a manual's file name is a citation (checked as such), not a list of codes
+        text = _MANUAL_NAME.sub(" ", text)
+        codes.update(m.canonical_id for m in linker.find(text, language_of(text)))
+    # The plant's own names are masked and their numbers count ("3号液压机"); they name machines
+    # and sensors, not codes (and reading them would load spaCy for every English answer).
     strings.update(_vocabulary(devices or {}))
     for text in list(strings):
         numbers.extend(_numbers_in(text))
-    linker = CodeLinker()
-    codes = {canonical_id(str(s)) for s in strings if _looks_like_code_field(s)}
-    for text in strings:
-        codes.update(m.canonical_id for m in linker.mentions(text, language_of(text)))
     return Evidence(frozenset(s for s in strings if len(s) >= MIN_MASK_CHARS), frozenset(codes),
-                    frozenset(order_ids), tuple(numbers))
+                    frozenset(order_ids), tuple(numbers), frozenset(manuals), frozenset(pages))
 
 
 def claims(answer: str, evidence: Evidence) -> list[Claim]:
     """The facts an answer states that copied text does not already cover."""
+    # Manuals, pages and order ids are read as written: an order id an observation merely mentions (a
+    # proposal) or a made-up manual name must not hide behind the masking of copied text. A manual name
+    # (a claim of its own) and a page that is not backed are blanked, so their letters and digits are not
+    # read again as a code or a value.
+    found = [Claim("manual", m.group(0).lower()) for m in _MANUAL_NAME.finditer(answer)]
+    found += [Claim("page", m.group(1) or m.group(2)) for m in _PAGE.finditer(answer)]
+    found += [Claim("work_order", m.group(0).upper()) for m in ORDER_ID.finditer(answer)]
+    text = _MANUAL_NAME.sub(lambda m: MASK * len(m.group(0)), answer)
+    text = _PAGE.sub(lambda m: m.group(0) if int(m.group(1) or m.group(2)) in evidence.pages else MASK * len(m.group(0)),
+                     text)
     # NFKC turns a full-width colon into ":", which would glue "液位：71" into a code shape.
-    text = _mask(answer, evidence.strings).replace("：", ": ")
-    found: list[Claim] = []
-    for match in ORDER_ID.finditer(text):
-        found.append(Claim("work_order", match.group(0).upper()))
-    text = ORDER_ID.sub(MASK, text)
-    linker = CodeLinker(_bare_codes(evidence.codes))
+    text = _mask(ORDER_ID.sub(lambda m: MASK * len(m.group(0)), text), evidence.strings).replace("：", ": ")
+    linker = CodeMentions(_bare_codes(evidence.codes))
     spans = []
-    for mention in linker.mentions(text, language_of(text)):
+    for mention in linker.find(text, language_of(text)):
         found.append(Claim("fault_code", mention.canonical_id))
         spans.append((mention.start, mention.end))
     text = _blank(text, spans)
@@ -107,9 +138,19 @@ def ungrounded(answer: str, evidence: Evidence) -> list[str]:
             missing.append(f"work order {claim.text}")
         elif claim.kind == "fault_code" and claim.text not in evidence.codes:
             missing.append(f"fault code {claim.text.removeprefix('fault:')}")
+        elif claim.kind == "manual" and claim.text not in evidence.manuals:
+            missing.append(f"manual {claim.text}")
+        elif claim.kind == "page" and int(claim.text) not in evidence.pages:
+            missing.append(f"page {claim.text}")
         elif claim.kind == "number" and not _number_backed(claim.text, evidence.numbers):
             missing.append(f"value {claim.text}")
     return missing
+
+
+def _order_exists(obs: Observation, fields: dict[str, Any]) -> bool:
+    """Only a work-order call that created or found an order backs its id."""
+    return (obs.tool == WORK_ORDER_TOOL and obs.status == "ok"
+            and fields.get("work_order_status") != "pending_confirmation")
 
 
 def _walk(value: Any, strings: set[str], numbers: list[float]) -> None:

@@ -1,0 +1,120 @@
+"""Which sensor a value question asks for, read from the device's own configuration.
+
+Technicians ask for a value in words no synonym list foresees ("how warm is the
+motor", "切削液还有多少"). A question that asks for a value is matched against
+each sensor of the device by what the sensor measures, as its configuration
+says it: the words of its label, Chinese label and id (motor, oil, spindle,
+冷却液) and the quantity its unit stands for (°C is warm or hot, rpm is fast or
+turning, % is full or left). A plant adds sensors without touching this module;
+only the quantities behind units are fixed here, and they hold for any plant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from tools.plant import DeviceConfig
+
+# A sensor question names at most this many sensors; a vaguer one asks which value is meant.
+MAX_SENSORS = 2
+
+# Asking for a value, not describing a problem: "how hot is it" asks, "it is hot" reports.
+VALUE_PHRASE = re.compile(
+    r"\bhow(?:'s|\s+is|\s+are)?\s+(?:warm|hot|cold|cool|fast|quick(?:ly)?|slow(?:ly)?|high|low|full|empty|rough(?:ly)?|"
+    r"hard|much|many|far)\b|\bhow\s+\w+\s+(?:is|are|does|do)\b|\bhow's\b"
+    r"|\b(?:what|which)(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:\w+\s+)?"
+    r"(?:at|reading|readings|value|showing|speed|temp\w*|pressure|level|rpm)\b"
+    r"|\b(?:readings?|readout|gauge|value)\b|\b(?:show|tell|give)\s+me\b|\bis\s+there\s+(?:enough|still)\b"
+    r"|\b(?:left|remaining)\b"
+    r"|多少|几度|几个|多热|多烫|多冷|多快|多慢|多高|多低|多大|有多|读数|数值|示数|还剩|还有多少|剩下|剩多少|([热烫冷快慢高低够满])不\1",
+    re.I,
+)
+
+# What each kind of unit measures, as people ask about it. Chinese has no word boundaries: its
+# quantity words are matched anywhere, so they are the ones that cannot stand for anything else
+# (not 冷 alone: 冷却液 is coolant, not cold).
+_QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"°c", "℃", "degc", "°f", "℉", "k"}),
+     r"\b(?:temp\w*|warm\w*|hot\w*|cold\w*|cool(?:er|ing)?|heat\w*|degrees?)\b|温|热|烫|多冷|冷不冷|几度|多少度|度数"),
+    (frozenset({"rpm", "1/min", "r/min", "min-1", "min⁻¹"}),
+     r"\b(?:speed\w*|fast\w*|quick\w*|slow\w*|turn\w*|rotat\w*|spin\w*|revs?|revolutions?)\b|转|速|快|慢"),
+    (frozenset({"bar", "mbar", "psi", "pa", "kpa", "mpa"}), r"\b(?:pressure|pressurised|pressurized)\b|压力|压强"),
+    (frozenset({"%"}), r"\b(?:level|full|empty|left|remaining|enough|tank|top(?:ped)?\s+up)\b|液位|剩|还有多少|满|空|够"),
+    (frozenset({"mm/s", "in/s", "g", "µm", "um"}), r"\b(?:vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*)\b|振|抖|晃"),
+    (frozenset({"a", "ma"}), r"\b(?:current|amps?|amperage)\b|电流"),
+    (frozenset({"v", "kv", "mv"}), r"\b(?:voltage|volts?)\b|电压"),
+    (frozenset({"l/min", "m³/h", "m3/h"}), r"\b(?:flow\w*)\b|流量"),
+)
+_QUANTITY_WORDS = [re.compile(words, re.I) for _, words in _QUANTITIES]
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+
+
+def asks_for_value(text: str) -> bool:
+    return VALUE_PHRASE.search(text) is not None
+
+
+def value_phrase_spans(text: str) -> list[tuple[int, int]]:
+    """Where the question asks for a value: its "how hot" is no symptom."""
+    return [match.span() for match in VALUE_PHRASE.finditer(text)]
+
+
+def sensors_asked(text: str, device: DeviceConfig) -> list[str]:
+    """The sensors of `device` that `text` asks about, best first; [] when none fits or too many fit equally.
+
+    A sensor whose label names the thing asked about and whose unit measures the quantity asked
+    for wins; then one whose unit fits; then one whose label fits. `text` should have the device's
+    and the codes' own words blanked out, so "hydraulic press 3" does not count as "hydraulic"."""
+    lowered = text.lower()
+    scores: dict[str, tuple[bool, bool, int]] = {}
+    for sensor in device.sensors.values():
+        quantity = _measures(sensor.unit, lowered)
+        # Synonyms are the lexicon's; they also hold phrases ("how fast") whose words name nothing.
+        subject = sum(1 for word in _subject_words(sensor.id, sensor.label, sensor.label_zh) if _mentions(lowered, word))
+        if quantity or subject:
+            scores[sensor.id] = (quantity and subject > 0, quantity, subject)
+    if not scores:
+        return []
+    best = max(scores.values())
+    chosen = [sensor_id for sensor_id, score in scores.items() if score == best]
+    return chosen if len(chosen) <= MAX_SENSORS else []
+
+
+def _measures(unit: str, lowered: str) -> bool:
+    unit = unit.strip().lower()
+    if not unit:
+        return False
+    if (len(unit) > 1 and unit[0].isalpha()) and re.search(rf"(?<![a-z]){re.escape(unit)}(?![a-z])", lowered):
+        return True  # the unit itself: "how many bar", "spindle rpm"
+    return any(unit in units and pattern.search(lowered) for (units, _), pattern in zip(_QUANTITIES, _QUANTITY_WORDS))
+
+
+def _subject_words(*names: str) -> set[str]:
+    """What a sensor is of: its names' words and two-character Chinese words, without quantity words
+    ("motor" and "电机" from "Main motor temperature" and "主电机温度", not "temperature" or "温度")."""
+    words: set[str] = set()
+    for name in names:
+        lowered = name.lower().replace("_", " ")
+        words.update(_WORD.findall(lowered))
+        for run in _CJK_RUN.findall(lowered):
+            words.update(run[i:i + 2] for i in range(len(run) - 1))
+    return {word for word in words if not _is_quantity_word(word)}
+
+
+def _is_quantity_word(word: str) -> bool:
+    return any(pattern.search(word) for pattern in _QUANTITY_WORDS)
+
+
+def _mentions(lowered: str, word: str) -> bool:
+    if _CJK_RUN.fullmatch(word):
+        return word in lowered
+    return re.search(rf"\b{re.escape(word)}s?\b", lowered) is not None
+
+
+def blank_out(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """`text` with each span replaced by spaces, offsets kept."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)

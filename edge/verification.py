@@ -1,0 +1,68 @@
+"""The gate every final answer passes before a technician reads it.
+
+A planner's final answer is shown only if everything it states comes from
+this run: each fault code, value, work-order id, manual and page is in an
+observation (or was said by the technician, the session summary or the
+plant's own names: `edge.grounding`), each cited observation id exists, a
+claimed work order was created or found by a work-order call, and a
+question that needs a tool result has at least one. The loop answers from
+the observations instead of showing an answer that fails.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from edge.grounding import WORK_ORDER_TOOL, collect_evidence, ungrounded
+from edge.planner import RunState
+from tools.observation import Observation
+from tools.plant import DeviceConfig
+
+# A tool that answered, if only that it found nothing, is something to answer from; an error is not.
+USABLE = ("ok", "degraded", "not_found")
+# A sentence that says an order exists. A proposal ("confirm to create it", "请确认后创建") is not a claim.
+_ORDER_WORD = re.compile(r"work[- ]?orders?|tickets?|工单", re.I)
+_ORDER_DONE = re.compile(r"\b(created|opened|raised|submitted|dispatched|logged|is open|has been opened)\b"
+                         r"|已创建|创建了|已开|已派|已提交|已生成|已建立|已为[^。；]{0,40}创建", re.I)
+_SENTENCE = re.compile(r"[^.!?。！？\n]+")
+
+# Whether a question can be answered only from tool results (a fault code, a reading, a symptom, an order).
+NeedsEvidence = Callable[[RunState], bool]
+
+
+class AnswerVerifier:
+    def __init__(self, devices: dict[str, DeviceConfig], needs_evidence: NeedsEvidence):
+        self._devices = devices
+        self._needs_evidence = needs_evidence
+
+    def problems(self, answer: str, cited: Sequence[str], state: RunState) -> list[str]:
+        """What is wrong with a planner's `answer` as the final answer of the run in `state`; [] = it may be shown."""
+        problems: list[str] = []
+        known = {obs.id for obs in state.observations}
+        unknown = [e for e in cited if e not in known]
+        if unknown:
+            problems.append(f"cites observations that do not exist: {', '.join(unknown)}")
+        if not any(obs.status in USABLE for obs in state.observations) and self._needs_evidence(state):
+            problems.append("answers a question that needs a tool result without any usable observation")
+        return problems + self.unbacked(answer, state)
+
+    def unbacked(self, answer: str, state: RunState) -> list[str]:
+        """The facts in `answer` that this run does not back (the check an answer composed from the
+        observations must pass too)."""
+        problems: list[str] = []
+        if claims_an_order(answer) and not _order_made(state.observations):
+            problems.append("claims a work order that no work-order call created or found")
+        evidence = collect_evidence(state.observations, state.question, self._devices, state.session.summary)
+        problems.extend(f"not in any observation: {fact}" for fact in ungrounded(answer, evidence))
+        return problems
+
+
+def claims_an_order(answer: str) -> bool:
+    return any(_ORDER_WORD.search(s) and _ORDER_DONE.search(s) for s in _SENTENCE.findall(answer))
+
+
+def _order_made(observations: list[Observation]) -> bool:
+    return any(obs.tool == WORK_ORDER_TOOL and obs.status == "ok"
+               and any(item.fields.get("work_order_id") for item in obs.content)
+               for obs in observations)
