@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from edge.cli.main import main
 from edge.run_store import RunFilter, RunStore
 from edge.sessions import MAX_LINES, session_context
 from tests.fixtures.service import E102, run_service
@@ -24,49 +23,44 @@ def budget_service(tmp_path_factory, demo_index):
 
 
 @pytest.fixture
-def cli(budget_service, monkeypatch, capsys):
-    monkeypatch.setenv("FIXLOOP_STATE_DIR", budget_service.config.state_dir)
-    monkeypatch.setenv("COLUMNS", "220")
-
-    def run(*argv: str) -> tuple[int, str]:
-        code = main(list(argv))
-        return code, capsys.readouterr().out
-
-    return run
+def cli(budget_service, fixloop):
+    fixloop.env({"FIXLOOP_STATE_DIR": budget_service.config.state_dir})
+    return fixloop
 
 
 def test_runs_list_filters_runs_that_hit_the_step_budget(budget_service, cli):
-    code, out = cli("runs", "list", "--reason", "max_steps", "--json")
+    code, out, _ = cli("runs", "list", "--reason", "max_steps", "--json")
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 0
     assert [row["run_id"] for row in rows] == [budget_service.budget_run.run_id]
     assert rows[0]["steps"] == 3 and rows[0]["fault_codes"] == ["E102"]
 
-    code, out = cli("runs", "list", "--device", "cnc-7", "--json")
+    code, out, _ = cli("runs", "list", "--device", "cnc-7", "--json")
     assert [json.loads(line)["run_id"] for line in out.splitlines()] == [budget_service.answered_run.run_id]
 
-    code, out = cli("runs", "list")
+    code, out, _ = cli("runs", "list")
     assert code == 0 and budget_service.budget_run.run_id in out and "max_steps" in out
 
 
 def test_runs_codes_ranks_codes_by_steps(cli):
-    code, out = cli("runs", "codes", "--json")
+    code, out, _ = cli("runs", "codes", "--json")
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 0
     assert rows[0]["fault_code"] == "E102" and rows[0]["mean_steps"] == 3 and rows[0]["not_answered"] == 1
 
 
 def test_runs_show_prints_the_trace_and_the_stop_reason(budget_service, cli):
-    code, out = cli("runs", "show", budget_service.budget_run.run_id)
+    code, out, _ = cli("runs", "show", budget_service.budget_run.run_id)
     assert code == 0
     assert E102 in out and "stop: max_steps" in out and "search_maintenance_manual_by_fault_code" in out
 
-    code, out = cli("runs", "show", budget_service.budget_run.run_id, "--json")
+    code, out, _ = cli("runs", "show", budget_service.budget_run.run_id, "--json")
     assert json.loads(out)["record"]["termination"]["reason"] == "max_steps"
 
 
 def test_runs_show_of_an_unknown_run_fails_and_bad_filters_are_named(cli, capsys):
-    assert cli("runs", "show", "run-000000000000")[0] == 1
+    code, _, err = cli("runs", "show", "run-000000000000")
+    assert code == 1 and err.startswith("fixloop runs show: no run 'run-000000000000' in ")
     with pytest.raises(SystemExit) as exit_info:
         cli("runs", "list", "--since", "yesterday")
     assert exit_info.value.code == 2

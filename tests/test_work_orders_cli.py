@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from edge.cli.outbox import register
 from edge.config import load_config
 from tests.fixtures.work_orders import MES_SECRET
 from tools.work_orders.store import WorkOrderStore
 
 
 @pytest.fixture
-def cli(tmp_path, mes_receiver, capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "200")
-    config = load_config(env={"FIXLOOP_STATE_DIR": str(tmp_path), "FIXLOOP__MES__URL": mes_receiver.url,
-                              "FIXLOOP__MES__SECRETS": f'["{MES_SECRET}"]'})
-    parser = argparse.ArgumentParser(prog="fixloop")
-    register(parser.add_subparsers(dest="command"))
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        args = parser.parse_args(argv)
-        code = args.func(args, config)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    store = WorkOrderStore(config.state_path(config.work_orders.store_file))
-    return run, store
+def cli(tmp_path, mes_receiver, fixloop):
+    env = {"FIXLOOP_STATE_DIR": str(tmp_path), "FIXLOOP__MES__URL": mes_receiver.url,
+           "FIXLOOP__MES__SECRETS": f'["{MES_SECRET}"]'}
+    fixloop.env(env)
+    config = load_config(env=env)
+    return fixloop, WorkOrderStore(config.state_path(config.work_orders.store_file))
 
 
 def _order(store: WorkOrderStore, fault: str = "E102"):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from rich.console import Console
 
+from edge.cli.errors import CliError
+from edge.cli.options import json_option
 from edge.config import Config
 from edge.run_record import RunRecord
 
@@ -18,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ask = subparsers.add_parser("ask", help="ask one question and print the answer with its trace")
     ask.add_argument("question")
     ask.add_argument("--device", help="device id, e.g. press-3 (else found in the question)")
-    ask.add_argument("--json", action="store_true", help="print the whole run record as JSON")
+    json_option(ask, help="print the whole run record as JSON")
     ask.set_defaults(func=run_ask)
 
     tools = subparsers.add_parser("tools", help="print the tool contract generated from the registry")
@@ -31,7 +32,6 @@ def run_ask(args: argparse.Namespace, config: Config) -> int:
     from edge.manual_index import ensure_index
     from knowledge.search import IndexMissing
 
-    err = Console(stderr=True)
     ensure_index(config)
     agent = Agent(config)
     try:
@@ -39,12 +39,8 @@ def run_ask(args: argparse.Namespace, config: Config) -> int:
         # model for a symptom; nothing for a fault code, which is an exact lookup).
         agent.warm_for(args.question, args.device, actor="operator")
         record = agent.ask(args.question, device_id=args.device, actor="operator")
-    except UnknownDevice as exc:
-        err.print(f"[red]fixloop ask:[/] {exc}")
-        return 2
-    except IndexMissing as exc:  # there, but unreadable or embedded with another model
-        print(f"fixloop ask: {exc}", file=sys.stderr)
-        return 2
+    except (UnknownDevice, IndexMissing) as exc:  # IndexMissing: there, but unreadable or embedded with another model
+        raise CliError(str(exc)) from None
     finally:
         agent.close()
     if args.json:

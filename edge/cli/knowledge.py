@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from edge.cli.errors import CliError
+from edge.cli.options import json_option
 from edge.config import Config
 from edge.manual_index import ensure_index
 from knowledge.models import Scope, SearchResult
@@ -48,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.set_defaults(func=run_index_build)
     status = actions.add_parser("status", help="what the live index holds")
     status.add_argument("--db", type=Path)
-    status.add_argument("--json", action="store_true")
+    json_option(status)
     status.set_defaults(func=run_index_status)
 
     search = subparsers.add_parser("search", help="search the manuals by fault code or symptom")
@@ -56,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument("--device", help="device id from the config, e.g. press-3")
     search.add_argument("--version", help="manual version, e.g. V1.2 (default: the newest)")
     search.add_argument("--k", type=int, default=3, help="results to show (default 3)")
-    search.add_argument("--json", action="store_true", help="machine-readable output")
+    json_option(search, help="machine-readable output")
     search.add_argument("--db", type=Path)
     search.add_argument("--batch", type=Path, help="file with one query a line (text, or JSON with query/device/version)")
     search.set_defaults(func=run_search)
@@ -71,11 +73,10 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
 
     from knowledge.index import BuildError, build_index
 
-    console = Console(stderr=True)
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
-        console.print(f"[red]fixloop index build: no such file or folder: {escape(', '.join(missing))}[/red]")
-        return 2
+        raise CliError(f"no such file or folder: {', '.join(missing)}")
+    console = Console(stderr=True)
     with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[file]}"), console=console, transient=False) as progress:
         tasks = {stage: progress.add_task(stage, total=None, file="") for stage in ("manuals", "pages", "records", "embeddings")}
@@ -91,8 +92,7 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
                                  model_path=args.embedding_model or config.knowledge.model_path,
                                  progress=on_event, overrides=_overrides(args, config), ocr=args.ocr)
         except BuildError as exc:
-            console.print(f"[red]fixloop index build: {escape(str(exc))}; the live index is unchanged[/red]")
-            return 2
+            raise CliError(f"{exc}; the live index is unchanged") from None
         for stage in ("pages", "records"):
             progress.update(tasks[stage], total=progress.tasks[tasks[stage]].completed)
     _print_build(Console(), report)
@@ -151,8 +151,7 @@ def run_index_status(args: argparse.Namespace, config: Config) -> int:
     try:
         status = read_status(_db(args, config))
     except BuildError as exc:
-        Console(stderr=True).print(f"[red]fixloop index status: {escape(str(exc))}[/red]")
-        return 1
+        raise CliError(str(exc), exit_code=1) from None
     if args.json:
         print(status.model_dump_json(indent=2))
         return 0
@@ -177,25 +176,21 @@ def run_index_status(args: argparse.Namespace, config: Config) -> int:
 
 
 def run_search(args: argparse.Namespace, config: Config) -> int:
-    err = Console(stderr=True)
     if (args.query is None) == (args.batch is None):
-        err.print("[red]fixloop search: give a QUERY or --batch FILE (not both)[/red]")
-        return 2
+        raise CliError("give a QUERY or --batch FILE (not both)")
     if args.k < 1:
-        err.print("[red]fixloop search: --k must be at least 1[/red]")
-        return 2
+        raise CliError("--k must be at least 1")
     if args.db is None:
         ensure_index(config)  # the demo plant's index is built on first use; a plant's own config says how
     index = ManualIndex(_db(args, config), model_path=config.knowledge.model_path,
                         semantic_languages=tuple(config.knowledge.semantic_languages))
     try:
         if args.batch is not None:
-            return _batch(index, args, config, err)
+            return _batch(index, args, config)
         scope = _scope(args.device, config)
         result = index.query(args.query, scope, args.version, k=args.k)
     except (IndexMissing, _UnknownDevice, OSError) as exc:
-        err.print(f"[red]fixloop search: {escape(str(exc))}[/red]")
-        return 2
+        raise CliError(str(exc)) from None
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
@@ -216,7 +211,7 @@ def _scope(device_id: str | None, config: Config) -> Scope | None:
     return Scope(vendor=device.vendor, model=device.model, label=device_id)
 
 
-def _batch(index: ManualIndex, args: argparse.Namespace, config: Config, err: Console) -> int:
+def _batch(index: ManualIndex, args: argparse.Namespace, config: Config) -> int:
     lines = args.batch.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -235,7 +230,7 @@ def _batch(index: ManualIndex, args: argparse.Namespace, config: Config, err: Co
             Console().rule(escape(spec["query"]))
             _print_result(Console(), result)
         if result.status != "ok":
-            err.print(f"line {number}: {escape(result.message)}")
+            Console(stderr=True).print(f"line {number}: {escape(result.message)}")
     return 0
 
 

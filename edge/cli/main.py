@@ -6,7 +6,9 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 
+from edge.cli.errors import CliError, print_error
 from edge.config import ConfigError, load_config
 from edge.manual_index import IndexNotBuilt
 
@@ -20,7 +22,24 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for area in AREAS:
         importlib.import_module(f"edge.cli.{area}").register(subparsers)
+    _name_commands(parser)
     return parser
+
+
+def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
+    """Every command under `parser`, depth first (`index`, then `index build`), with its one-line help."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, subparser in action.choices.items():
+            yield subparser, helps.get(name)
+            yield from subcommands(subparser)
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Give every command its full name, e.g. `fixloop index build`, for the error line `main` prints."""
+    parser.set_defaults(command_name=parser.prog)
+    for subparser, _ in subcommands(parser):
+        subparser.set_defaults(command_name=subparser.prog)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,8 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args, config) or 0)
+    except CliError as exc:
+        print_error(args.command_name, str(exc))
+        return exc.exit_code
     except IndexNotBuilt as exc:  # a plant's config without its manual index: say how to build it
-        print(f"fixloop {args.command}: {exc}", file=sys.stderr)
+        print_error(args.command_name, str(exc))
         return 2
 
 

@@ -12,6 +12,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from edge.cli.errors import CliError
+from edge.cli.options import json_option
 from edge.config import Config
 
 STATUS_STYLE = {"ok": "green", "notice": "cyan", "warning": "yellow", "failure": "bold red"}
@@ -20,13 +22,13 @@ MARK = {True: "[green]✓[/]", False: "[red]✗[/]", None: "[dim]·[/]"}
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     doctor = subparsers.add_parser("doctor", help="check config, manual index, PLCs and the LLM server; say what to fix")
-    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+    json_option(doctor, help="print the checks as JSON")
     doctor.set_defaults(func=run_doctor)
 
     evaluate = subparsers.add_parser(
         "eval", help="run regression cases through the agent against the demo plant and score them")
     evaluate.add_argument("cases", help="JSON Lines case file, e.g. tests/eval/cases.jsonl")
-    evaluate.add_argument("--json", action="store_true", help="print every case's run records and scores, and the summary, as JSON")
+    json_option(evaluate, help="print every case's run records and scores, and the summary, as JSON")
     evaluate.add_argument("--only", help="comma-separated case ids to run")
     evaluate.add_argument("--quiet", action="store_true", help="print only failing cases and the summary")
     evaluate.add_argument("--baseline", help="baseline JSON: exit 1 if any summary score falls below it")
@@ -37,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tokens = subparsers.add_parser(
         "tokens", help="token and prefix-cache report of the real prompt over the regression cases")
     tokens.add_argument("cases", help="JSON Lines case file, e.g. tests/eval/cases.jsonl")
-    tokens.add_argument("--json", action="store_true", help="print the report as JSON")
+    json_option(tokens, help="print the report as JSON")
     tokens.add_argument("--only", help="comma-separated case ids to run")
     tokens.add_argument("--workdir", help="where the run's PLC cache and work orders go (default: a temporary directory)")
     tokens.set_defaults(func=run_tokens)
@@ -76,13 +78,12 @@ def run_eval(args: argparse.Namespace, config: Config) -> int:
     from edge.evaluation.runner import evaluate
     from edge.evaluation.summary import baseline_of, load_baseline, regressions
 
-    err = Console(stderr=True)
     try:
         cases = _cases(args, config)
         baseline = load_baseline(args.baseline) if args.baseline else None
     except (CaseFileError, ValueError) as exc:
-        err.print(f"[red]fixloop eval:[/] {exc}")
-        return 2
+        raise CliError(str(exc)) from None
+    err = Console(stderr=True)
     console = Console()
     show = None if args.json else (lambda report: _print_case(console, report, args.quiet))
     with _workdir(args.workdir) as workdir, _progress(err, len(cases), "eval") as tick:
@@ -160,12 +161,11 @@ def run_tokens(args: argparse.Namespace, config: Config) -> int:
     from edge.evaluation.cases import CaseFileError
     from edge.evaluation.tokens import measure_tokens
 
-    err = Console(stderr=True)
     try:
         cases = _cases(args, config)
     except CaseFileError as exc:
-        err.print(f"[red]fixloop tokens:[/] {exc}")
-        return 2
+        raise CliError(str(exc)) from None
+    err = Console(stderr=True)
     with _workdir(args.workdir) as workdir, _progress(err, len(cases), "tokens") as tick:
         _, report = measure_tokens(config, cases, workdir, on_case=tick)
     if args.json:

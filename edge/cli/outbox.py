@@ -21,6 +21,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from edge.cli.errors import CliError
+from edge.cli.options import json_option
 from edge.config import Config
 from tools.work_orders.model import TRANSITIONS, OutboxRow, WorkOrder, WorkOrderError
 from tools.work_orders.store import WorkOrderStore
@@ -37,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="pending and failed deliveries (the default)")
     listing.add_argument("--all", action="store_true", help="include delivered rows")
     listing.add_argument("--limit", type=int, default=100)
-    listing.add_argument("--json", action="store_true")
+    json_option(listing)
     listing.set_defaults(func=run_outbox_list)
 
     retry = actions.add_parser("retry", help="requeue failed deliveries now (all failed rows when no id is given)")
@@ -56,12 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--status", choices=list(TRANSITIONS))
     listing.add_argument("--device", help="device id, e.g. press-3")
     listing.add_argument("--limit", type=int, default=50)
-    listing.add_argument("--json", action="store_true")
+    json_option(listing)
     listing.set_defaults(func=run_orders_list)
 
     show = order_actions.add_parser("show", help="one order with its evidence trace")
     show.add_argument("work_order_id")
-    show.add_argument("--json", action="store_true")
+    json_option(show)
     show.set_defaults(func=run_orders_show)
 
     set_status = order_actions.add_parser(
@@ -123,13 +125,11 @@ def _relative(seconds: float) -> str:
 
 
 def run_outbox_retry(args: argparse.Namespace, config: Config) -> int:
-    console = Console()
     try:
         count = _store(config).requeue(args.row_ids or None)
     except WorkOrderError as exc:
-        Console(stderr=True).print(f"[red]fixloop outbox retry:[/] {exc}")
-        return 2
-    console.print(f"Requeued {count} row(s); `fixloop outbox deliver` posts them.")
+        raise CliError(str(exc)) from None
+    Console().print(f"Requeued {count} row(s); `fixloop outbox deliver` posts them.")
     return 0
 
 
@@ -138,10 +138,9 @@ def run_outbox_deliver(args: argparse.Namespace, config: Config) -> int:
 
     from tools.work_orders.outbox import DeliveryStats, deliver_due, run_worker
 
-    console = Console(stderr=True)
     if not config.mes.url:
-        console.print("[red]fixloop outbox deliver:[/] set \\[mes] url (or FIXLOOP__MES__URL) to deliver work orders")
-        return 2
+        raise CliError("set [mes] url (or FIXLOOP__MES__URL) to deliver work orders")
+    console = Console(stderr=True)
     store = _store(config)
     if args.once:
         with httpx.Client() as client:
@@ -193,8 +192,7 @@ def run_orders_list(args: argparse.Namespace, config: Config) -> int:
 def run_orders_show(args: argparse.Namespace, config: Config) -> int:
     order = _store(config).get(args.work_order_id)
     if order is None:
-        Console(stderr=True).print(f"[red]fixloop work-orders show:[/] no work order {args.work_order_id!r}")
-        return 2
+        raise CliError(f"no work order {args.work_order_id!r}")
     if args.json:
         print(order.model_dump_json(indent=2))
         return 0
@@ -219,7 +217,6 @@ def run_orders_set_status(args: argparse.Namespace, config: Config) -> int:
     try:
         order = _store(config).set_status(args.work_order_id, args.status, actor=args.actor)
     except WorkOrderError as exc:
-        Console(stderr=True).print(f"[red]fixloop work-orders set-status:[/] {exc}")
-        return 2
+        raise CliError(str(exc)) from None
     Console().print(f"{order.id} is now [bold]{order.status}[/]; the MES is told through the outbox.")
     return 0

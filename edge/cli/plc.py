@@ -19,6 +19,8 @@ import threading
 from rich.console import Console
 from rich.table import Table
 
+from edge.cli.errors import CliError
+from edge.cli.options import json_option
 from edge.config import Config
 from tools.plant import DeviceConfig
 
@@ -48,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     read = subparsers.add_parser("plc-read", help="read one sensor through the agent's PLC tool")
     read.add_argument("device")
     read.add_argument("sensor")
-    read.add_argument("--json", action="store_true", help="print the tool output as JSON")
+    json_option(read, help="print the tool output as JSON")
     read.set_defaults(func=run_plc_read)
 
     poller = subparsers.add_parser("poller", help="refresh every sensor into the PLC cache until stopped")
@@ -61,10 +63,8 @@ def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
     from tools.plc.sim_control import ControlServer
     from tools.plc.simulator import start_simulator
 
-    console = Console()
     if not config.devices:
-        console.print("[red]fixloop plc-sim:[/] the config has no [devices] to simulate")
-        return 2
+        raise CliError("the config has no [devices] to simulate")
     groups: dict[tuple[str, int], dict[str, DeviceConfig]] = {}
     for device_id, device in config.devices.items():
         endpoint = (args.host or device.plc.host, args.port or device.plc.port)
@@ -81,8 +81,8 @@ def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
     except (OSError, ValueError) as exc:
         for handle in handles:
             handle.stop()
-        console.print(f"[red]fixloop plc-sim:[/] {exc}")
-        return 1
+        raise CliError(str(exc), exit_code=1) from None
+    console = Console()
     table = Table(title="Simulated plant", show_lines=False)
     for column in ("device", "endpoint", "unit", "sensors"):
         table.add_column(column)
@@ -103,7 +103,6 @@ def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
 def run_plc_fault(args: argparse.Namespace, config: Config) -> int:
     import httpx
 
-    console = Console()
     base = args.control or _default_control_url(config)
     try:
         if args.fault == "state":
@@ -114,12 +113,10 @@ def run_plc_fault(args: argparse.Namespace, config: Config) -> int:
                     "value": args.value, "target": args.target, "per_s": args.per_s}
             response = httpx.post(f"{base}/fault", json={k: v for k, v in body.items() if v is not None}, timeout=2.0)
     except httpx.HTTPError as exc:
-        console.print(f"[red]fixloop plc-fault:[/] cannot reach the simulator at {base} ({exc}); is `fixloop plc-sim` running?")
-        return 1
+        raise CliError(f"cannot reach the simulator at {base} ({exc}); is `fixloop plc-sim` running?", exit_code=1) from None
     if response.status_code != 200:
-        console.print(f"[red]fixloop plc-fault:[/] {response.json().get('error', response.text)}")
-        return 2
-    console.print_json(json.dumps(response.json(), ensure_ascii=False))
+        raise CliError(response.json().get("error", response.text))
+    Console().print_json(json.dumps(response.json(), ensure_ascii=False))
     return 0
 
 

@@ -18,6 +18,8 @@ from typing import get_args
 from rich.console import Console
 from rich.table import Table
 
+from edge.cli.errors import CliError
+from edge.cli.options import json_option
 from edge.config import Config
 from edge.run_record import TerminationReason
 from edge.run_store import RunFilter, RunStore
@@ -41,18 +43,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="only runs answered (--degraded) or not answered (--no-degraded) by the rules planner")
     listing.add_argument("--since", type=duration, help="only runs started this long ago or later, e.g. 30m, 2h, 7d")
     listing.add_argument("--limit", type=int, default=30)
-    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    json_option(listing, help="one JSON object per line")
     listing.set_defaults(func=run_list)
 
     show = commands.add_parser("show", help="one run's whole trace")
     show.add_argument("run_id")
-    show.add_argument("--json", action="store_true", help="the whole run record as JSON")
+    json_option(show, help="the whole run record as JSON")
     show.set_defaults(func=run_show)
 
     codes = commands.add_parser("codes", help="fault codes ranked by the steps their runs took")
     codes.add_argument("--since", type=duration, help="only runs started this long ago or later, e.g. 7d")
     codes.add_argument("--limit", type=int, default=20)
-    codes.add_argument("--json", action="store_true")
+    json_option(codes, help="one JSON object per line")
     codes.set_defaults(func=run_codes)
 
 
@@ -77,8 +79,7 @@ def run_list(args: argparse.Namespace, config: Config) -> int:
                           fault_code=args.code, min_steps=args.min_steps, degraded=args.degraded,
                           since_ms=_since_ms(args.since), limit=args.limit)
     except ValueError as exc:
-        Console(stderr=True).print(f"[red]fixloop runs list:[/] {exc}")
-        return 2
+        raise CliError(str(exc)) from None
     rows = _store(config).list(where)
     if args.json:
         for row in rows:
@@ -107,8 +108,7 @@ def run_show(args: argparse.Namespace, config: Config) -> int:
     store = _store(config)
     record = store.get(args.run_id)
     if record is None:
-        Console(stderr=True).print(f"[red]fixloop runs show:[/] no run {args.run_id!r} in {store.path}")
-        return 1
+        raise CliError(f"no run {args.run_id!r} in {store.path}", exit_code=1)
     confirmations = store.confirmations(args.run_id)
     if args.json:
         print(json.dumps({"record": record.model_dump(mode="json"),

@@ -1,0 +1,17 @@
+"""Every `fixloop` command says what it does in `fixloop --help` and has a line in the README."""
+
+import re
+from pathlib import Path
+
+from edge.cli.main import build_parser, subcommands
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_command_and_subcommand_has_help_and_a_line_in_the_readme():
+    commands = list(subcommands(build_parser()))
+
+    assert len(commands) > 20
+    assert [parser.prog for parser, help in commands if not help] == []
+    # `fixloop plc` must not count as shown because `fixloop plc-sim` is.
+    assert [parser.prog for parser, _ in commands if not re.search(re.escape(parser.prog) + r"(?![\w-])", README)] == []
