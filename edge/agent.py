@@ -69,7 +69,7 @@ class Agent:
         self.config = config
         self.registry = registry or build_registry(config)
         manual = self.registry.get(MANUAL)
-        rules = RulesPlanner(config.devices, known_codes=getattr(manual, "known_codes", tuple))
+        rules = RulesPlanner(config.devices, known_codes=manual.known_codes if manual is not None else tuple)
         self.client: ChatClient | None = None
         self.llm_breaker = LlmBreaker(config.llm.breaker_failures, config.llm.breaker_open_s)
         planner = rules
@@ -94,7 +94,7 @@ class Agent:
         """Load what is loaded lazily (the SBERT model, the spaCy code linker), blocking; the service does
         this in the background."""
         self.rules.warm()
-        for tool in self._warmable():
+        for tool in self.registry:
             tool.warm()
 
     def warm_for(self, question: str, device_id: str | None = None, actor: str = "technician") -> None:
@@ -111,9 +111,6 @@ class Agent:
         """A question the rules planner would call a tool for can be answered only from a tool result."""
         intent = self.rules.analyse(state)
         return bool(intent.codes or intent.sensors or intent.wants_live or intent.wants_work_order or intent.symptom)
-
-    def _warmable(self) -> list[Any]:
-        return [tool for tool in self.registry if getattr(tool, "warm", None) is not None]
 
     def check_device(self, device_id: str | None) -> None:
         if device_id is not None and device_id not in self.config.devices:

@@ -10,23 +10,33 @@ def test_plc_read_poller_and_fault_commands(plc_sim, tmp_path, fixloop):
     from tools.plc.sim_control import ControlServer
 
     fixloop.env(plant_on(plc_sim.port, tmp_path))
-    code, out, _ = fixloop("poller", "--once")
+    code, out, _ = fixloop("plc", "poll", "--once")
     assert code == 0 and "refreshed 8/8" in out
     control = ControlServer({"press-3": plc_sim, "cnc-7": plc_sim}, "127.0.0.1", 0)
     try:
         url = f"http://127.0.0.1:{control.port}"
-        assert fixloop("plc-fault", "silence", "press-3", "--control", url)[0] == 0
-        code, _, err = fixloop("plc-fault", "set_value", "press-3", "rpm", "--value", "1", "--control", url)
+        assert fixloop("plc", "fault", "silence", "press-3", "--control", url)[0] == 0
+        code, _, err = fixloop("plc", "fault", "set_value", "press-3", "rpm", "--value", "1", "--control", url)
         assert code == 2 and "has no sensor 'rpm'" in err
     finally:
         control.stop()
-    code, out, _ = fixloop("plc-read", "press-3", "冷却液")
+    code, out, _ = fixloop("plc", "read", "press-3", "冷却液")
     assert code == 0 and "from the cache" in out and "UncertainNoCommunicationLastUsableValue" in out
-    code, out, _ = fixloop("plc-read", "press-9", "coolant")
+    code, out, _ = fixloop("plc", "read", "press-9", "coolant")
     assert code == 1 and "Known devices: press-3, cnc-7" in out
 
 
 def test_plc_fault_without_a_running_simulator_says_so(tmp_path, fixloop):
     fixloop.env(plant_on(1, tmp_path))
+    code, _, err = fixloop("plc", "fault", "clear", "--control", "http://127.0.0.1:9")
+    assert code == 1 and err.startswith("fixloop plc fault: cannot reach the simulator") and "is `fixloop plc sim` running?" in err
+
+
+def test_the_old_flat_plc_names_still_work_under_their_own_name(plc_sim, tmp_path, fixloop):
+    fixloop.env(plant_on(plc_sim.port, tmp_path))
+    code, out, _ = fixloop("poller", "--once")
+    assert code == 0 and "refreshed 8/8" in out
+    code, out, _ = fixloop("plc-read", "press-3", "coolant_level", "--json")
+    assert code == 0 and '"status"' in out
     code, _, err = fixloop("plc-fault", "clear", "--control", "http://127.0.0.1:9")
-    assert code == 1 and err.startswith("fixloop plc-fault: cannot reach the simulator") and "is `fixloop plc-sim` running?" in err
+    assert code == 1 and err.startswith("fixloop plc-fault: cannot reach the simulator")

@@ -89,6 +89,14 @@ class Tool:
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def warm(self) -> None:
+        """Load, blocking, whatever the tool loads lazily (a model, vectors); the service calls this in the
+        background at start-up. Most tools have nothing to load."""
+
+    def known_codes(self) -> set[str]:
+        """The fault codes this tool knows of, so a bare number on an HMI is recognised as one; most know none."""
+        return set()
+
     def close(self) -> None:
         """Release connections and files; the registry calls this when it shuts down."""
 

@@ -13,11 +13,12 @@ from edge.config import ConfigError, load_config
 from edge.manual_index import IndexNotBuilt
 
 # Modules under edge/cli/ that contribute subcommands, in help order.
-AREAS = ["agent", "knowledge", "plc", "outbox", "service", "runs", "ops"]
+AREAS = ["agent", "knowledge", "plc", "outbox", "work_orders", "service", "runs", "doctor", "eval", "tokens"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fixloop", description="Edge maintenance agent for the shop floor.")
+    parser = argparse.ArgumentParser(prog="fixloop", description="Edge maintenance agent for the shop floor.",
+                                     formatter_class=_HiddenCommandsFormatter)
     parser.add_argument("--config", help="TOML config file (default: $FIXLOOP_CONFIG, else the embedded demo plant)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for area in AREAS:
@@ -26,20 +27,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
-    """Every command under `parser`, depth first (`index`, then `index build`), with its one-line help."""
+def subcommands(parser: argparse.ArgumentParser,
+                hidden: bool = False) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
+    """Every command under `parser`, depth first (`index`, then `index build`), with its one-line help.
+
+    Hidden commands (help=argparse.SUPPRESS: old names kept as aliases, e.g. `plc-sim`) only with `hidden`."""
     for action in parser._subparsers._group_actions if parser._subparsers else ():
         helps = {choice.dest: choice.help for choice in action._choices_actions}
         for name, subparser in action.choices.items():
+            if helps.get(name) == argparse.SUPPRESS and not hidden:
+                continue
             yield subparser, helps.get(name)
-            yield from subcommands(subparser)
+            yield from subcommands(subparser, hidden)
 
 
 def _name_commands(parser: argparse.ArgumentParser) -> None:
     """Give every command its full name, e.g. `fixloop index build`, for the error line `main` prints."""
     parser.set_defaults(command_name=parser.prog)
-    for subparser, _ in subcommands(parser):
+    for subparser, _ in subcommands(parser, hidden=True):
         subparser.set_defaults(command_name=subparser.prog)
+
+
+class _HiddenCommandsFormatter(argparse.HelpFormatter):
+    """Leaves commands registered with help=argparse.SUPPRESS out of the command list (Python 3.11 prints the marker)."""
+
+    def _iter_indented_subactions(self, action: argparse.Action) -> Iterator[argparse.Action]:
+        for subaction in super()._iter_indented_subactions(action):
+            if subaction.help != argparse.SUPPRESS:
+                yield subaction
 
 
 def main(argv: list[str] | None = None) -> int:

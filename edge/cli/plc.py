@@ -1,11 +1,13 @@
-"""`fixloop plc-sim`, `fixloop plc-fault`, `fixloop plc-read` and `fixloop poller`.
+"""`fixloop plc sim|fault|read|poll`: the PLC simulator, fault injection, one reading, the cache poller.
 
-    fixloop plc-sim                          # serve the configured plant (demo: 127.0.0.1:15020)
-    fixloop plc-fault silence press-3        # the simulator stops answering press-3
-    fixloop plc-fault set_value press-3 motor_temp --value 3276.7
-    fixloop plc-fault clear
-    fixloop plc-read press-3 coolant_level   # one reading through the agent's tool
-    fixloop poller                           # refresh the cache every [plc] poll_interval_s
+    fixloop plc sim                          # serve the configured plant (demo: 127.0.0.1:15020)
+    fixloop plc fault silence press-3        # the simulator stops answering press-3
+    fixloop plc fault set_value press-3 motor_temp --value 3276.7
+    fixloop plc fault clear
+    fixloop plc read press-3 coolant_level   # one reading through the agent's tool
+    fixloop plc poll                         # refresh the cache every [plc] poll_interval_s
+
+The earlier flat names `plc-sim`, `plc-fault`, `plc-read` and `poller` still work, hidden from the help.
 """
 
 from __future__ import annotations
@@ -28,13 +30,27 @@ QUALITY_STYLE = {"Good": "green", "UncertainNoCommunicationLastUsableValue": "ye
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    sim = subparsers.add_parser("plc-sim", help="serve the configured plant over Modbus TCP, with fault injection")
+    plc = subparsers.add_parser("plc", help="the PLCs: simulator, fault injection, one reading, the cache poller")
+    actions = plc.add_subparsers(dest="plc_command", metavar="ACTION", required=True)
+    for name, alias, help, arguments, func in (
+        ("sim", "plc-sim", "serve the configured plant over Modbus TCP, with fault injection", _sim_arguments, run_plc_sim),
+        ("fault", "plc-fault", "inject a fault into a running `fixloop plc sim`", _fault_arguments, run_plc_fault),
+        ("read", "plc-read", "read one sensor through the agent's PLC tool", _read_arguments, run_plc_read),
+        ("poll", "poller", "refresh every sensor into the PLC cache until stopped", _poll_arguments, run_poller),
+    ):
+        # The flat name each command had before the group: kept for scripts and systemd units, hidden from the help.
+        for parser in (actions.add_parser(name, help=help), subparsers.add_parser(alias, help=argparse.SUPPRESS)):
+            arguments(parser)
+            parser.set_defaults(func=func)
+
+
+def _sim_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--host", help="listen address (default: each device's configured PLC host)")
     sim.add_argument("--port", type=int, help="serve every device on this port (default: each device's configured port)")
     sim.add_argument("--control-port", type=int, help="loopback HTTP port for fault injection (default: Modbus port + 1)")
-    sim.set_defaults(func=run_plc_sim)
 
-    fault = subparsers.add_parser("plc-fault", help="inject a fault into a running `fixloop plc-sim`")
+
+def _fault_arguments(fault: argparse.ArgumentParser) -> None:
     fault.add_argument("fault", choices=["silence", "slow", "exception", "set_value", "drift", "malformed", "clear", "state"])
     fault.add_argument("device", nargs="?")
     fault.add_argument("sensor", nargs="?")
@@ -45,18 +61,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fault.add_argument("--target", type=float, help="drift: where the value moves to")
     fault.add_argument("--per-s", type=float, help="drift: units per second")
     fault.add_argument("--control", help="control URL (default: http://127.0.0.1:<Modbus port + 1>)")
-    fault.set_defaults(func=run_plc_fault)
 
-    read = subparsers.add_parser("plc-read", help="read one sensor through the agent's PLC tool")
+
+def _read_arguments(read: argparse.ArgumentParser) -> None:
     read.add_argument("device")
     read.add_argument("sensor")
     json_option(read, help="print the tool output as JSON")
-    read.set_defaults(func=run_plc_read)
 
-    poller = subparsers.add_parser("poller", help="refresh every sensor into the PLC cache until stopped")
-    poller.add_argument("--interval", type=float, help="seconds between cycles (default: [plc] poll_interval_s)")
-    poller.add_argument("--once", action="store_true", help="one cycle, then exit")
-    poller.set_defaults(func=run_poller)
+
+def _poll_arguments(poll: argparse.ArgumentParser) -> None:
+    poll.add_argument("--interval", type=float, help="seconds between cycles (default: [plc] poll_interval_s)")
+    poll.add_argument("--once", action="store_true", help="one cycle, then exit")
 
 
 def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
@@ -90,7 +105,7 @@ def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
         handle = sims[device_id]
         table.add_row(device_id, f"{handle.host}:{handle.port}", str(device.plc.unit_id), ", ".join(device.sensors))
     console.print(table)
-    console.print(f"Fault injection: [bold]fixloop plc-fault silence press-3[/] or POST http://127.0.0.1:{control.port}/fault "
+    console.print(f"Fault injection: [bold]fixloop plc fault silence press-3[/] or POST http://127.0.0.1:{control.port}/fault "
                   "(GET /state shows values). Ctrl-C stops.")
     _wait_for_stop()
     control.stop()
@@ -113,7 +128,7 @@ def run_plc_fault(args: argparse.Namespace, config: Config) -> int:
                     "value": args.value, "target": args.target, "per_s": args.per_s}
             response = httpx.post(f"{base}/fault", json={k: v for k, v in body.items() if v is not None}, timeout=2.0)
     except httpx.HTTPError as exc:
-        raise CliError(f"cannot reach the simulator at {base} ({exc}); is `fixloop plc-sim` running?", exit_code=1) from None
+        raise CliError(f"cannot reach the simulator at {base} ({exc}); is `fixloop plc sim` running?", exit_code=1) from None
     if response.status_code != 200:
         raise CliError(response.json().get("error", response.text))
     Console().print_json(json.dumps(response.json(), ensure_ascii=False))

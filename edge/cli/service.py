@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", help="listen address (default: [service] host)")
     serve.add_argument("--port", type=int, help="listen port (default: [service] port)")
     serve.add_argument("--poller", action="store_true",
-                       help="poll the PLCs into the cache in this process (production runs `fixloop poller` as its own unit)")
+                       help="poll the PLCs into the cache in this process (production runs `fixloop plc poll` as its own unit)")
     serve.set_defaults(func=run_serve)
 
     demo = subparsers.add_parser("demo", help="PLC simulator + service + tablet app on the demo plant; prints the URL")

@@ -1,4 +1,7 @@
-"""`fixloop doctor`, `fixloop eval` and `fixloop tokens`: is the box ready, and does the agent still answer well."""
+"""`fixloop eval`: run the regression cases through the agent against the demo plant and score them.
+
+The case selection (`--only`), the run's working directory and the progress bar are shared with `fixloop tokens`.
+"""
 
 from __future__ import annotations
 
@@ -8,69 +11,25 @@ import tempfile
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from edge.cli.errors import CliError
-from edge.cli.options import json_option
+from edge.cli.options import case_options, json_option
 from edge.config import Config
 
-STATUS_STYLE = {"ok": "green", "notice": "cyan", "warning": "yellow", "failure": "bold red"}
 MARK = {True: "[green]✓[/]", False: "[red]✗[/]", None: "[dim]·[/]"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    doctor = subparsers.add_parser("doctor", help="check config, manual index, PLCs and the LLM server; say what to fix")
-    json_option(doctor, help="print the checks as JSON")
-    doctor.set_defaults(func=run_doctor)
-
     evaluate = subparsers.add_parser(
         "eval", help="run regression cases through the agent against the demo plant and score them")
-    evaluate.add_argument("cases", help="JSON Lines case file, e.g. tests/eval/cases.jsonl")
+    case_options(evaluate)
     json_option(evaluate, help="print every case's run records and scores, and the summary, as JSON")
-    evaluate.add_argument("--only", help="comma-separated case ids to run")
     evaluate.add_argument("--quiet", action="store_true", help="print only failing cases and the summary")
     evaluate.add_argument("--baseline", help="baseline JSON: exit 1 if any summary score falls below it")
     evaluate.add_argument("--write-baseline", help="record this run's scores as the baseline in this file")
-    evaluate.add_argument("--workdir", help="where the run's PLC cache and work orders go (default: a temporary directory)")
     evaluate.set_defaults(func=run_eval)
-
-    tokens = subparsers.add_parser(
-        "tokens", help="token and prefix-cache report of the real prompt over the regression cases")
-    tokens.add_argument("cases", help="JSON Lines case file, e.g. tests/eval/cases.jsonl")
-    json_option(tokens, help="print the report as JSON")
-    tokens.add_argument("--only", help="comma-separated case ids to run")
-    tokens.add_argument("--workdir", help="where the run's PLC cache and work orders go (default: a temporary directory)")
-    tokens.set_defaults(func=run_tokens)
-
-
-# -- doctor ------------------------------------------------------------------
-
-
-def run_doctor(args: argparse.Namespace, config: Config) -> int:
-    from edge.doctor import as_json, failed, run_checks
-
-    checks = run_checks(config, config.source)
-    if args.json:
-        print(as_json(checks))
-        return 1 if failed(checks) else 0
-    console = Console()
-    table = Table(title="fixloop doctor", show_lines=True)
-    table.add_column("check", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("detail")
-    table.add_column("how to fix")
-    for check in checks:
-        table.add_row(check.name, f"[{STATUS_STYLE[check.status]}]{check.status}[/]", escape(check.detail), escape(check.fix))
-    console.print(table)
-    counts = {status: sum(c.status == status for c in checks) for status in STATUS_STYLE}
-    verdict = "[bold red]not ready[/]" if failed(checks) else "[green]ready[/]"
-    console.print(f"{verdict}: {counts['failure']} failure(s), {counts['warning']} warning(s), {counts['notice']} notice(s)")
-    return 1 if failed(checks) else 0
-
-
-# -- eval --------------------------------------------------------------------
 
 
 def run_eval(args: argparse.Namespace, config: Config) -> int:
@@ -79,14 +38,14 @@ def run_eval(args: argparse.Namespace, config: Config) -> int:
     from edge.evaluation.summary import baseline_of, load_baseline, regressions
 
     try:
-        cases = _cases(args, config)
+        cases = selected_cases(args, config)
         baseline = load_baseline(args.baseline) if args.baseline else None
     except (CaseFileError, ValueError) as exc:
         raise CliError(str(exc)) from None
     err = Console(stderr=True)
     console = Console()
     show = None if args.json else (lambda report: _print_case(console, report, args.quiet))
-    with _workdir(args.workdir) as workdir, _progress(err, len(cases), "eval") as tick:
+    with run_workdir(args.workdir) as workdir, progress(err, len(cases), "eval") as tick:
         report = evaluate(config, cases, workdir, on_case=_both(show, tick))
     found = regressions(report.summary, baseline) if baseline else []
     if args.write_baseline:
@@ -154,59 +113,18 @@ def print_summary(console: Console, report) -> None:
         console.print(f"[red]failed:[/] {', '.join(summary.failed)}")
 
 
-# -- tokens ------------------------------------------------------------------
+def _both(first, second):
+    def call(report) -> None:
+        if first is not None:
+            first(report)
+        second(report)
+    return call
 
 
-def run_tokens(args: argparse.Namespace, config: Config) -> int:
-    from edge.evaluation.cases import CaseFileError
-    from edge.evaluation.tokens import measure_tokens
-
-    try:
-        cases = _cases(args, config)
-    except CaseFileError as exc:
-        raise CliError(str(exc)) from None
-    err = Console(stderr=True)
-    with _workdir(args.workdir) as workdir, _progress(err, len(cases), "tokens") as tick:
-        _, report = measure_tokens(config, cases, workdir, on_case=tick)
-    if args.json:
-        print(report.model_dump_json(indent=2))
-    else:
-        print_token_report(Console(), report)
-    return 0
+# -- shared with `fixloop tokens` --------------------------------------------
 
 
-def print_token_report(console: Console, report) -> None:
-    typical = [task for task in report.tasks if len(task.steps) == 3][:5] or report.tasks[:5]
-    table = Table(title="prompt tokens per step (typical 3-step tasks)")
-    for column in ("case", "step", "prompt", "stable prefix", "share", "reply", "context"):
-        table.add_column(column, justify="left" if column == "case" else "right")
-    for task in typical:
-        for step in task.steps:
-            table.add_row(task.case_id if step is task.steps[0] else "", str(step.n), str(step.prompt_tokens),
-                          str(step.shared_prefix_tokens), "-" if step is task.steps[0] else f"{step.prefix_share:.1%}",
-                          str(step.completion_tokens), str(task.context_tokens) if step is task.steps[-1] else "")
-    console.print(table)
-
-    def verdict(ok: bool) -> str:
-        return "[green]met[/]" if ok else "[bold red]missed[/]"
-
-    share_min = "-" if report.prefix_share_from_step2_min is None else f"{report.prefix_share_from_step2_min:.1%}"
-    share_mean = "-" if report.prefix_share_from_step2_mean is None else f"{report.prefix_share_from_step2_mean:.1%}"
-    console.print(f"source: {report.source}; {len(report.tasks)} tasks")
-    console.print(f"[yellow]{report.note}[/]" if report.estimated else report.note)
-    console.print(f"stable prefix from step 2 on: min {share_min}, mean {share_mean} "
-                  f"(target ≥ {report.prefix_target:.0%}: {verdict(report.prefix_target_met)})")
-    console.print(f"context per typical 3-step task ({report.typical_tasks} tasks): p50 {report.typical_context_p50}, "
-                  f"max {report.typical_context_max} (target ≤ {report.context_target:,}: {verdict(report.context_target_met)}); "
-                  f"max over all tasks {report.context_max}")
-    console.print(f"tokens processed per task without a prefix cache: mean {report.processed_mean}; "
-                  f"with it (uncached prompt + replies): mean {report.uncached_mean}")
-
-
-# -- shared ------------------------------------------------------------------
-
-
-def _cases(args: argparse.Namespace, config: Config):
+def selected_cases(args: argparse.Namespace, config: Config):
     from edge.evaluation.cases import CaseFileError, load_cases
 
     cases = load_cases(args.cases, config.devices)
@@ -219,7 +137,7 @@ def _cases(args: argparse.Namespace, config: Config):
     return cases
 
 
-class _workdir:
+class run_workdir:
     """The run's own directory: the one given, else a temporary one removed afterwards."""
 
     def __init__(self, path: str | None):
@@ -237,7 +155,7 @@ class _workdir:
             self._tmp.cleanup()
 
 
-class _progress:
+class progress:
     def __init__(self, console: Console, total: int, label: str):
         self._bar = Progress(TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                              console=console, transient=True, disable=not console.is_terminal)
@@ -249,12 +167,3 @@ class _progress:
 
     def __exit__(self, *exc: object) -> None:
         self._bar.stop()
-
-
-def _both(first, second):
-    def call(report) -> None:
-        if first is not None:
-            first(report)
-        second(report)
-    return call
-

@@ -1,0 +1,83 @@
+"""Each package names its API in `__all__`, and this pins it: adding or removing a public name is a
+deliberate change made here too. Every exported name resolves, and importing a package stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPORTED = {
+    "knowledge": {
+        "SCHEMA_VERSION", "BuildError", "BuildEvent", "BuildReport", "CodeLinker", "CodeMention", "CodeMentions",
+        "Embedder", "FaultRecord", "Hit", "IndexMissing", "IndexStatus", "KnowledgeConfig", "ManualError",
+        "ManualIndex", "ManualInfo", "Match", "Scope", "SearchResult", "build_index", "canonical_id", "code_key",
+        "fault_key", "lookup_keys", "loose_key", "read_status", "reported_code", "scope_key",
+    },
+    "tools": {
+        "TRUNCATION_MARKER", "Actor", "DeviceConfig", "Item", "ItemKind", "Observation", "PlcEndpoint",
+        "SensorConfig", "Status", "Tool", "ToolContext", "ToolOutput", "ToolRegistry", "bind_device_ids",
+        "cut_middle", "find_device", "normalize_name", "now_ms", "unknown_device",
+    },
+    "tools.manual_search": {"ManualSearchInput", "ManualSearchTool"},
+    "tools.plc": {
+        "ControlServer", "NoCommunication", "PlcConfig", "PlcGateway", "PlcReadArgs", "PlcReadError", "PlcReadTool",
+        "PlcRejected", "PlcStore", "PollReport", "Poller", "Reading", "SimulatorHandle", "poll_once",
+        "start_simulator",
+    },
+    "tools.work_orders": {
+        "ACTIVE_STATUSES", "TRANSITIONS", "DeliveryStats", "FaultCode", "IllegalTransition", "MesConfig",
+        "OutboxRow", "SignatureError", "WebhookInProgress", "WorkOrder", "WorkOrderArgs", "WorkOrderConfig",
+        "WorkOrderError", "WorkOrderNotFound", "WorkOrderStore", "WorkOrderTool", "check_headers", "decode_secret",
+        "deliver_due", "run_worker", "signed_headers", "verify",
+    },
+}
+
+
+@pytest.mark.parametrize("package", sorted(EXPORTED))
+def test_each_package_exports_exactly_its_pinned_names(package):
+    module = importlib.import_module(package)
+    assert len(module.__all__) == len(set(module.__all__)), "a name is listed twice"
+    assert set(module.__all__) == EXPORTED[package]
+
+
+@pytest.mark.parametrize("package", sorted(EXPORTED))
+def test_every_exported_name_resolves_to_the_object_its_module_defines(package):
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        value = getattr(module, name)
+        assert value is not None, name
+        owner = getattr(value, "__module__", None)
+        if owner and owner.startswith(package.split(".")[0] + "."):
+            assert getattr(importlib.import_module(owner), name, value) is value, name
+
+
+@pytest.mark.parametrize("package", sorted(EXPORTED))
+def test_a_name_outside_the_api_is_not_an_attribute(package):
+    module = importlib.import_module(package)
+    with pytest.raises(AttributeError):
+        module.not_part_of_the_api  # noqa: B018
+
+
+def test_importing_the_packages_loads_neither_spacy_nor_torch_nor_pymupdf():
+    code = ("import sys, knowledge, tools, tools.plc, tools.work_orders; "
+            "print(sorted(m for m in ('spacy', 'torch', 'fitz', 'sentence_transformers') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_tool_contract_gives_every_tool_warm_and_known_codes():
+    from tools import Tool
+    from tools.plc import PlcReadTool
+    from tools.work_orders import WorkOrderTool
+
+    for tool_class in (PlcReadTool, WorkOrderTool):
+        assert tool_class.warm is Tool.warm
+        assert tool_class.known_codes is Tool.known_codes
+    assert Tool.known_codes(object.__new__(PlcReadTool)) == set()
