@@ -17,6 +17,7 @@ from tools.registry import ToolRegistry
 
 class LlmPlanner:
     name = "llm"
+    degraded = False
 
     def __init__(self, client: ChatClient, registry: ToolRegistry, devices: dict[str, DeviceConfig],
                  observation_max_chars: int, raw_reply_max_chars: int):

@@ -108,7 +108,7 @@ class _Run:
         self.record = RunRecord(
             run_id=request.run_id, request_id=request.request_id, session_id=request.session_id,
             question=request.question, device_id=request.device_id, actor=request.actor, alarm=request.alarm,
-            planner=self.planner.name, degraded=getattr(self.planner, "degraded", False), started_ms=now_ms(),
+            planner=self.planner.name, degraded=self.planner.degraded, started_ms=now_ms(),
         )
         self.state = RunState(question=request.question, device_id=request.device_id, session=request.session,
                               actor=request.actor, propose_work_order=request.propose_work_order,

@@ -64,5 +64,7 @@ class Decision:
 
 class Planner(Protocol):
     name: str
+    # Whether its answers are degraded ones (no language model), said in the record and the answer.
+    degraded: bool
 
     def decide(self, state: RunState) -> Decision: ...
