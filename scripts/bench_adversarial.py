@@ -30,14 +30,11 @@ sys.path.insert(0, str(ROOT))
 from edge.config import load_config  # noqa: E402
 from edge.evaluation.adversarial import BUDGET_SLACK_S, SCENARIOS, ScenarioResult, run_scenario  # noqa: E402
 from edge.evaluation.plant import EvalPlant  # noqa: E402
+from bench_support import pct  # noqa: E402
 
 CASES = ROOT / "tests" / "eval" / "cases.jsonl"
 BASELINE = ROOT / "tests" / "eval" / "baseline.json"
 
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def run_scenarios(repeat: int) -> list[ScenarioResult]:

@@ -41,6 +41,7 @@ from edge.scripted_llm_server import ScriptedLlmServer  # noqa: E402
 from knowledge.demo import build_demo_index  # noqa: E402
 from tools.plc.simulator import start_simulator  # noqa: E402
 from tools.work_orders.signing import signed_headers  # noqa: E402
+from bench_support import free_port, pct, rss_mb  # noqa: E402
 
 TECHNICIAN = "bench-technician-token"
 ADMIN = "bench-admin-token"
@@ -50,20 +51,7 @@ QUESTIONS = [("Press-3 shows E102, what should I do?", "press-3"),
              ("What is the coolant level on press-3 right now?", None), ("cnc-7 shows F03", "cnc-7")]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def rss_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from edge.scripted_llm_server import ScriptedLlmServer  # noqa: E402
 from knowledge.demo import build_demo_index  # noqa: E402
 from tools.contract import ToolContext  # noqa: E402
 from tools.plc.simulator import start_simulator  # noqa: E402
+from bench_support import pct  # noqa: E402
 
 SCRIPT = [
     {"content": json.dumps({"thought": "code", "action": "search_maintenance_manual_by_fault_code",
@@ -41,10 +42,6 @@ SCRIPT = [
                             "evidence": ["obs-1", "obs-2"]})},
 ]
 
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def line(name: str, values: list[float]) -> str:

@@ -31,13 +31,10 @@ from tools.plc.gateway import PlcGateway  # noqa: E402
 from tools.plc.poller import poll_once  # noqa: E402
 from tools.plc.simulator import start_simulator  # noqa: E402
 from tools.plc.tool import PlcReadArgs, PlcReadTool  # noqa: E402
+from bench_support import pct  # noqa: E402
 
 CTX = ToolContext(request_id="bench", run_id="bench", loop_step=1)
 
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def timed(fn, n: int) -> list[float]:

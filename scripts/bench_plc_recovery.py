@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from tools.plc.config import PlcConfig  # noqa: E402
 from tools.plc.gateway import PlcGateway  # noqa: E402
 from tools.plc.poller import Poller, PollReport  # noqa: E402
 from tools.plc.tool import PlcReadArgs, PlcReadTool  # noqa: E402
+from bench_support import free_port, pct  # noqa: E402
 
 CTX = ToolContext(request_id="bench", run_id="bench", loop_step=1)
 DEVICE, SENSOR = "press-3", "motor_temp"
@@ -49,15 +49,6 @@ PARALLEL = 16
 SLOW_S = 0.3
 
 
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Simulator:

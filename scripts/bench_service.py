@@ -20,8 +20,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +38,7 @@ from edge.scripted_llm_server import ScriptedLlmServer  # noqa: E402
 from knowledge.demo import build_demo_index  # noqa: E402
 from edge.config import load_config  # noqa: E402
 from tools.plc.simulator import start_simulator  # noqa: E402
+from bench_support import free_port, pct, rss_mb  # noqa: E402
 
 TOKEN = "bench-technician-token"
 QUESTION = "Press-3 shows E102, what should I do?"
@@ -59,20 +58,7 @@ def script(delay_s: float) -> list[dict]:
     ]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def rss_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
 
 
 class RssSampler:

@@ -147,20 +147,22 @@ def test_an_unsigned_alarm_body_is_never_read(service):
     assert closed
 
 
+def huge_alarm(service: RunningService, msg_id: str, signed_at: float) -> tuple[bytes, bool]:
+    """A 100 MB chunked alarm body under headers signed (for an empty body) at `signed_at`."""
+    signed = signed_headers(service.config.mes.secrets, msg_id, b"{}", signed_at)
+    head = "".join(f"{name}: {value}\n" for name, value in signed.items())
+    return raw_request(service, f"POST /v1/mes/alarms HTTP/1.1\nHost: x\n{head}"
+                                "Transfer-Encoding: chunked\n", chunks(64 * 1024, 100 * MB))
+
+
 def test_a_stale_alarm_is_refused_before_its_body_is_read(service):
-    stale = signed_headers(service.config.mes.secrets, "msg_stale", b"{}", time.time() - 3600)
-    head = "".join(f"{name}: {value}\n" for name, value in stale.items())
-    answer, closed = raw_request(service, f"POST /v1/mes/alarms HTTP/1.1\nHost: x\n{head}"
-                                          "Transfer-Encoding: chunked\n", chunks(64 * 1024, 100 * MB))
+    answer, closed = huge_alarm(service, "msg_stale", time.time() - 3600)
     assert status_of(answer) == 401 and "s off; accepted" in detail_of(answer)
     assert closed
 
 
 def test_a_signed_alarm_past_its_limit_is_413_before_the_signature_is_checked(service):
-    signed = signed_headers(service.config.mes.secrets, "msg_huge", b"{}", time.time())
-    head = "".join(f"{name}: {value}\n" for name, value in signed.items())
-    answer, closed = raw_request(service, f"POST /v1/mes/alarms HTTP/1.1\nHost: x\n{head}"
-                                          "Transfer-Encoding: chunked\n", chunks(64 * 1024, 100 * MB))
+    answer, closed = huge_alarm(service, "msg_huge", time.time())
     assert status_of(answer) == 413 and "at most 262144 bytes" in detail_of(answer)
     assert closed
 

@@ -1,0 +1,24 @@
+"""What the benchmark scripts share: percentiles, a free loopback port, a process's RSS."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile by nearest rank (q=0.95 is p95)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
