@@ -15,12 +15,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
-# Browser tests drive Debian's Chromium, unit tests run systemd-analyze, indexing OCRs scanned pages
-# with Tesseract (English and Chinese data): they fail, never skip, when missing.
+# Browser tests drive Debian's Chromium and render Chinese with a CJK font, unit tests run systemd-analyze,
+# indexing OCRs scanned pages with Tesseract (English and Chinese data): they fail, never skip, when missing.
 system-packages:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	[ -n "$$(fc-list :lang=zh 2>/dev/null)" ] || missing="$$missing fonts-noto-cjk"; \
 	langs=$$(tesseract --list-langs 2>&1); \
 	echo "$$langs" | grep -qx eng && echo "$$langs" | grep -qx chi_sim || \
 	  missing="$$missing tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim"; \

@@ -12,6 +12,7 @@ from edge.planner import RunState
 from edge.rules_planner import RulesPlanner
 from edge.run_record import RunRecord
 from edge.verification import AnswerVerifier
+from tools import plant
 from tools.manual_search.tool import ManualSearchTool
 from tools.plc.gateway import PlcGateway
 from tools.plc.tool import PlcReadTool
@@ -23,11 +24,7 @@ if TYPE_CHECKING:
     from edge.llm_client import ChatClient
 
 
-MANUAL = ManualSearchTool.name
-
-
-class UnknownDevice(ValueError):
-    pass
+_MANUAL = ManualSearchTool.name
 
 
 def build_registry(config: Config) -> ToolRegistry:
@@ -36,7 +33,7 @@ def build_registry(config: Config) -> ToolRegistry:
         ManualSearchTool(config.state_path(config.knowledge.index_file), config.devices, config.knowledge.model_path,
                          tuple(config.knowledge.semantic_languages)),
         PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file),
-                    on_breaker_open=breaker_notifier(store)),
+                    on_breaker_open=_breaker_notifier(store)),
         WorkOrderTool(store, config.devices, config.work_orders),
     ])
 
@@ -48,10 +45,10 @@ def work_order_store(config: Config) -> WorkOrderStore:
 def plc_gateway(config: Config) -> PlcGateway:
     """A gateway for pollers, with the same breaker notification as the tool's."""
     return PlcGateway(config.devices, config.plc, config.state_path(config.plc.cache_file),
-                      breaker_notifier(work_order_store(config)))
+                      _breaker_notifier(work_order_store(config)))
 
 
-def breaker_notifier(store: WorkOrderStore) -> Callable[[dict[str, Any]], None]:
+def _breaker_notifier(store: WorkOrderStore) -> Callable[[dict[str, Any]], None]:
     """Operations hears of an opened PLC breaker through the MES outbox too (besides the log event and
     the counter); the webhook id names the opening, so the tool and a poller reporting it send one.
     The write happens off the read path (a busy work-order database must not eat the read budget), in a
@@ -68,7 +65,7 @@ class Agent:
     def __init__(self, config: Config, registry: ToolRegistry | None = None):
         self.config = config
         self.registry = registry or build_registry(config)
-        manual = self.registry.get(MANUAL)
+        manual = self.registry.get(_MANUAL)
         rules = RulesPlanner(config.devices, known_codes=manual.known_codes if manual is not None else tuple)
         self.client: ChatClient | None = None
         self.llm_breaker = LlmBreaker(config.llm.breaker_failures, config.llm.breaker_open_s)
@@ -112,13 +109,11 @@ class Agent:
         intent = self.rules.analyse(state)
         return bool(intent.codes or intent.sensors or intent.wants_live or intent.wants_work_order or intent.symptom)
 
-    def check_device(self, device_id: str | None) -> None:
-        if device_id is not None and device_id not in self.config.devices:
-            raise UnknownDevice(f"unknown device {device_id!r}; known devices: {', '.join(self.config.devices)}")
-
     def run(self, request: RunRequest, on_event: EventSink | None = None,
             cancel: threading.Event | None = None) -> RunRecord:
-        self.check_device(request.device_id)
+        """Raises `tools.plant.UnknownDevice` for a device id the plant does not have."""
+        if request.device_id is not None:
+            plant.require(self.config.devices, request.device_id)
         return self.loop.run(request, on_event, cancel)
 
     def ask(self, question: str, device_id: str | None = None, **options: Any) -> RunRecord:

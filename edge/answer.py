@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from edge.run_record import cap_text
 from tools.observation import Observation
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A past fix's cause, remedy and parts are each cut to this in an answer.
+FIX_TEXT_CHARS = 160
 
 PHRASES = {
     "en": {
@@ -29,9 +32,21 @@ PHRASES = {
         "reading_bad": "{label}: no usable value — {text}",
         "outlier": "suspect reading, outside {lo}…{hi} {unit}: confirm on site whether the sensor has failed",
         "alarm": "past its {side} alarm limit",
+        "trend_rising": "rising, {slope} {unit}/min over the last {window}",
+        "trend_falling": "falling, {slope} {unit}/min over the last {window}",
+        "trend_steady": "steady over the last {window}",
+        "trend_unknown": "too little history for a trend",
         "order_new": "Work order {id} created for {device} / {code} (priority {priority}, status {status}).",
         "order_existing": "Existing work order {id} for {device} / {code} returned (status {status}); no duplicate created.",
         "order_pending": "Work order for {device} / {code} proposed (priority {priority}): confirm to create it.",
+        "fix": "Last fix on this machine: {id}, {date} — {what}",
+        "fix_other": "Last fix on {device} (same model): {id}, {date} — {what}",
+        "fix_cause": "cause: {text}",
+        "fix_remedy": "remedy: {text}",
+        "fix_parts": "parts: {text}",
+        "fix_unrecorded": "no cause or remedy recorded",
+        "fix_sep": "; ",
+        "root_cause": "{code} on {device}: {count} work orders in {days} days — a candidate for root-cause analysis.",
         "error": "{tool} failed: {text} {suggestion}",
         "missing": "Not checked: {items}.",
         "nothing": "I could not find anything to answer this from.",
@@ -59,9 +74,21 @@ PHRASES = {
         "reading_bad": "{label}：无可用数值，请现场查看。",
         "outlier": "读数可疑，超出 {lo}…{hi} {unit}：请现场确认传感器是否故障",
         "alarm": "已超过{side}报警限值",
+        "trend_rising": "近 {window} 持续上升（每分钟 {slope} {unit}）",
+        "trend_falling": "近 {window} 持续下降（每分钟 {slope} {unit}）",
+        "trend_steady": "近 {window} 保持平稳",
+        "trend_unknown": "历史数据不足，无法判断趋势",
         "order_new": "已为 {device} / {code} 创建工单 {id}（优先级 {priority}，状态 {status}）。",
         "order_existing": "{device} / {code} 已有工单 {id}（状态 {status}），未重复创建。",
         "order_pending": "建议为 {device} / {code} 创建工单（优先级 {priority}）：请确认后创建。",
+        "fix": "本机上次处理：{id}，{date} — {what}",
+        "fix_other": "同型号设备 {device} 上次处理：{id}，{date} — {what}",
+        "fix_cause": "原因：{text}",
+        "fix_remedy": "措施：{text}",
+        "fix_parts": "更换部件：{text}",
+        "fix_unrecorded": "未记录原因和措施",
+        "fix_sep": "；",
+        "root_cause": "{device} / {code}：{days} 天内已有 {count} 张工单，建议进行根本原因分析。",
         "error": "{tool} 调用失败（{error_code}）。",
         "missing": "未能检查：{items}。",
         "nothing": "没有找到可用于回答的信息。",
@@ -118,6 +145,7 @@ def _describe(obs: Observation, words: dict[str, str], language: str) -> list[st
         return [words["not_found"].format(what=what, suggestion=obs.suggestion or "").strip()]
     lines: list[str] = []
     steps: list[str] = []
+    fix_groups: set[bool] = set()
     for item in obs.content:
         f = item.fields
         if item.kind == "step":
@@ -129,6 +157,13 @@ def _describe(obs: Observation, words: dict[str, str], language: str) -> list[st
             lines.append(_reading_line(item.text, f, words, language))
         elif "work_order_status" in f:
             lines.append(_order_line(f, words))
+        elif "past_work_order_id" in f:
+            if f.get("same_device") not in fix_groups:  # the newest fix of each group; the rest stay in the trace
+                fix_groups.add(f.get("same_device"))
+                lines.append(_fix_line(f, words))
+        elif f.get("root_cause_candidate"):
+            lines.append(words["root_cause"].format(code=f.get("fault_code"), device=f.get("device_id"),
+                                                    count=f.get("recent_orders"), days=f.get("window_days")))
         elif item.text and language == "en":  # the tool's own prose is English
             lines.append(item.text)
     _flush(lines, steps, words)
@@ -170,7 +205,16 @@ def _reading_line(text: str, f: dict[str, Any], words: dict[str, str], language:
         notes.append(words["outlier"].format(lo=low, hi=high, unit=unit))
     elif f.get("alarm"):
         notes.append(words["alarm"].format(side=f["alarm"]))
+    if f.get("trend"):
+        notes.append(_trend_note(f, words, unit))
     return f"{line}; {'; '.join(notes)}" if notes else line
+
+
+def _trend_note(f: dict[str, Any], words: dict[str, str], unit: str) -> str:
+    """The slope is printed with the digits the observation holds, so the grounding check finds it."""
+    slope = f.get("trend_slope_per_min")
+    signed = "?" if slope is None else ("+" if slope > 0 else "") + f"{slope:.12f}".rstrip("0").rstrip(".")
+    return words[f"trend_{f['trend']}"].format(slope=signed, unit=unit, window=_age(f.get("trend_window_s")))
 
 
 def _order_line(f: dict[str, Any], words: dict[str, str]) -> str:
@@ -178,6 +222,17 @@ def _order_line(f: dict[str, Any], words: dict[str, str]) -> str:
     key = "order_pending" if status == "pending_confirmation" else "order_new" if f.get("created") else "order_existing"
     return words[key].format(id=f.get("work_order_id"), device=f.get("device_id"), code=f.get("fault_code"),
                              priority=f.get("priority"), status=status)
+
+
+def _fix_line(f: dict[str, Any], words: dict[str, str]) -> str:
+    parts = ", ".join(f.get("parts") or ())
+    # The gist of each: the whole text is in the order, and a long one would crowd the answer out.
+    found = [words[key].format(text=cap_text(text, FIX_TEXT_CHARS)) for key, text in
+             (("fix_cause", f.get("cause")), ("fix_remedy", f.get("remedy")), ("fix_parts", parts)) if text]
+    what = words["fix_sep"].join(found) or words["fix_unrecorded"]
+    key = "fix" if f.get("same_device") else "fix_other"
+    return words[key].format(id=f.get("past_work_order_id"), device=f.get("device_id"),
+                             date=str(f.get("closed_at") or "?")[:10], what=what)
 
 
 def _age(seconds: Any) -> str:

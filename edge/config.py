@@ -21,7 +21,7 @@ from tools.plant import DeviceConfig, bind_device_ids
 from tools.plc.config import PlcConfig
 from tools.work_orders.config import MesConfig, WorkOrderConfig
 
-DEMO_CONFIG = "demo.toml"
+_DEMO_CONFIG = "demo.toml"
 # The source of a config loaded without a file: the demo plant shipped inside the package.
 DEMO_SOURCE = "embedded demo config"
 
@@ -127,12 +127,10 @@ class Config(Strict):
         return bind_device_ids(devices)
 
     def state_path(self, name: str) -> Path:
-        """A file in the state directory (absolute names are kept as they are)."""
+        """A file in the state directory (absolute names are kept as they are). Only the path: whatever
+        writes the file creates its directory, so a check or a read never leaves directories behind."""
         path = Path(name)
-        if not path.is_absolute():
-            path = Path(self.state_dir) / path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        return path if path.is_absolute() else Path(self.state_dir) / path
 
 
 def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> Config:
@@ -147,7 +145,7 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         source = str(path)
     else:
-        raw = tomllib.loads(resources.files("edge").joinpath(DEMO_CONFIG).read_text(encoding="utf-8"))
+        raw = tomllib.loads(resources.files("edge").joinpath(_DEMO_CONFIG).read_text(encoding="utf-8"))
         source = DEMO_SOURCE
     _apply_env(raw, env)
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -21,33 +20,28 @@ from typing import Any, Literal
 
 from edge.config import DEMO_SOURCE, Config
 from edge.llm_client import ChatClient, LlmUnavailable
-from knowledge.embed import Embedder
-from knowledge.index import SCHEMA_VERSION
+from knowledge import SCHEMA_VERSION, BuildError, Embedder, IndexSchemaMismatch, IndexStatus, read_status
 from tools.plant import DeviceConfig
-from tools.plc.codec import decode
-from tools.plc.errors import NoCommunication, PlcRejected
-from tools.plc.modbus import ModbusReader
-from tools.plc.reading import is_outlier
-from tools.plc.store import PlcStore
+from tools.plc import NoCommunication, SensorProbe, breaker_states, probe_device
 
 Status = Literal["ok", "notice", "warning", "failure"]
 
-DEMO_TOKENS = {"demo-technician-token", "demo-admin-token"}
+_DEMO_TOKENS = {"demo-technician-token", "demo-admin-token"}
 # The server must answer {"status": "ok"}; the prompt asks for something else, so only a
 # server that enforces the schema produces the valid reply.
-PROBE_SCHEMA: dict[str, Any] = {
+_PROBE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"status": {"type": "string", "enum": ["ok"]}},
     "required": ["status"],
     "additionalProperties": False,
 }
-PROBE_MESSAGES = [
+_PROBE_MESSAGES = [
     {"role": "system", "content": "You are a connectivity probe."},
     {"role": "user", "content": 'Reply with exactly this JSON object and nothing else: {"status": "unconstrained"}'},
 ]
-PROBE_MAX_TOKENS = 16
-LLM_FIX = ("check the server: `systemctl status fixloop-vllm`, `journalctl -u fixloop-vllm -n 50`; "
-           "llm.url / FIXLOOP_LLM_URL must be its OpenAI base URL, e.g. http://127.0.0.1:8000/v1")
+_PROBE_MAX_TOKENS = 16
+_LLM_FIX = ("check the server: `systemctl status fixloop-vllm`, `journalctl -u fixloop-vllm -n 50`; "
+            "llm.url / FIXLOOP_LLM_URL must be its OpenAI base URL, e.g. http://127.0.0.1:8000/v1")
 
 
 @dataclass(frozen=True)
@@ -60,11 +54,11 @@ class Check:
 
 def run_checks(config: Config, config_source: str = DEMO_SOURCE) -> list[Check]:
     return [
-        check_config(config, config_source),
-        check_index(config),
-        *check_plc(config),
-        *check_breakers(config),
-        *check_llm(config),
+        _check_config(config, config_source),
+        _check_index(config),
+        *_check_plc(config),
+        *_check_breakers(config),
+        *_check_llm(config),
     ]
 
 
@@ -79,7 +73,7 @@ def as_json(checks: list[Check]) -> str:
 # -- config ----------------------------------------------------------------
 
 
-def check_config(config: Config, source: str) -> Check:
+def _check_config(config: Config, source: str) -> Check:
     state = Path(config.state_dir)
     detail = f"{source}: {len(config.devices)} device(s) ({', '.join(config.devices) or 'none'}), state dir {state}"
     if not config.devices:
@@ -88,7 +82,7 @@ def check_config(config: Config, source: str) -> Check:
     if writable_parent is None or not writable_parent.is_dir() or not _writable(writable_parent):
         return Check("config", "failure", f"{detail}; not writable",
                      "point state_dir / FIXLOOP_STATE_DIR at a directory the fixloop user owns (systemd: StateDirectory)")
-    demo = DEMO_TOKENS & {*config.service.technician_tokens, config.service.admin_token or ""}
+    demo = _DEMO_TOKENS & {*config.service.technician_tokens, config.service.admin_token or ""}
     if demo:
         status: Status = "notice" if source == DEMO_SOURCE else "warning"
         return Check("config", status, f"{detail}; demo tokens in use ({', '.join(sorted(demo))})",
@@ -103,77 +97,57 @@ def _writable(path: Path) -> bool:
 # -- manual index ------------------------------------------------------------
 
 
-def check_index(config: Config) -> Check:
-    path = Path(config.knowledge.index_file)
-    if not path.is_absolute():
-        path = Path(config.state_dir) / path
+def _check_index(config: Config) -> Check:
+    path = config.state_path(config.knowledge.index_file)
     fix = ("build it: `fixloop index build <manual PDFs or folders>` (`fixloop demo` builds the demo plant's), "
            "or install the line's index release at this path")
     if not path.exists():
         return Check("index", "failure", f"no manual index at {path}", fix)
     try:
-        info = index_info(path)
-    except sqlite3.DatabaseError as exc:
-        return Check("index", "failure", f"{path} is not a readable index: {exc}", fix)
-    if not info["records"]:
-        return Check("index", "failure", f"{path} holds no fault-code records", fix)
-    if info["schema"] != SCHEMA_VERSION:
-        return Check("index", "failure", f"{path}: index schema {info['schema']}, this fixloop reads {SCHEMA_VERSION}",
+        status = read_status(path)
+    except IndexSchemaMismatch as exc:
+        return Check("index", "failure", str(exc),
                      "rebuild the index with this version: `fixloop index build <manual PDFs or folders>`")
+    except BuildError as exc:
+        return Check("index", "failure", str(exc), fix)
+    # Fault entries and page passages: an index of manuals without fault sections is still searchable.
+    records = sum(manual.records + manual.passages for manual in status.manuals)
+    if not records:
+        return Check("index", "failure", f"{path} holds no fault-code records", fix)
     expected_model = Embedder(config.knowledge.model_path).identity
-    if info["model"] != expected_model:
-        return Check("index", "failure", f"{path}: embedded with {info['model']}, but knowledge.model_path says "
+    if status.model != expected_model:
+        return Check("index", "failure", f"{path}: embedded with {status.model}, but knowledge.model_path says "
                      f"{expected_model}: queries and records would not be comparable",
                      "rebuild the index with the configured model, or set knowledge.model_path to the index's model")
-    return Check("index", "ok", f"{path}: {info['records']} records from {info['manuals']} manual(s); {info['version']}")
+    return Check("index", "ok", f"{path}: {records} records from {len(status.manuals)} manual(s); {_index_version(status)}")
 
 
-def index_info(path: Path) -> dict[str, Any]:
-    """What `fixloop index build` recorded in the file: schema, embedding model, build time, manuals, records."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        manuals = conn.execute("SELECT version, language FROM manuals").fetchall()
-        records = conn.execute("SELECT count(*) FROM records").fetchone()[0]
-    finally:
-        conn.close()
-    versions = ", ".join(sorted({version for version, _ in manuals})) or "-"
-    languages = ", ".join(sorted({language for _, language in manuals})) or "-"
-    version = (f"index schema {meta.get('schema', '?')}, built {meta.get('built_at', '?')}, "
-               f"manual versions {versions} ({languages}), embeddings {meta.get('model', '?')}")
-    return {"records": records, "manuals": len(manuals), "version": version, "schema": meta.get("schema"),
-            "model": meta.get("model")}
+def _index_version(status: IndexStatus) -> str:
+    versions = ", ".join(sorted({manual.version for manual in status.manuals})) or "-"
+    languages = ", ".join(sorted({manual.language for manual in status.manuals})) or "-"
+    return (f"index schema {SCHEMA_VERSION}, built {status.built_at or '?'}, manual versions {versions} ({languages}), "
+            f"embeddings {status.model or '?'}")
 
 
 # -- PLC ---------------------------------------------------------------------
 
 
-def check_plc(config: Config) -> list[Check]:
-    reader = ModbusReader()
-    try:
-        return [_check_device(reader, device, config.plc.read_budget_ms / 1000) for device in config.devices.values()]
-    finally:
-        reader.close()
+def _check_plc(config: Config) -> list[Check]:
+    return [_check_device(device, config) for device in config.devices.values()]
 
 
-def _check_device(reader: ModbusReader, device: DeviceConfig, budget_s: float) -> Check:
+def _check_device(device: DeviceConfig, config: Config) -> Check:
     plc = device.plc
     where = f"unit {plc.unit_id} at {plc.host}:{plc.port}"
     name = f"plc {device.id}"
-    values, problems = [], []
-    for sensor in device.sensors.values():
-        try:
-            value = decode(sensor, reader.read_registers(plc, sensor, budget_s))
-        except NoCommunication as exc:
-            return Check(name, "failure", f"{where}: no answer ({exc.reason}: {exc})",
-                         f"check that the PLC is powered and on the network, and [devices.{device.id}.plc] host/port/"
-                         "unit_id; the agent answers from the PLC cache meanwhile (demo: `fixloop plc-sim`)")
-        except PlcRejected as exc:
-            problems.append(f"{sensor.id}: {exc}")
-            continue
-        values.append(f"{sensor.id} {value:.4g}{' ' + sensor.unit if sensor.unit else ''}")
-        if is_outlier(sensor, value):
-            problems.append(f"{sensor.id} reads {value:.4g} {sensor.unit}, outside {sensor.plausible_min:g}..{sensor.plausible_max:g}")
+    try:
+        probes = probe_device(device, config.plc)
+    except NoCommunication as exc:
+        return Check(name, "failure", f"{where}: no answer ({exc.reason}: {exc})",
+                     f"check that the PLC is powered and on the network, and [devices.{device.id}.plc] host/port/"
+                     "unit_id; the agent answers from the PLC cache meanwhile (demo: `fixloop plc-sim`)")
+    values = [_shown(device, probe) for probe in probes if probe.value is not None]
+    problems = [_problem(device, probe) for probe in probes if probe.rejected or probe.is_outlier]
     detail = f"{where}: {len(values)}/{len(device.sensors)} sensors read ({', '.join(values)})"
     if problems:
         return Check(name, "warning", f"{detail}; " + "; ".join(problems),
@@ -182,25 +156,30 @@ def _check_device(reader: ModbusReader, device: DeviceConfig, budget_s: float) -
     return Check(name, "ok", detail)
 
 
-def check_breakers(config: Config) -> list[Check]:
-    path = Path(config.plc.cache_file)
-    if not path.is_absolute():
-        path = Path(config.state_dir) / path
+def _shown(device: DeviceConfig, probe: SensorProbe) -> str:
+    unit = device.sensors[probe.sensor].unit
+    return f"{probe.sensor} {probe.value:.4g}{' ' + unit if unit else ''}"
+
+
+def _problem(device: DeviceConfig, probe: SensorProbe) -> str:
+    if probe.rejected:
+        return f"{probe.sensor}: {probe.rejected}"
+    sensor = device.sensors[probe.sensor]
+    return f"{sensor.id} reads {probe.value:.4g} {sensor.unit}, outside {sensor.plausible_min:g}..{sensor.plausible_max:g}"
+
+
+def _check_breakers(config: Config) -> list[Check]:
+    path = config.state_path(config.plc.cache_file)
     if not path.exists():
         return [Check("plc breakers", "notice", f"no PLC cache at {path} yet",
                       "start the poller (`systemctl start fixloop-poller`, or `fixloop poller`) so reads can fall back to the cache")]
-    store = PlcStore(path)
-    try:
-        rows = store.all_breakers()
-    finally:
-        store.close()
+    rows = breaker_states(config.plc, path)
     opened = [row for row in rows if row.state != "closed"]
     counting = [row for row in rows if row.state == "closed"]
     if opened:
         described = [
-            f"{row.device_id}/{'whole unit' if row.sensor == '*' else row.sensor} {row.state} after {row.failures} failures"
-            + (f", probes again at {_clock(row.opened_at_ms + int(config.plc.breaker_window_s(row.failures) * 1000))}"
-               if row.opened_at_ms is not None else "")
+            f"{row.device_id}/{'whole unit' if row.whole_unit else row.sensor} {row.state} after {row.failures} failures"
+            + (f", probes again at {_clock(row.reopen_at_ms)}" if row.reopen_at_ms is not None else "")
             for row in opened
         ]
         return [Check("plc breakers", "warning", "; ".join(described),
@@ -217,26 +196,26 @@ def _clock(ms: int) -> str:
 # -- LLM ---------------------------------------------------------------------
 
 
-def check_llm(config: Config) -> list[Check]:
+def _check_llm(config: Config) -> list[Check]:
     llm = config.llm
     if not llm.url:
         return [Check("llm", "notice", "no LLM configured: degraded rules mode (the rules planner answers)",
                       "to use the model set llm.url or FIXLOOP_LLM_URL, e.g. http://127.0.0.1:8000/v1")]
-    client = ChatClient(llm.url, llm.model, llm.timeout_s, PROBE_MAX_TOKENS, llm.structured_outputs, llm.api_key)
+    client = ChatClient(llm.url, llm.model, llm.timeout_s, _PROBE_MAX_TOKENS, llm.structured_outputs, llm.api_key)
     try:
         try:
             models = client.models()
         except LlmUnavailable as exc:
-            return [Check("llm", "failure", str(exc), LLM_FIX)]
+            return [Check("llm", "failure", str(exc), _LLM_FIX)]
         checks = [Check("llm", "ok", f"{llm.url} answers; serves {', '.join(str(m.get('id')) for m in models) or 'no models'}"),
-                  check_model(config, models)]
-        checks.append(check_structured_outputs(config, client))
+                  _check_model(config, models)]
+        checks.append(_check_structured_outputs(config, client))
         return checks
     finally:
         client.close()
 
 
-def check_model(config: Config, models: list[dict[str, Any]]) -> Check:
+def _check_model(config: Config, models: list[dict[str, Any]]) -> Check:
     llm = config.llm
     served = {str(m.get("id")): m for m in models}
     entry = served.get(llm.model)
@@ -262,16 +241,16 @@ def check_model(config: Config, models: list[dict[str, Any]]) -> Check:
     return Check("llm model", "ok", f"{llm.model} is served" + (f" ({', '.join(notes)})" if notes else ""))
 
 
-def check_structured_outputs(config: Config, client: ChatClient) -> Check:
+def _check_structured_outputs(config: Config, client: ChatClient) -> Check:
     mode = config.llm.structured_outputs
     if mode == "none":
         return Check("llm structured outputs", "warning", "disabled (llm.structured_outputs = none): replies are not "
                      "constrained to the action schema", "set llm.structured_outputs to the form the server supports")
     started = time.perf_counter()
     try:
-        completion = client.chat(PROBE_MESSAGES, PROBE_SCHEMA)
+        completion = client.chat(_PROBE_MESSAGES, _PROBE_SCHEMA)
     except LlmUnavailable as exc:
-        return Check("llm structured outputs", "failure", f"the probe request failed: {exc}", LLM_FIX)
+        return Check("llm structured outputs", "failure", f"the probe request failed: {exc}", _LLM_FIX)
     elapsed_ms = (time.perf_counter() - started) * 1000
     try:
         reply = json.loads(completion.text)

@@ -16,7 +16,7 @@ and sensor names like "press-3" or "3号液压机"). The check:
 3. Manual file names and pages are read from the answer as written (before masking): a manual must
    be one a manual search returned, a page one of its pages.
 4. What remains: every work-order id must be an id a work-order call created or found (a proposal
-   awaiting confirmation is no order);
+   awaiting confirmation is no order; the closed orders it lists as past fixes are found ones);
    every fault code must be a code an observation or the question names;
    every number must equal an evidence number to the precision the answer
    writes it with (61 matches 61.234; 61.3 does not match 61.234), and a
@@ -35,9 +35,10 @@ from knowledge.codes import canonical_id
 from edge.answer import language_of
 from tools.observation import Observation
 from tools.plant import DeviceConfig
+from tools.work_orders.tool import WorkOrderTool
 
 ORDER_ID = re.compile(r"\bWO-[0-9A-F]{6,}\b", re.I)
-WORK_ORDER_TOOL = "generate_work_order"
+WORK_ORDER_TOOL = WorkOrderTool.name
 _MANUAL_NAME = re.compile(r"[\w.\-]+\.pdf\b", re.I)
 _PAGE = re.compile(r"\b(?:pp?\.|pages?)\s*(\d+)|第\s*(\d+)\s*页", re.I)
 _ENUMERATOR = re.compile(r"(?:(?<=\n)|^|(?<=[.;:。；：]\s)|(?<=[.;:。；：]))\s*\d{1,2}(?:[.)](?=\s)|、)", re.M)
@@ -81,6 +82,8 @@ def collect_evidence(observations: Iterable[Observation], question: str = "",
             f = item.fields
             if f.get("work_order_id") and _order_exists(obs, f):
                 order_ids.add(str(f["work_order_id"]).upper())
+            if f.get("past_work_order_id") and obs.tool == WORK_ORDER_TOOL:  # a closed order the call found
+                order_ids.add(str(f["past_work_order_id"]).upper())
             if f.get("manual"):
                 manuals.add(str(f["manual"]).lower())
             if str(f.get("page", "")).isdigit():

@@ -27,18 +27,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from edge import events
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
 from edge.config import LoopConfig
 from edge.planner import Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
-from edge.run_record import (FallbackReason, RejectedAnswer, RunRecord, Step, Termination, TerminationReason,
-                             cap_text)
+from edge.run_record import (COMPOSER, FALLBACK_SEPARATOR, FallbackReason, RejectedAnswer, RunRecord, Step,
+                             Termination, TerminationReason, cap_text)
 from edge.verification import AnswerVerifier
 from tools.contract import ToolContext
 from tools.observation import Observation, now_ms
 from tools.registry import ToolRegistry
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[events.RunEvent], None]
 
 WEAK_OR_BUDGET_NOTES = {
     "repeated_action": "the same call was about to be repeated",
@@ -116,11 +117,11 @@ class _Run:
         self.calls: Counter[str] = Counter()
         self.unknown_tools = 0
 
-    def emit(self, kind: str, **data: Any) -> None:
-        self.emit_raw({"type": kind, "run_id": self.record.run_id, **data})
+    def emit(self, event: Callable[..., events.RunEvent], **fields: Any) -> None:
+        self.emit_raw(event(run_id=self.record.run_id, **fields))
 
     def execute(self) -> RunRecord:
-        self.emit("run_started", question=self.request.question, device_id=self.request.device_id,
+        self.emit(events.RunStartedEvent, question=self.request.question, device_id=self.request.device_id,
                   planner=self.planner.name, degraded=self.record.degraded)
         format_errors = 0
         limits = self.loop.limits
@@ -139,7 +140,7 @@ class _Run:
             if decision.format_error:
                 step.format_error = decision.format_error
                 self.add(step, step_started)
-                self.emit("format_error", step=n, error=decision.format_error)
+                self.emit(events.FormatErrorEvent, step=n, error=decision.format_error)
                 format_errors += 1
                 if decision.empty:
                     self.fall_back("empty_reply")
@@ -150,7 +151,7 @@ class _Run:
             action = decision.action
             step.thought = action.thought
             if action.thought:
-                self.emit("thought", step=n, text=action.thought)
+                self.emit(events.ThoughtEvent, step=n, text=action.thought)
             if isinstance(action, FinalAnswer):
                 answer = step.final_answer = cap_text(action.text, limits.answer_max_chars)
                 self.add(step, step_started)
@@ -165,7 +166,7 @@ class _Run:
                 self.fall_back("answer_rejected")
                 continue
             step.action, step.args = action.tool, action.args
-            self.emit("action", step=n, tool=action.tool, args=action.args)
+            self.emit(events.ActionEvent, step=n, tool=action.tool, args=action.args)
             if self.cancel.is_set():
                 self.add(step, step_started)
                 return self.finish("takeover", pending=action)
@@ -186,7 +187,8 @@ class _Run:
             step.observation = observation
             step.tool_ms = observation.elapsed_ms
             self.add(step, step_started)
-            self.emit("observation", step=n, observation=observation.model_dump(mode="json"))
+            # A copy: the planner's next prompt marks the record's observation `truncated` when it cuts it.
+            self.emit(events.ObservationEvent, step=n, observation=observation.model_copy())
             if observation.no_new_information:
                 return self.finish("repeated_observation")
         return self.finish("max_steps")
@@ -211,16 +213,15 @@ class _Run:
         self.record.warnings.append(warning)
         self.record.degraded = True
         self.record.fallback = reason
-        self.record.planner = f"{self.record.planner}->{self.loop.fallback.name}"
+        self.record.planner = f"{self.record.planner}{FALLBACK_SEPARATOR}{self.loop.fallback.name}"
         self.planner = self.loop.fallback
-        self.emit("warning", text=warning)
+        self.emit(events.WarningEvent, text=warning)
 
     def reject(self, step: Step, answer: str, problems: list[str]) -> None:
-        self.record.rejected_answers.append(RejectedAnswer(step=step.n, planner=step.planner, text=answer,
-                                                           problems=problems))
-        warning = f"Final answer of step {step.n} not shown: {'; '.join(problems)}."
-        self.record.warnings.append(warning)
-        self.emit("answer_rejected", step=step.n, problems=problems)
+        rejected = RejectedAnswer(step=step.n, planner=step.planner, text=answer, problems=problems)
+        self.record.rejected_answers.append(rejected)
+        self.record.warnings.append(rejected.warning)
+        self.emit(events.AnswerRejectedEvent, step=step.n, problems=problems)
 
     def fact_free_answer(self) -> str:
         """What the technician reads when even an answer composed from the observations fails the check
@@ -283,8 +284,8 @@ class _Run:
             pending_action={"tool": pending.tool, "args": pending.args, "thought": pending.thought} if pending else None,
         )
         self.record.elapsed_ms = (time.perf_counter() - self.started) * 1000
-        self.emit("final_answer", text=answer)
-        self.emit("termination", termination=self.record.termination.model_dump(mode="json"))
+        self.emit(events.FinalAnswerEvent, text=answer)
+        self.emit(events.TerminationEvent, termination=self.record.termination)
         return self.record
 
     def composed(self, missing: list[str]) -> str:
@@ -294,7 +295,7 @@ class _Run:
         problems = self.loop.verifier.unbacked(answer, self.state)
         if not problems:
             return answer
-        self.record.rejected_answers.append(RejectedAnswer(step=len(self.record.steps), planner="composer",
+        self.record.rejected_answers.append(RejectedAnswer(step=len(self.record.steps), planner=COMPOSER,
                                                            text=answer, problems=problems))
         return self.fact_free_answer()
 

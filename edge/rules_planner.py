@@ -17,27 +17,29 @@ from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
 from edge.planner import Decision, RunState, SessionContext
 from edge.value_questions import asks_for_value, blank_out, sensors_asked, value_phrase_spans
 from knowledge.codes import code_key, lookup_keys
-from tools.manual_search.tool import ManualSearchInput
+from tools.manual_search.tool import ManualSearchInput, ManualSearchTool
 from tools.observation import Observation
 from tools.plant import DeviceConfig
+from tools.plc.tool import PlcReadTool
+from tools.work_orders.tool import WorkOrderTool
 
 if TYPE_CHECKING:
     from edge.lexicon import Lexicon
 
-MANUAL = "search_maintenance_manual_by_fault_code"
-PLC = "read_plc_sensor_value"
-WORK_ORDER = "generate_work_order"
+_MANUAL = ManualSearchTool.name
+_PLC = PlcReadTool.name
+_WORK_ORDER = WorkOrderTool.name
 
 # "degraded" manual results come from keyword search while the SBERT model warms: still answers.
-ANSWERED = ("ok", "degraded")
-MAX_CODES = 2
-MAX_FOLLOW_UP_READINGS = 2
+_ANSWERED = ("ok", "degraded")
+_MAX_CODES = 2
+_MAX_FOLLOW_UP_READINGS = 2
 # The manual tool refuses a longer symptom query; a longer question is cut down to its symptom.
 QUERY_MAX_CHARS = next(rule.max_length for rule in ManualSearchInput.model_fields["query"].metadata
                        if getattr(rule, "max_length", None))
 
 _LIVE = re.compile(r"\b(now|current(ly)?|right now|real[- ]?time|live|at the moment)\b|现在|当前|目前|实时", re.I)
-_WORK_ORDER = re.compile(r"\b(work[- ]?orders?|dispatch|ticket|maintenance request)\b|工单|派单|报修", re.I)
+_WORK_ORDER_WORDS = re.compile(r"\b(work[- ]?orders?|dispatch|ticket|maintenance request)\b|工单|派单|报修", re.I)
 _SYMPTOM = re.compile(
     r"\b(hot|overheat\w*|noise|noisy|leak\w*|vibrat\w*|shak\w*|smell\w*|smok\w*|stuck|slow|drops?|dropping|"
     r"won'?t|doesn'?t|does not|fails?|failing|stopp\w*|jam\w*|grind\w*|squeal\w*|alarm|too high|too low|"
@@ -114,7 +116,7 @@ class RulesPlanner:
                      or (found.devices[0] if found.devices else None) or (None if elsewhere else state.session.device_id))
         sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
         # An alarm names its code; its text may hold none the lexicon can recognise (`K179A-0`, `OVERTEMP`).
-        codes = [str(alarm["fault_code"])] if alarm.get("fault_code") else found.fault_codes[:MAX_CODES]
+        codes = [str(alarm["fault_code"])] if alarm.get("fault_code") else found.fault_codes[:_MAX_CODES]
         if elsewhere:
             codes, sensors = [], []
         entities = [(e.start_char, e.end_char) for e in found.entities]
@@ -127,7 +129,7 @@ class RulesPlanner:
         # Neither a sensor's own name ("vibration", "振动") nor a value asked for ("how hot") is a symptom.
         rest = blank_out(question, entities + (value_phrase_spans(question) if asks_value else []))
         described = bool(_SYMPTOM.search(rest))
-        wants_work_order = bool(_WORK_ORDER.search(question)) or state.actor == "mes"
+        wants_work_order = bool(_WORK_ORDER_WORDS.search(question)) or state.actor == "mes"
         unclear_value = asks_value and not sensors and not codes and not described and device_id is not None
         # A free question ("where is the canteen") still goes to the manuals; a reading, an order or an
         # unknown machine gets a symptom search only when a symptom is described.
@@ -163,14 +165,14 @@ class RulesPlanner:
         device = {"device_id": intent.device_id} if intent.device_id else {}
         edition = {"language": "zh"} if language_of(state.question) == "zh" else {}
         for code in intent.codes:
-            yield ToolCall(f"Fault code {code}: look it up in the manual first.", MANUAL,
+            yield ToolCall(f"Fault code {code}: look it up in the manual first.", _MANUAL,
                            {"fault_code": code, **device, **edition})
         if intent.symptom:
-            yield ToolCall("A symptom without a code: search the manual by description.", MANUAL,
+            yield ToolCall("A symptom without a code: search the manual by description.", _MANUAL,
                            {"query": _symptom_query(state.question), **device})
         if intent.device_id:
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
-                yield ToolCall(f"Read {sensor} on {intent.device_id} live.", PLC, {"device_id": intent.device_id, "sensor": sensor})
+                yield ToolCall(f"Read {sensor} on {intent.device_id} live.", _PLC, {"device_id": intent.device_id, "sensor": sensor})
         code = self._reported_code(intent, state)
         # Asked for, an order is opened on the code the technician reads off the HMI; proposed unasked,
         # only for a fault the manual lists for this very machine.
@@ -179,7 +181,7 @@ class RulesPlanner:
         if wants_order and intent.device_id and code:
             thought = ("A work order is asked for and the fault is known." if intent.wants_work_order else
                        "A known fault on a known machine: propose a work order for the technician to confirm.")
-            yield ToolCall(thought, WORK_ORDER,
+            yield ToolCall(thought, _WORK_ORDER,
                            {"device_id": intent.device_id, "fault_code": code, "summary": _summary(code, state)})
 
     def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:
@@ -187,7 +189,7 @@ class RulesPlanner:
         Steps of an entry for another machine ("listed for other machines") say nothing about this one."""
         steps: list[str] = []
         for obs in observations:
-            if obs.tool != MANUAL or obs.status not in ANSWERED:
+            if obs.tool != _MANUAL or obs.status not in _ANSWERED:
                 continue
             applies = True
             for item in obs.content:
@@ -196,7 +198,7 @@ class RulesPlanner:
                 elif item.kind == "step" and applies:
                     steps.append(item.text)
         found = [sensor for owner, sensor in self.lexicon.find(" ".join(steps)).sensors if owner == device_id]
-        return list(dict.fromkeys(found))[:MAX_FOLLOW_UP_READINGS]
+        return list(dict.fromkeys(found))[:_MAX_FOLLOW_UP_READINGS]
 
     @staticmethod
     def _listed_for_device(code: str, state: RunState) -> bool:
@@ -204,7 +206,7 @@ class RulesPlanner:
         keys = set(lookup_keys(code))
         return any(item.kind == "ref" and code_key(str(item.fields.get("fault_code") or "")) in keys
                    and item.fields.get("applies_to_device") is not False
-                   for obs in state.observations if obs.tool == MANUAL and obs.status in ANSWERED
+                   for obs in state.observations if obs.tool == _MANUAL and obs.status in _ANSWERED
                    for item in obs.content)
 
     def _reported_code(self, intent: Intent, state: RunState) -> str | None:
@@ -216,7 +218,7 @@ class RulesPlanner:
             return None
         keys = set(lookup_keys(reported[0]))
         for obs in state.observations:
-            if obs.tool == MANUAL and obs.status in ANSWERED:
+            if obs.tool == _MANUAL and obs.status in _ANSWERED:
                 for item in obs.content:
                     code = item.fields.get("fault_code") if item.kind == "ref" else None
                     if code and code_key(str(code)) in keys:
@@ -261,7 +263,7 @@ def _symptom_query(question: str) -> str:
 
 def _summary(code: str, state: RunState) -> str:
     for obs in state.observations:
-        for item in obs.content if obs.tool == MANUAL else ():
+        for item in obs.content if obs.tool == _MANUAL else ():
             if item.kind == "ref" and item.fields.get("fault_code") == code and item.fields.get("title"):
                 return f"{code}: {item.fields['title']}. Reported: {state.question}"[:500]
     return f"{code}. Reported: {state.question}"[:500]

@@ -70,6 +70,12 @@ class Termination(BaseModel):
     pending_action: dict[str, Any] | None = None
 
 
+# Between the planners of `RunRecord.planner` when a run fell back: "llm->rules".
+FALLBACK_SEPARATOR = "->"
+# `RejectedAnswer.planner` of an answer composed from the observations at the end of a run.
+COMPOSER = "composer"
+
+
 class RejectedAnswer(BaseModel):
     """A final answer that was not shown because it failed verification (kept for review)."""
 
@@ -77,6 +83,11 @@ class RejectedAnswer(BaseModel):
     planner: str
     text: str
     problems: list[str]
+
+    @property
+    def warning(self) -> str:
+        """How the record's warnings say it (the stream says it as an `answer_rejected` event)."""
+        return f"Final answer of step {self.step} not shown: {'; '.join(self.problems)}."
 
 
 class RunRecord(BaseModel):

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from edge.run_record import RunRecord, Step, TerminationReason
 from knowledge.codes import code_key
+from tools.work_orders.tool import WorkOrderTool
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -71,7 +72,7 @@ CREATE TABLE IF NOT EXISTS confirmations (
 );
 """
 
-WORK_ORDER_TOOL = "generate_work_order"
+WORK_ORDER_TOOL = WorkOrderTool.name
 SQLITE_MAX_INT = 2**63 - 1
 
 

@@ -18,8 +18,16 @@ if TYPE_CHECKING:
     from knowledge.codes import canonical_id, code_key, fault_key, lookup_keys, loose_key, reported_code, scope_key
     from knowledge.config import KnowledgeConfig
     from knowledge.embed import Embedder
-    from knowledge.index import (SCHEMA_VERSION, BuildError, BuildEvent, BuildReport, IndexStatus, build_index,
-                                 read_status)
+    from knowledge.index import (
+        SCHEMA_VERSION,
+        BuildError,
+        BuildEvent,
+        BuildReport,
+        IndexSchemaMismatch,
+        IndexStatus,
+        build_index,
+        read_status,
+    )
     from knowledge.models import FaultRecord, Hit, ManualError, ManualInfo, Match, Scope, SearchResult
     from knowledge.search import IndexMissing, ManualIndex
 
@@ -38,6 +46,7 @@ _EXPORTS = {
     "build_index": "knowledge.index",
     "read_status": "knowledge.index",
     "IndexStatus": "knowledge.index",
+    "IndexSchemaMismatch": "knowledge.index",
     "BuildError": "knowledge.index",
     "BuildEvent": "knowledge.index",
     "BuildReport": "knowledge.index",
@@ -69,6 +78,7 @@ __all__ = [
     "FaultRecord",
     "Hit",
     "IndexMissing",
+    "IndexSchemaMismatch",
     "IndexStatus",
     "KnowledgeConfig",
     "ManualError",

@@ -8,9 +8,9 @@ needs entities imports this module.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterable
+from functools import cache
 
 import spacy
 from spacy.language import Language
@@ -93,7 +93,7 @@ def _link_codes(doc: Doc) -> Doc:
     return doc
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pipeline(lang: str) -> Language:
     nlp = spacy.blank(lang)
     nlp.add_pipe("fault_code_linker")

@@ -100,7 +100,7 @@ def plain_code_mentions(text: str, known_squeezed: tuple[str, ...]) -> list[Code
 def _whole_tokens(text: str, start: int, end: int) -> bool:
     while start > 0 and text[start - 1] in _OPENERS:
         start -= 1
-    while end < len(text) and (text[end] in _CLOSERS or text[end] == "." and _period_splits_after(text[end - 1])):
+    while end < len(text) and (text[end] in _CLOSERS or (text[end] == "." and _period_splits_after(text[end - 1]))):
         end += 1
     return (start == 0 or text[start - 1].isspace()) and (end == len(text) or text[end].isspace())
 

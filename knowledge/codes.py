@@ -13,7 +13,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-
 # Strong shapes: recognisable as a code without a cue word.
 _STRONG = (
     r"[A-Za-z]{1,6}[-:]\d{1,5}"  # Err-07, ALARM:1, error:22, E-102

@@ -15,18 +15,19 @@ import multiprocessing
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Literal
 
 import numpy as np
 import sqlite_utils
 from pydantic import BaseModel, Field
 
-from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key, scope_key
 from knowledge import question_encoder
+from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key, scope_key
 from knowledge.embed import Embedder
 from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
 from knowledge.metadata import merge_overrides, read_sidecar
@@ -34,13 +35,19 @@ from knowledge.models import FaultRecord, ManualInfo
 from knowledge.passages import Passage, code_terms
 from knowledge.text import FTS_TOKENIZER, terms
 
-SCHEMA_VERSION = "3"
+# 4: records.boxes, where each entry is printed. A build reuses manuals only from an index of this
+# schema, so rebuilding an older index extracts them again; readers take an older one without boxes.
+SCHEMA_VERSION = "4"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
 
 class BuildError(Exception):
     """The build could not produce an index; the live one (if any) is untouched."""
+
+
+class IndexSchemaMismatch(BuildError):
+    """An index written by another fixloop version: this one cannot read it, a rebuild can."""
 
 
 class ManualReport(BaseModel):
@@ -157,7 +164,7 @@ def _export_encoder(report: BuildReport, embedder: Embedder, db_path: Path) -> N
     started = time.perf_counter()
     try:
         path = question_encoder.export(embedder, db_path)
-    except Exception as exc:  # noqa: BLE001 - a failed export costs speed, not the build
+    except Exception as exc:
         report.warnings.append(f"question encoder not exported ({type(exc).__name__}: {exc}); "
                                "searches embed questions with PyTorch")
         return
@@ -230,7 +237,7 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
     db["meta"].insert_all([
         {"key": "schema", "value": SCHEMA_VERSION},
         {"key": "model", "value": embedder.identity},
-        {"key": "built_at", "value": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+        {"key": "built_at", "value": datetime.now(UTC).isoformat(timespec="seconds")},
     ], pk="key", replace=True)
     db.conn.commit()
     return BuildReport(index=str(db_path), manuals=manuals, pages=sum(m.pages for m in manuals),
@@ -285,7 +292,7 @@ def _create_schema(db: sqlite_utils.Database) -> None:
     db["records"].create({
         "id": int, "manual_sha256": str, "kind": str, "code": str, "code_key": str, "loose_key": str,
         "code_pattern": str, "canonical_id": str, "title": str, "symptom": str, "cause": str, "steps": str,
-        "snippet": str, "page": int, "pages": str, "source": str, "ocr": int, "fault": int,
+        "snippet": str, "page": int, "pages": str, "boxes": str, "source": str, "ocr": int, "fault": int,
         "vendor": str, "model": str, "vendor_key": str, "model_key": str, "version": str, "language": str,
         "lex_head": str, "lex_body": str, "vector": bytes,
     }, pk="id", foreign_keys=[("manual_sha256", "manuals", "sha256")])
@@ -325,7 +332,7 @@ def _insert_fresh(db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]
             "scanned_pages": json.dumps(info.scanned_pages), "ocr_pages": json.dumps(info.ocr_pages),
             "records": len(extraction.records),
             "size": stat.st_size, "mtime": stat.st_mtime,
-            "indexed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "indexed_at": datetime.now(UTC).isoformat(timespec="seconds"),
         })
         rows.extend(_record_row(record, info) for record in extraction.records)
         rows.extend(_passage_row(passage, info) for passage in extraction.passages)
@@ -357,7 +364,8 @@ def _record_row(record: FaultRecord, info: ManualInfo) -> dict:
         "loose_key": loose_key(record.code), "code_pattern": glob_pattern(record.code),
         "canonical_id": canonical_id(record.code), "title": record.title, "symptom": record.symptom,
         "cause": record.cause, "steps": json.dumps(record.steps, ensure_ascii=False), "snippet": "",
-        "page": record.page, "pages": json.dumps(record.pages), "source": record.source, "ocr": 0, "fault": 1,
+        "page": record.page, "pages": json.dumps(record.pages), "boxes": json.dumps(record.boxes),
+        "source": record.source, "ocr": 0, "fault": 1,
         "lex_head": " ".join(terms(f"{record.code} {code_key(record.code)} {record.title}")
                              + code_terms(record.code, every_token=True) + code_terms(record.title)),
         "lex_body": " ".join(terms(f"{record.symptom} {record.cause} {' '.join(record.steps)}")),
@@ -369,7 +377,8 @@ def _passage_row(passage: Passage, info: ManualInfo) -> dict:
     return {
         **_manual_columns(info), "kind": "page", "code": "", "code_key": "", "loose_key": "", "code_pattern": None,
         "canonical_id": "", "title": passage.section, "symptom": "", "cause": "", "steps": "[]",
-        "snippet": passage.text, "page": passage.page, "pages": json.dumps([passage.page]), "source": "page",
+        "snippet": passage.text, "page": passage.page, "pages": json.dumps([passage.page]), "boxes": "[]",
+        "source": "page",
         "ocr": int(passage.ocr), "fault": int(passage.fault),
         "lex_head": " ".join(terms(passage.section)),
         "lex_body": " ".join(terms(passage.text) + code_terms(passage.text)),
@@ -479,13 +488,16 @@ class IndexStatus(BaseModel):
 
 
 def read_status(db_path: Path) -> IndexStatus:
-    """What the live index holds, and whether its source files have changed since."""
+    """What the live index holds, and whether its source files have changed since. Raises `BuildError`
+    for a missing or unreadable file, `IndexSchemaMismatch` for one another version wrote."""
     if not db_path.exists():
         raise BuildError(f"no manual index at {db_path}; build it with `fixloop index build PDF...`")
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise IndexSchemaMismatch(f"{db_path}: index schema {meta.get('schema')}, this fixloop reads {SCHEMA_VERSION}")
         manuals = []
         for row in conn.execute("SELECT * FROM manuals ORDER BY vendor, model, version, language, file"):
             path = Path(row["path"])

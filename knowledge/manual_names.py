@@ -8,17 +8,19 @@ manual) names none of them.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[\u3400-\u9fff]{2,}")
 _SEPARATOR = re.compile(r"[-_.]")
 MIN_LETTERS = 3
 PREFIX_LETTERS = 4  # `gecko` names `Geckodrive`, `opti` nothing
 _GENERIC_ZH = ("手册", "说明书", "使用", "用户")
-# Words of document titles and kinds of equipment: they name no product.
-_GENERIC = frozenset("manual manuals user guide quick quickguide instruction instructions series rev revision version "
+# Words of document titles and kinds of equipment: they name no product. (One string reads better than
+# 56 quoted words, hence the noqa.)
+_GENERIC = frozenset("manual manuals user guide quick quickguide instruction instructions series rev revision version "  # noqa: SIM905
                      "pdf the and for with maint maintenance handbook datasheet english chinese drive drives servo "
                      "motor motors spindle inverter controller control system unit amplifier stepper technology "
                      "electric electronics inc ltd corporation company axis digital joint actuator alarm list "
@@ -123,7 +125,7 @@ def _usable(name: str) -> bool:
 
 def _question_tokens(question: str) -> set[str]:
     tokens = [t for t in _TOKEN.findall(question.lower()) if not re.fullmatch(r"[\u3400-\u9fff]+", t)]
-    joined = [a + b for a, b in zip(tokens, tokens[1:])]  # `fr sx` is FR-SX
+    joined = [a + b for a, b in itertools.pairwise(tokens)]  # `fr sx` is FR-SX
     return {name for token in tokens + joined for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]
             if len(name) >= MIN_LETTERS}
 

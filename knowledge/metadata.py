@@ -23,7 +23,6 @@ import tomllib
 import unicodedata
 from collections import Counter
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from knowledge.models import ManualError, ManualInfo

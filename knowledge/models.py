@@ -40,6 +40,9 @@ class FaultRecord(BaseModel):
     page: int
     pages: list[int]
     source: Literal["table", "text"]
+    # Where the entry is printed, for highlighting it on its page: (page, x0, y0, x1, y1) in PDF points
+    # of the unrotated page, as PyMuPDF's text extraction gives them.
+    boxes: list[tuple[int, float, float, float, float]] = Field(default_factory=list)
 
     def merge(self, other: FaultRecord) -> FaultRecord:
         """The same code twice in one manual (overview table and detail section): keep the richer parts."""
@@ -51,6 +54,7 @@ class FaultRecord(BaseModel):
             "cause": longer(self.cause, other.cause),
             "steps": self.steps if len(self.steps) >= len(other.steps) else other.steps,
             "pages": sorted(set(self.pages) | set(other.pages)),
+            "boxes": self.boxes + [box for box in other.boxes if box not in self.boxes],
         })
 
 

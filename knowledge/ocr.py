@@ -187,7 +187,7 @@ def _join(words: list[str]) -> str:
     chinese = any(_wide(c) for word in words for c in word)
     out = token = words[0]
     for word in words[1:]:
-        glued = _wide(token[-1]) and _wide(word[0]) or chinese and _code_pieces(token, word)
+        glued = (_wide(token[-1]) and _wide(word[0])) or (chinese and _code_pieces(token, word))
         out += word if glued else " " + word
         token = token + word if glued else word
     return out

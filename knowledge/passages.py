@@ -3,6 +3,7 @@ so a question lands on the right page even when no structured entry was extracte
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -84,7 +85,7 @@ def code_terms(text: str, every_token: bool = False) -> list[str]:
     neighbouring tokens (`sc trp` is `SC-trP`); a page only its code-like tokens."""
     tokens = _TOKEN.findall(text)
     if every_token:
-        candidates = tokens + [a + b for a, b in zip(tokens, tokens[1:])]
+        candidates = tokens + [a + b for a, b in itertools.pairwise(tokens)]
     else:
         candidates = [t for t in tokens if _CODE_LIKE.search(t)]
     keys = (loose_key(t) for t in candidates if 1 <= len(t) <= 12)

@@ -3,6 +3,7 @@ symbol-font decoding, OCR of scanned pages, and tables on the pages of fault sec
 
 from __future__ import annotations
 
+import itertools
 import time
 import unicodedata
 from collections import Counter
@@ -37,6 +38,7 @@ class Block:
 @dataclass(frozen=True)
 class Table:
     rows: list[list[str]]  # the first row is the header row as printed (or a data row on continuation pages)
+    row_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)  # one per row, where it is printed
 
 
 @dataclass
@@ -217,13 +219,13 @@ def _words(glyphs: list[dict]) -> str:
     """A gap clearly wider than the usual gap between letters breaks a word. Space glyphs are
     no guide: PyMuPDF makes them up between glyphs set one by one."""
     inked = [g for g in glyphs if g["c"].strip()]
-    gaps = sorted(b["bbox"][0] - a["bbox"][2] for a, b in zip(inked, inked[1:]))
+    gaps = sorted(b["bbox"][0] - a["bbox"][2] for a, b in itertools.pairwise(inked))
     if not gaps:
         return "".join(g["c"] for g in inked)
     size = inked[0]["bbox"][3] - inked[0]["bbox"][1]
     threshold = gaps[len(gaps) // 2] + 0.2 * size
     out = inked[0]["c"]
-    for a, b in zip(inked, inked[1:]):
+    for a, b in itertools.pairwise(inked):
         out += (" " if b["bbox"][0] - a["bbox"][2] > threshold else "") + b["c"]
     return out
 
@@ -298,7 +300,7 @@ def _add_tables(page: pymupdf.Page, content: Page, bands: Bands) -> None:
         rows = [[respaced.region(_cell_text(words, cell), pymupdf.Rect(cell)) if cell else ""
                  for cell in row.cells] for row in found.rows]
         if rows and len(rows[0]) >= 2:
-            content.tables.append(Table(rows=rows))
+            content.tables.append(Table(rows=rows, row_boxes=[tuple(row.bbox) for row in found.rows]))
             boxes.append(pymupdf.Rect(found.bbox))
     if boxes:
         content.blocks = [b for b in content.blocks

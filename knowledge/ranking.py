@@ -8,9 +8,10 @@ do not push others down; per manual page for passages, so the passages of one pa
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from knowledge.codes import MENTION
 from knowledge.models import Match
@@ -129,7 +130,7 @@ def word_pairs(text: str) -> list[str]:
 
 
 def _pairs(words: list[str]) -> list[str]:
-    return [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return [f"{a} {b}" for a, b in itertools.pairwise(words)]
 
 
 def snippet(row: dict, words: frozenset[str]) -> str:

@@ -52,6 +52,14 @@ class _Draft:
     cause: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     current: str = "cause"
+    boxes: list[tuple[int, float, float, float, float]] = field(default_factory=list)
+
+    def mark(self, page: int, bbox: tuple[float, float, float, float] | None) -> None:
+        """Where a part of the entry is printed (a block, a table row)."""
+        if bbox is not None:
+            box = (page, *(round(v, 1) for v in bbox))
+            if box not in self.boxes:
+                self.boxes.append(box)
 
     def add(self, field_name: str, text: str) -> None:
         self.current = "steps" if field_name == "remedy" else field_name
@@ -69,6 +77,7 @@ class _Draft:
         return FaultRecord(
             code=self.code, title=self.title, symptom=" ".join(self.symptom), cause=" ".join(self.cause),
             steps=self.steps, page=self.page, pages=sorted(self.pages | {self.page}), source=self.source,
+            boxes=self.boxes,
         )
 
 
@@ -109,16 +118,19 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             heading = parse_heading(join_lines(block.text), emphasized)
             if heading:
                 current = _Draft(code=heading.code, title=heading.title, page=page.number, source="text")
+                current.mark(page.number, block.bbox)
                 drafts.append(current)
                 continue
             if (current is not None and not current.title and len(block.text) <= MAX_TITLE_CHARS
                     and not _LABEL.match(unicodedata.normalize("NFKC", block.text))):
                 current.title = join_lines(block.text)  # a code printed alone, its message below it
+                current.mark(page.number, block.bbox)
                 continue
             led = _code_led(block)
             if led is not None:  # a row of an unruled table: code, name, then the description
                 current = led
                 current.page = page.number
+                current.mark(page.number, block.bbox)
                 drafts.append(current)
                 continue
             if emphasized:  # a section heading without a code ends the record
@@ -127,6 +139,7 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             if current is None:
                 continue
             current.pages.add(page.number)
+            current.mark(page.number, block.bbox)
             for unit in _units(block.text):
                 _add_unit(current, unit)
     return drafts
@@ -191,6 +204,7 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
     for page in pages:
         for table in page.tables:
             rows = _merge_split_columns(table.rows)
+            boxes = table.row_boxes if len(table.row_boxes) == len(rows) else [None] * len(rows)
             if any(_is_parameter_header(row) for row in rows[:2]):
                 roles = None  # a parameter list printed inside a fault section
                 continue
@@ -198,15 +212,16 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
             if header_at is not None:
                 header = rows[header_at]
                 roles, rows, headed, columns = _column_roles(header), rows[header_at + 1:], True, len(header)
+                boxes = boxes[header_at + 1:]
                 code_header = header[next(i for i, role in roles.items() if role == "code")]
                 named = bool(FAULT_WORDS.search(code_header))  # "Alarm", "Fault": names may stand for codes
             elif roles is None or len(rows[0]) != columns:
                 # No header (or a new table): the column where most cells are codes is the code column.
                 roles, headed, named, columns = _roles_from_content(rows), False, False, len(rows[0])
-            for row in rows:
+            for row, box in zip(rows, boxes):
                 if row and _column_roles(row) == roles:
                     continue  # the header repeated on a continuation page
-                _add_row(drafts, roles or {}, row, page.number, headed, named)
+                _add_row(drafts, roles or {}, row, page.number, headed, named, box)
     return drafts
 
 
@@ -270,7 +285,7 @@ def _column_roles(header: list[str]) -> dict[int, str]:
 
 
 def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: int, headed: bool,
-             named: bool) -> None:
+             named: bool, box: tuple[float, float, float, float] | None) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
     code = parse_code_cell(join_lines(cells.get("code", "")))
     if code is None and named:
@@ -280,19 +295,22 @@ def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: 
         code = None  # a short number in a column nobody named: a step, a pin, a count
     if code is None:
         if drafts and not join_lines(cells.get("code", "")) and drafts[-1].source == "table":
-            _continue_row(drafts[-1], cells, page)  # a row split over two lines or pages
+            _continue_row(drafts[-1], cells, page, box)  # a row split over two lines or pages
         return
     alias = join_lines(cells.get("alias", ""))
     title = join_lines(cells.get("title", ""))
     draft = _Draft(code=code, title=f"{title} ({alias})" if alias else title, page=page, source="table")
+    draft.mark(page, box)
     draft.add("symptom", join_lines(cells.get("symptom", "")))
     draft.add("cause", join_lines(cells.get("cause", "")))
     draft.steps = _steps(cells.get("remedy", ""))
     drafts.append(draft)
 
 
-def _continue_row(draft: _Draft, cells: dict[str, str], page: int) -> None:
+def _continue_row(draft: _Draft, cells: dict[str, str], page: int,
+                  box: tuple[float, float, float, float] | None) -> None:
     draft.pages.add(page)
+    draft.mark(page, box)
     for role in ("title", "symptom", "cause"):
         extra = join_lines(cells.get(role, ""))
         if extra:

@@ -33,8 +33,16 @@ from knowledge.models import Hit, Match, Scope, SearchResult
 from knowledge.passages import code_terms
 from knowledge.question_encoder import QuestionEncoder, encoder_path
 from knowledge.ranking import (
-    CODE_LIKE_WORD, best_passage, codes_or_fault_words, entries_over_their_pages, entry_pages, fuse, group, page_rows,
-    snippet, word_pairs,
+    CODE_LIKE_WORD,
+    best_passage,
+    codes_or_fault_words,
+    entries_over_their_pages,
+    entry_pages,
+    fuse,
+    group,
+    page_rows,
+    snippet,
+    word_pairs,
 )
 from knowledge.text import FTS_TOKENIZER, language, terms
 

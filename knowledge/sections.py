@@ -64,7 +64,7 @@ def fault_pages(pages: list[Page], body_size: float) -> FaultSections:
     found = headings(pages, body_size)
     current: Heading | None = None
     last_page = pages[-1].number if pages else 0
-    for heading in found + [Heading(last_page + 1, "", float("inf"), False)]:
+    for heading in [*found, Heading(last_page + 1, "", float("inf"), False)]:
         if current is not None and not heading.fault and heading.size >= current.size - 0.5:
             result.pages.update(range(current.page, heading.page + (heading.page <= last_page)))
             current = None

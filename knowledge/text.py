@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import unicodedata
@@ -54,7 +55,7 @@ def terms(text: str) -> list[str]:
     for run in _CJK_RUN.findall(text):
         out.extend(w for w in _segmenter().cut_for_search(run) if len(w) > 1)
         chars = [c for c in run if c not in _ZH_STOP] if len(run) > 2 else list(run)
-        out.extend(chars if len(chars) == 1 else ("".join(p) for p in zip(chars, chars[1:])))
+        out.extend(chars if len(chars) == 1 else ("".join(p) for p in itertools.pairwise(chars)))
     return out
 
 

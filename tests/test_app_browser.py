@@ -126,6 +126,18 @@ def test_ask_stream_answer_with_evidence_and_confirm_the_work_order(browser, app
     expect(page.get_by_test_id("degraded-banner")).to_be_hidden()
     with app_service.client() as client:
         assert [o["id"] for o in client.get("/v1/work-orders", params={"device_id": "press-3"}).json()] == [order_id]
+
+    # The run again from the history, as the service replays it: the same steps, answer and (confirmed) order.
+    page.get_by_test_id("new-session").click()
+    expect(page.get_by_test_id("timeline")).to_be_empty()
+    page.get_by_test_id("history-item").first.get_by_role("button").click()
+    expect(timeline).to_contain_text("Manual search: E102")
+    expect(timeline).to_contain_text("PLC reading: Coolant level on Hydraulic press 3")
+    expect(page.get_by_test_id("answer")).to_contain_text("E102 is motor over-temperature protection")
+    expect(page.get_by_test_id("reason")).to_have_text("answered")
+    expect(order.get_by_test_id("order-id")).to_have_text(order_id)
+    expect(order.get_by_test_id("order-status")).to_have_text("status open")
+    expect(order.get_by_test_id("confirm")).to_have_count(0)
     page.context.close()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 
 import pytest
 
@@ -12,6 +13,7 @@ from edge.config import Config, load_config
 from edge.doctor import Check, failed, run_checks
 from knowledge.index import SCHEMA_VERSION
 from tests.fixtures.ops import schema_honouring, schema_ignoring
+from tools.plc import breaker_states
 from tools.plc.store import PlcStore
 
 
@@ -87,6 +89,35 @@ def test_open_breakers_and_a_broken_sensor_are_warnings(demo_config, plc_sim):
     assert "vibration" not in checks["plc breakers"].detail
     assert checks["plc cnc-7"].status == "warning" and "spindle_temp reads 400" in checks["plc cnc-7"].detail
     assert not failed(list(checks.values()))
+
+
+def test_checking_a_silent_plc_counts_no_breaker_and_an_unused_state_dir_stays_absent(demo_config, ops_state,
+                                                                                       plc_sim, tmp_path):
+    plc_sim.silence("press-3")
+    unused = tmp_path / "not-yet"
+    index = ops_state / "manuals.sqlite"
+    fresh = demo_config.model_copy(update={
+        "state_dir": str(unused), "knowledge": demo_config.knowledge.model_copy(update={"index_file": str(index)})})
+    for _ in range(demo_config.plc.breaker_threshold + 1):
+        checks = by_name(run_checks(fresh))
+    assert checks["plc press-3"].status == "failure" and checks["index"].status == "ok"
+    assert checks["plc breakers"].status == "notice" and not unused.exists()
+
+    PlcStore(demo_config.state_path(demo_config.plc.cache_file)).close()
+    for _ in range(demo_config.plc.breaker_threshold + 1):
+        checks = by_name(run_checks(demo_config))
+    assert checks["plc press-3"].status == "failure" and checks["plc breakers"].detail.endswith("all closed")
+    assert breaker_states(demo_config.plc, demo_config.state_path(demo_config.plc.cache_file)) == []
+
+
+def test_an_index_from_another_fixloop_version_is_a_failure_saying_to_rebuild(demo_config, ops_state):
+    con = sqlite3.connect(ops_state / "manuals.sqlite")
+    with con:
+        con.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    con.close()
+    check = by_name(run_checks(demo_config))["index"]
+    assert check.status == "failure" and f"index schema 2, this fixloop reads {SCHEMA_VERSION}" in check.detail
+    assert check.fix.startswith("rebuild the index with this version")
 
 
 def test_a_missing_index_is_a_failure_saying_how_to_build_it(demo_config, ops_state):

@@ -178,7 +178,7 @@ def test_takeover_stops_at_the_next_step_boundary_with_the_pending_action(script
     cancel = threading.Event()
 
     def on_event(event):
-        if event["type"] == "observation":
+        if event.type == "observation":
             cancel.set()
 
     record = agent.run(RunRequest(question="Press-3 shows E102"), on_event=on_event, cancel=cancel)

@@ -168,7 +168,8 @@ def test_an_unknown_device_is_refused_with_the_known_ones(service):
 
 @pytest.mark.parametrize("method, path", [
     ("POST", "/v1/runs"), ("GET", "/v1/runs"), ("GET", "/v1/runs/run-x"), ("POST", "/v1/runs/run-x/takeover"),
-    ("POST", "/v1/runs/run-x/confirm"), ("GET", "/v1/devices"), ("GET", "/v1/work-orders"),
+    ("POST", "/v1/runs/run-x/confirm"), ("GET", "/v1/runs/run-x/events"), ("GET", "/v1/runs/run-x/stream"),
+    ("GET", "/v1/devices"), ("GET", "/v1/tools"), ("GET", "/v1/work-orders"),
     ("GET", "/metrics"), ("GET", "/v1/admin/outbox"), ("POST", "/v1/admin/outbox/retry"), ("GET", "/v1/admin/index"),
 ])
 @pytest.mark.parametrize("token", [None, "wrong-token"])
@@ -186,6 +187,14 @@ def test_missing_or_wrong_tokens_get_401_and_nothing_runs(service, method, path,
         assert metric(admin.get("/metrics").text, "fixloop_active_runs") == 0
     with service.client(TECHNICIAN_TOKEN) as client:
         assert len(client.get("/v1/runs", params={"limit": 200}).json()) == count_before
+
+
+def test_the_tools_are_listed_from_the_registry_with_the_role_the_tablet_knows_them_by(service):
+    with service.client() as client:
+        tools = client.get("/v1/tools").json()
+    assert [(t["name"], t["role"], t["side_effect"]) for t in tools] == [
+        (MANUAL, "manual", False), (PLC, "plc", False), (ORDER, "order", True)]
+    assert all(t["description"] for t in tools)
 
 
 def test_roles_are_separate(service):

@@ -58,3 +58,33 @@ def test_an_alarm_with_a_wrong_signature_runs_nothing(service):
     assert response.status_code == 401
     with service.client(TECHNICIAN_TOKEN) as client:
         assert len(client.get("/v1/runs", params={"limit": 200}).json()) == before
+
+
+def post_status(service, webhook_id: str, change: dict):
+    body = json.dumps(change)
+    now = datetime.now(timezone.utc)
+    headers = {"webhook-id": webhook_id, "webhook-timestamp": str(int(now.timestamp())),
+               "webhook-signature": Webhook(service.config.mes.secrets[0]).sign(webhook_id, now, body),
+               "content-type": "application/json"}
+    with service.client(None) as client:
+        return client.post("/v1/mes/work-order-status", content=body, headers=headers)
+
+
+def test_the_mes_closes_an_order_with_its_fix_and_the_next_alarm_answers_with_it(service):
+    first = post_alarm(service, "msg_fix_alarm_1", {**ALARM, "event_id": "mes-evt-5001", "fault_code": "F03"})
+    order_id = first.json()["work_order"]["work_order_id"]
+    for n, status in enumerate(("acknowledged", "in_progress")):
+        assert post_status(service, f"msg_fix_step_{n}", {"work_order_id": order_id, "status": status}).status_code == 200
+    closed = post_status(service, "msg_fix_close", {
+        "work_order_id": order_id, "status": "done", "cause": "coolant filter clogged",
+        "remedy": "replaced the filter", "parts": [{"part": "FLT-200", "quantity": 1}]})
+    assert closed.status_code == 200, closed.text
+    assert closed.json()["work_order"]["closed_by"] == "mes"
+
+    again = post_alarm(service, "msg_fix_alarm_2", {**ALARM, "event_id": "mes-evt-5002", "fault_code": "F03"})
+    assert again.status_code == 200, again.text
+    result = again.json()
+    assert result["work_order"]["created"] is True and result["work_order"]["work_order_id"] != order_id
+    date = closed.json()["work_order"]["closed_at"][:10]
+    assert (f"Last fix on this machine: {order_id}, {date} — cause: coolant filter clogged; "
+            "remedy: replaced the filter; parts: FLT-200 ×1") in result["answer"]

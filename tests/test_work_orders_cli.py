@@ -65,3 +65,42 @@ def test_outbox_list_retry_and_deliver(cli, mes_receiver):
     assert "Outbox empty" in out
     code, out, _ = run("outbox", "list", "--all", "--json")
     assert [r["status"] for r in json.loads(out)] == ["delivered"]
+
+
+def test_set_status_done_records_the_fix_and_show_prints_it(cli):
+    run, store = cli
+    order = _order(store)
+    for status in ("acknowledged", "in_progress"):
+        assert run("work-orders", "set-status", order.id, status)[0] == 0
+    code, out, err = run("work-orders", "set-status", order.id, "done", "--actor", "technician",
+                         "--cause", "coolant filter clogged", "--remedy", "replaced the filter",
+                         "--part", "FLT-200=1", "--part", "coolant=12.5", "--part", "O-ring [NBR]",
+                         "--note", "two months overdue")
+    assert code == 0, err
+    closed = store.get(order.id)
+    assert (closed.status, closed.closed_by, closed.cause, closed.remedy, closed.note) == (
+        "done", "technician", "coolant filter clogged", "replaced the filter", "two months overdue")
+    assert [p.model_dump() for p in closed.parts] == [{"part": "FLT-200", "quantity": 1},
+                                                      {"part": "coolant", "quantity": 12.5},
+                                                      {"part": "O-ring [NBR]", "quantity": None}]
+    code, out, _ = run("work-orders", "show", order.id)
+    assert "cause: coolant filter clogged" in out and "parts: FLT-200 ×1, coolant ×12.5, O-ring [NBR]" in out
+    assert f"closed {closed.closed_at} by technician" in out
+    code, out, _ = run("work-orders", "show", order.id, "--json")
+    assert json.loads(out)["remedy"] == "replaced the filter"
+
+
+@pytest.mark.parametrize(("status", "options", "message"), [
+    ("cancelled", ["--part", "seal=two"], "--part 'seal=two': the quantity after '=' must be a number"),
+    ("cancelled", ["--part", "=2"], "--part '=2': String should have at least 1 character"),
+    ("cancelled", ["--part", "seal=0"], "--part 'seal=0': Value error, quantity must be a positive number"),
+    ("cancelled", ["--cause", "x" * 2001], "--cause: String should have at most 2000 characters"),
+    ("acknowledged", ["--cause", "loose cable"], "recorded when an order is closed (done or cancelled), not when "
+                                                 "it moves to acknowledged"),
+])
+def test_set_status_with_a_bad_fix_names_the_option_and_changes_nothing(cli, status, options, message):
+    run, store = cli
+    order = _order(store)
+    code, _, err = run("work-orders", "set-status", order.id, status, *options)
+    assert code == 2 and message in " ".join(err.split())
+    assert store.get(order.id) == order and len(store.outbox()) == 1

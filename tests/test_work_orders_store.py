@@ -128,8 +128,10 @@ def test_the_schema_itself_refuses_a_second_active_order(work_order_store):
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
         con = sqlite3.connect(work_order_store.path)
         try:
-            con.execute("""INSERT INTO work_orders VALUES ('WO-X', 'press-3', 'E102', 'E102', 't', 's', 'low',
-                           'acknowledged', 'agent', 'r', 'episode:9', NULL, '[]', 'now', 'now')""")
+            con.execute("""INSERT INTO work_orders (id, device_id, fault_code, fault_key, title, summary, priority,
+                               status, created_by, source_run_id, occurrence, alarm, evidence, created_at, updated_at)
+                           VALUES ('WO-X', 'press-3', 'E102', 'E102', 't', 's', 'low', 'acknowledged', 'agent', 'r',
+                                   'episode:9', NULL, '[]', 'now', 'now')""")
         finally:
             con.close()
 

@@ -3,19 +3,26 @@
 Shared by the PLC tool (register map), the manual tool (vendor/model scope),
 the work-order tool (known devices) and the rules planner (synonyms).
 Wrong entries fail at start-up with a message naming the entry.
+
+The questions asked of the plant are answered here and nowhere else: which
+device an id names (`require`, one `UnknownDevice` and its one message), which
+manuals apply to it (`scope`), which Modbus endpoints serve it (`endpoints`),
+and the same plant served by a simulator (`repoint`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from knowledge.models import Scope
 from tools.contract import ToolOutput
 
 DataType = Literal["int16", "uint16", "int32", "uint32", "float32"]
-REGISTER_WIDTH: dict[str, int] = {"int16": 1, "uint16": 1, "int32": 2, "uint32": 2, "float32": 2}
+_REGISTER_WIDTH: dict[str, int] = {"int16": 1, "uint16": 1, "int32": 2, "uint32": 2, "float32": 2}
 
 
 class Strict(BaseModel):
@@ -47,7 +54,7 @@ class SensorConfig(Strict):
 
     @property
     def width(self) -> int:
-        return REGISTER_WIDTH[self.data_type]
+        return _REGISTER_WIDTH[self.data_type]
 
     @model_validator(mode="after")
     def _ranges_make_sense(self) -> SensorConfig:
@@ -125,3 +132,39 @@ def unknown_device(devices: dict[str, DeviceConfig], name: str, source: str) -> 
     known = ", ".join(devices) or "(none configured)"
     return ToolOutput.error("unknown_device", f"There is no device {name!r}. Known devices: {known}.",
                             f"Use one of the known device ids exactly as listed: {known}.", source=source)
+
+
+class UnknownDevice(ValueError):
+    """A device id the plant config does not have; the message lists the ones it has, for the operator."""
+
+    def __init__(self, device_id: str, known: Iterable[str]):
+        super().__init__(f"unknown device {device_id!r}; known devices: {', '.join(sorted(known)) or '(none configured)'}")
+        self.device_id = device_id
+
+
+def require(devices: Mapping[str, DeviceConfig], device_id: str) -> DeviceConfig:
+    """The device with exactly this id; raises `UnknownDevice` for any other."""
+    device = devices.get(device_id)
+    if device is None:
+        raise UnknownDevice(device_id, devices)
+    return device
+
+
+def scope(device: DeviceConfig) -> Scope:
+    """The manuals that apply to this device: its vendor and model."""
+    return Scope(vendor=device.vendor, model=device.model, label=device.id)
+
+
+def endpoints(devices: Mapping[str, DeviceConfig]) -> dict[tuple[str, int], dict[str, DeviceConfig]]:
+    """The devices grouped by the Modbus TCP endpoint (host, port) that serves them, in config order."""
+    grouped: dict[tuple[str, int], dict[str, DeviceConfig]] = {}
+    for device_id, device in devices.items():
+        grouped.setdefault((device.plc.host, device.plc.port), {})[device_id] = device
+    return grouped
+
+
+def repoint(devices: Mapping[str, DeviceConfig], host: str | None = None, port: int | None = None) -> dict[str, DeviceConfig]:
+    """Copies of the devices served at another host and/or port (a simulator); unit ids and sensors unchanged."""
+    moved = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
+    return {device_id: device.model_copy(update={"plc": device.plc.model_copy(update=moved)}, deep=True)
+            for device_id, device in devices.items()}

@@ -4,15 +4,13 @@
 
 (function () {
   const STRINGS = window.FIXLOOP_STRINGS;
-  const MANUAL = "search_maintenance_manual_by_fault_code";
-  const PLC = "read_plc_sensor_value";
-  const ORDER = "generate_work_order";
   const $ = (id) => document.getElementById(id);
 
   const state = {
     token: localStorage.getItem("fixloop.token") || "",
     lang: localStorage.getItem("fixloop.lang") || ((navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en"),
     devices: [],
+    toolRoles: {}, // tool name -> what it is for (manual, plc, order), from /v1/tools
     sessionId: null,
     run: null, // {runId, question, deviceId, events, running, order, takeover}
     lastAsk: null,
@@ -137,9 +135,10 @@
 
   // -- loading --------------------------------------------------------------
 
-  async function loadDevices() {
-    const response = await api("/v1/devices");
-    state.devices = await response.json();
+  async function loadPlant() {
+    const [devices, tools] = await Promise.all([api("/v1/devices").then((r) => r.json()), api("/v1/tools").then((r) => r.json())]);
+    state.devices = devices;
+    state.toolRoles = Object.fromEntries(tools.map((tool) => [tool.name, tool.role]));
     renderDevices();
   }
 
@@ -181,36 +180,20 @@
         run.work_order_id ? ` · ${run.work_order_id}` : ""));
   }
 
+  // A stored run is replayed by the service as the events it streamed, and shown by the same handlers.
   async function showStoredRun(runId) {
-    const view = await (await api("/v1/runs/" + encodeURIComponent(runId))).json();
+    const path = "/v1/runs/" + encodeURIComponent(runId);
+    const [view, events] = await Promise.all([api(path).then((r) => r.json()), api(path + "/events").then((r) => r.json())]);
     if (!view.record) return;
-    state.run = runFromRecord(view.record);
-    const last = view.confirmations[view.confirmations.length - 1];
-    if (last && state.run.order) {
-      state.run.order = Object.assign({}, state.run.order, { work_order_id: last.work_order_id, work_order_status: last.work_order_status });
-    }
-    renderRun();
-  }
-
-  function runFromRecord(record) {
-    const events = [{ type: "run_started", question: record.question, device_id: record.device_id, degraded: record.degraded }];
-    for (const step of record.steps) {
-      if (step.format_error) events.push({ type: "format_error", step: step.n, error: step.format_error });
-      if (step.thought) events.push({ type: "thought", step: step.n, text: step.thought });
-      if (step.action) events.push({ type: "action", step: step.n, tool: step.action, args: step.args });
-      if (step.observation) events.push({ type: "observation", step: step.n, observation: step.observation });
-    }
-    for (const warning of record.warnings) events.push({ type: "warning", text: warning });
-    if (record.termination) {
-      events.push({ type: "final_answer", text: record.termination.final_answer });
-      events.push({ type: "termination", termination: record.termination });
-    }
-    const run = newRun(record.run_id, record.question, record.device_id);
-    run.events = events;
+    const run = newRun(runId, view.record.question, view.record.device_id);
     run.running = false;
-    run.order = lastOrder(events);
-    run.stored = true;
-    return run;
+    for (const event of events) applyEvent(run, event);
+    const last = view.confirmations[view.confirmations.length - 1];
+    if (last && run.order) {
+      run.order = Object.assign({}, run.order, { work_order_id: last.work_order_id, work_order_status: last.work_order_status });
+    }
+    state.run = run;
+    renderRun();
   }
 
   // -- asking ---------------------------------------------------------------
@@ -274,11 +257,16 @@
     }
   }
 
+  // A live event also says what the service is like now: degraded, or a breaker this run opened.
   function onEvent(run, event) {
+    if ((event.type === "run_started" && event.degraded) || event.type === "warning") setDegraded(true);
+    if (event.type === "termination") checkReady(true);
+    applyEvent(run, event);
+    if (state.run === run) renderRun();
+  }
+
+  function applyEvent(run, event) {
     run.events.push(event);
-    if (event.type === "run_started" && event.degraded) setDegraded(true);
-    if (event.type === "warning") setDegraded(true);
-    if (event.type === "termination") checkReady(true);  // a breaker this run opened shows at once
     if (event.type === "observation") {
       const order = orderOf(event.observation);
       if (order) run.order = order;
@@ -288,7 +276,6 @@
       if (event.work_order) run.order = event.work_order;
     }
     if (event.type === "error") run.error = t("run_failed", { error: event.error });
-    if (state.run === run) renderRun();
   }
 
   // Observation items carry their structured values under `fields`.
@@ -298,12 +285,6 @@
 
   function orderOf(observation) {
     return refs(observation).find((f) => f.work_order_status !== undefined) || null;
-  }
-
-  function lastOrder(events) {
-    let order = null;
-    for (const e of events) if (e.type === "observation") order = orderOf(e.observation) || order;
-    return order;
   }
 
   async function takeOver() {
@@ -408,10 +389,12 @@
 
   function describeAction(event, prefix) {
     const args = event.args || {};
-    if (event.tool === MANUAL) return t(prefix + "_manual", { what: args.fault_code || args.query || "" });
-    if (event.tool === PLC) return t(prefix + "_plc", { sensor: sensorName(args.device_id, args.sensor, args.sensor), device: deviceName(args.device_id) });
-    if (event.tool === ORDER) return t(prefix + "_order", { device: deviceName(args.device_id), code: args.fault_code });
-    return t(prefix + "_tool", { tool: event.tool });
+    switch (state.toolRoles[event.tool]) {
+      case "manual": return t(prefix + "_manual", { what: args.fault_code || args.query || "" });
+      case "plc": return t(prefix + "_plc", { sensor: sensorName(args.device_id, args.sensor, args.sensor), device: deviceName(args.device_id) });
+      case "order": return t(prefix + "_order", { device: deviceName(args.device_id), code: args.fault_code });
+      default: return t(prefix + "_tool", { tool: event.tool });
+    }
   }
 
   function argsText(args) {
@@ -579,7 +562,7 @@
   function start() {
     if (!state.token) { askForToken(false); return; }
     showError("");
-    loadDevices().then(loadSide).catch(() => {});
+    loadPlant().then(loadSide).catch(() => {});
   }
 
   init();

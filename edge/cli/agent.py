@@ -28,9 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_ask(args: argparse.Namespace, config: Config) -> int:
-    from edge.agent import Agent, UnknownDevice
+    from edge.agent import Agent
     from edge.manual_index import ensure_index
     from knowledge.search import IndexMissing
+    from tools.plant import UnknownDevice
 
     ensure_index(config)
     agent = Agent(config)

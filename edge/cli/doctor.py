@@ -11,7 +11,7 @@ from rich.table import Table
 from edge.cli.options import json_option
 from edge.config import Config
 
-STATUS_STYLE = {"ok": "green", "notice": "cyan", "warning": "yellow", "failure": "bold red"}
+_STATUS_STYLE = {"ok": "green", "notice": "cyan", "warning": "yellow", "failure": "bold red"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,9 +34,9 @@ def run_doctor(args: argparse.Namespace, config: Config) -> int:
     table.add_column("detail")
     table.add_column("how to fix")
     for check in checks:
-        table.add_row(check.name, f"[{STATUS_STYLE[check.status]}]{check.status}[/]", escape(check.detail), escape(check.fix))
+        table.add_row(check.name, f"[{_STATUS_STYLE[check.status]}]{check.status}[/]", escape(check.detail), escape(check.fix))
     console.print(table)
-    counts = {status: sum(c.status == status for c in checks) for status in STATUS_STYLE}
+    counts = {status: sum(c.status == status for c in checks) for status in _STATUS_STYLE}
     verdict = "[bold red]not ready[/]" if failed(checks) else "[green]ready[/]"
     console.print(f"{verdict}: {counts['failure']} failure(s), {counts['warning']} warning(s), {counts['notice']} notice(s)")
     return 1 if failed(checks) else 0

@@ -24,11 +24,12 @@ from edge.config import Config
 from edge.manual_index import ensure_index
 from knowledge.models import Scope, SearchResult
 from knowledge.search import IndexMissing, ManualIndex
+from tools import plant
 
 if TYPE_CHECKING:  # the build side loads PyMuPDF and sqlite-utils: not for a cold `fixloop search E102`
     from knowledge.index import BuildEvent, BuildReport
 
-STATUS_STYLE = {"indexed": "green", "reused": "cyan", "failed": "red", "duplicate": "yellow"}
+_STATUS_STYLE = {"indexed": "green", "reused": "cyan", "failed": "red", "duplicate": "yellow"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,7 +92,7 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
             report = build_index(args.paths, _db(args, config),
                                  model_path=args.embedding_model or config.knowledge.model_path,
                                  progress=on_event, overrides=_overrides(args, config), ocr=args.ocr)
-        except BuildError as exc:
+        except (BuildError, plant.UnknownDevice) as exc:
             raise CliError(f"{exc}; the live index is unchanged") from None
         for stage in ("pages", "records"):
             progress.update(tasks[stage], total=progress.tasks[tasks[stage]].completed)
@@ -100,10 +101,8 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
 
 
 def _overrides(args: argparse.Namespace, config: Config) -> dict[str, str | None]:
-    from knowledge.index import BuildError
-
-    if args.device is not None and args.device not in config.devices:
-        raise BuildError(f"unknown device {args.device!r}; known devices: {', '.join(sorted(config.devices))}")
+    if args.device is not None:
+        plant.require(config.devices, args.device)
     return {"vendor": args.vendor, "model": args.machine_model, "version": args.version, "device": args.device}
 
 
@@ -118,12 +117,12 @@ def _print_build(console: Console, report: BuildReport) -> None:
             + ([f"no text on p. {', '.join(map(str, m.scanned_pages))}"] if m.scanned_pages else [])
             + ([f"{m.duplicates} duplicate entries merged"] if m.duplicates else [])
             + m.warnings)
-        style = "yellow" if m.status == "indexed" and not m.records else STATUS_STYLE[m.status]
+        style = "yellow" if m.status == "indexed" and not m.records else _STATUS_STYLE[m.status]
         table.add_row(escape(m.file), f"[{style}]{m.status}[/]", escape(m.vendor), escape(m.model),
                       m.version, m.language, str(m.pages), str(m.text_pages), str(len(m.ocr_pages)),
                       str(len(m.scanned_pages)), str(m.fault_sections), str(m.records), escape(note))
     console.print(table)
-    counts = {s: sum(m.status == s for m in report.manuals) for s in STATUS_STYLE}
+    counts = {s: sum(m.status == s for m in report.manuals) for s in _STATUS_STYLE}
     rate = report.pages / report.elapsed_s if report.elapsed_s else 0.0
     console.print(
         f"[bold]{len(report.manuals)}[/] manuals ({counts['indexed']} indexed, {counts['reused']} unchanged, "
@@ -189,7 +188,7 @@ def run_search(args: argparse.Namespace, config: Config) -> int:
             return _batch(index, args, config)
         scope = _scope(args.device, config)
         result = index.query(args.query, scope, args.version, k=args.k)
-    except (IndexMissing, _UnknownDevice, OSError) as exc:
+    except (IndexMissing, plant.UnknownDevice, OSError) as exc:
         raise CliError(str(exc)) from None
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -198,17 +197,8 @@ def run_search(args: argparse.Namespace, config: Config) -> int:
     return 0 if result.status == "ok" else 1
 
 
-class _UnknownDevice(ValueError):
-    pass
-
-
 def _scope(device_id: str | None, config: Config) -> Scope | None:
-    if device_id is None:
-        return None
-    device = config.devices.get(device_id)
-    if device is None:
-        raise _UnknownDevice(f"unknown device {device_id!r}; known devices: {', '.join(sorted(config.devices))}")
-    return Scope(vendor=device.vendor, model=device.model, label=device_id)
+    return None if device_id is None else plant.scope(plant.require(config.devices, device_id))
 
 
 def _batch(index: ManualIndex, args: argparse.Namespace, config: Config) -> int:

@@ -13,7 +13,7 @@ from edge.config import ConfigError, load_config
 from edge.manual_index import IndexNotBuilt
 
 # Modules under edge/cli/ that contribute subcommands, in help order.
-AREAS = ["agent", "knowledge", "plc", "outbox", "work_orders", "service", "runs", "doctor", "eval", "tokens"]
+AREAS = ["agent", "knowledge", "plc", "outbox", "work_orders", "service", "mcp", "runs", "doctor", "eval", "tokens"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,9 +24,9 @@ from rich.table import Table
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
 from edge.config import Config
-from tools.plant import DeviceConfig
+from tools import plant
 
-QUALITY_STYLE = {"Good": "green", "UncertainNoCommunicationLastUsableValue": "yellow", "BadNoCommunication": "red"}
+_QUALITY_STYLE = {"Good": "green", "UncertainNoCommunicationLastUsableValue": "yellow", "BadNoCommunication": "red"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,14 +80,10 @@ def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
 
     if not config.devices:
         raise CliError("the config has no [devices] to simulate")
-    groups: dict[tuple[str, int], dict[str, DeviceConfig]] = {}
-    for device_id, device in config.devices.items():
-        endpoint = (args.host or device.plc.host, args.port or device.plc.port)
-        groups.setdefault(endpoint, {})[device_id] = device
     sims = {}
     handles = []
     try:
-        for (host, port), devices in groups.items():
+        for (host, port), devices in plant.endpoints(plant.repoint(config.devices, args.host, args.port)).items():
             handle = start_simulator(devices, host, port)
             handles.append(handle)
             sims.update({device_id: handle for device_id in devices})
@@ -151,7 +147,7 @@ def run_plc_read(args: argparse.Namespace, config: Config) -> int:
         return 0 if output.status in ("ok", "degraded") else 1
     refs = [item for item in output.items if item.kind == "ref"]
     quality = refs[0].fields.get("quality") if refs else None
-    style = QUALITY_STYLE.get(quality, "red")
+    style = _QUALITY_STYLE.get(quality, "red")
     for item in output.items:
         console.print(f"[{style}]{item.text}[/]")
     if refs:

@@ -10,9 +10,10 @@ from pathlib import Path
 from rich.console import Console
 
 from edge.config import Config
+from tools import plant
 
-DEMO_QUESTION = "Press-3 shows E102, what should I do?"
-DEMO_DEVICE = "press-3"
+_DEMO_QUESTION = "Press-3 shows E102, what should I do?"
+_DEMO_DEVICE = "press-3"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.set_defaults(func=run_demo)
 
 
-def listening_on(config: Config, host: str | None, port: int | None) -> Config:
+def _listening_on(config: Config, host: str | None, port: int | None) -> Config:
     service = config.service.model_copy(update={k: v for k, v in (("host", host), ("port", port)) if v is not None})
     return config.model_copy(update={"service": service})
 
@@ -42,7 +43,7 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
     from edge.service.app import Service, create_app
     from edge.service.connections import uvicorn_config
 
-    config = listening_on(config, args.host, args.port)
+    config = _listening_on(config, args.host, args.port)
     console = Console(stderr=True)
     if not config.service.technician_tokens:
         console.print("[yellow]warning:[/] [service] technician_tokens is empty: no tablet can use the API")
@@ -61,22 +62,17 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     from tools.plc.simulator import start_simulator
 
     console = Console()
-    config = listening_on(config, args.host, args.port)
+    config = _listening_on(config, args.host, args.port)
     if args.plc_port:
-        config = config.model_copy(update={"devices": {
-            device_id: device.model_copy(update={"plc": device.plc.model_copy(update={"port": args.plc_port})}, deep=True)
-            for device_id, device in config.devices.items()}})
+        config = config.model_copy(update={"devices": plant.repoint(config.devices, port=args.plc_port)})
     with console.status("Building the demo manual index (only what changed)…"):
         build_demo_index(Path(config.state_dir), config.knowledge.model_path,
                          config.state_path(config.knowledge.index_file))
 
-    endpoints: dict[tuple[str, int], dict] = {}
-    for device_id, device in config.devices.items():
-        endpoints.setdefault((device.plc.host, device.plc.port), {})[device_id] = device
     simulators = []
     server = None
     try:
-        for (host, port), devices in endpoints.items():
+        for (host, port), devices in plant.endpoints(config.devices).items():
             simulators.append(start_simulator(devices, host, port))
             console.print(f"PLC simulator: modbus://{host}:{port} ({', '.join(devices)})")
         service = Service(config, poller=True)
@@ -87,7 +83,7 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
         if token:
             console.print(f"technician token (demo only): [bold]{token}[/]   metrics: {server.url}/metrics "
                           f"(admin token)   API: {server.url}/docs")
-            ask_first_question(server.url, token, console)
+            _ask_first_question(server.url, token, console)
         if args.once:
             return 0
         console.print("[dim]Ctrl-C stops the demo.[/]")
@@ -103,21 +99,21 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def ask_first_question(url: str, token: str, console: Console) -> None:
+def _ask_first_question(url: str, token: str, console: Console) -> None:
     """One question through the real API, so a terminal user sees the whole path work."""
     import httpx
 
     from edge.cli.agent import print_trace
     from edge.run_record import RunRecord
 
-    console.rule(f"asking: {DEMO_QUESTION}")
+    console.rule(f"asking: {_DEMO_QUESTION}")
     headers = {"Authorization": f"Bearer {token}"}
     started = time.perf_counter()
     first_ms = None
     events = 0
     run_id = None
     with httpx.stream("POST", f"{url}/v1/runs", headers=headers, timeout=60,
-                      json={"question": DEMO_QUESTION, "device_id": DEMO_DEVICE}) as response:
+                      json={"question": _DEMO_QUESTION, "device_id": _DEMO_DEVICE}) as response:
         response.raise_for_status()
         for line in response.iter_lines():
             if not line.startswith("data:"):

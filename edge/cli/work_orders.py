@@ -3,6 +3,8 @@
     fixloop work-orders list --status open
     fixloop work-orders show WO-3F9A1C2B7D4E5F60
     fixloop work-orders set-status WO-3F9A1C2B7D4E5F60 acknowledged
+    fixloop work-orders set-status WO-3F9A1C2B7D4E5F60 done --cause "coolant filter clogged" \
+        --remedy "replaced the filter" --part FLT-200=1 --note "filter was 2 months overdue"
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
 from edge.config import Config
-from tools.work_orders.model import TRANSITIONS, WorkOrder, WorkOrderError
+from tools.work_orders.model import CLOSED_STATUSES, TRANSITIONS, Fix, WorkOrder, WorkOrderError
 from tools.work_orders.store import WorkOrderStore
 
 STATUS_STYLE = {"open": "yellow", "acknowledged": "cyan", "in_progress": "blue", "done": "green", "cancelled": "dim"}
@@ -44,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_status.add_argument("work_order_id")
     set_status.add_argument("status", choices=list(TRANSITIONS))
     set_status.add_argument("--actor", default="operator", choices=["technician", "operator", "mes", "agent"])
+    closing = f"when closing ({' or '.join(CLOSED_STATUSES)})"
+    set_status.add_argument("--cause", help=f"what was found, {closing}")
+    set_status.add_argument("--remedy", help=f"what was done, {closing}")
+    set_status.add_argument("--part", action="append", default=[], metavar="PART[=QTY]",
+                            help=f"a part used, with its quantity after '=' (repeat for each), {closing}; "
+                                 "e.g. --part 6205-2RS=2")
+    set_status.add_argument("--note", help=f"free text, {closing}")
     set_status.set_defaults(func=run_orders_set_status)
 
 
@@ -96,14 +106,44 @@ def _print_order(order: WorkOrder, console: Console) -> None:
                   f"updated {order.updated_at}[/]")
     if order.alarm:
         console.print(f"MES alarm: {json.dumps(order.alarm, ensure_ascii=False)}")
+    if order.closed_at:
+        console.print(f"closed {order.closed_at} by {order.closed_by}")
+    parts = ", ".join(part.label() for part in order.parts)
+    for label, value in (("cause", order.cause), ("remedy", order.remedy), ("parts", parts), ("note", order.note)):
+        if value:
+            console.print(f"  {label}: {value}", markup=False, highlight=False)
     for number, evidence in enumerate(order.evidence, start=1):
         console.print(f"  evidence {number}: {json.dumps(evidence, ensure_ascii=False)}")
 
 
 def run_orders_set_status(args: argparse.Namespace, config: Config) -> int:
+    fix = _fix(args)
     try:
-        order = order_store(config).set_status(args.work_order_id, args.status, actor=args.actor)
+        order = order_store(config).set_status(args.work_order_id, args.status, actor=args.actor, fix=fix)
     except WorkOrderError as exc:
         raise CliError(str(exc)) from None
     Console().print(f"{order.id} is now [bold]{order.status}[/]; the MES is told through the outbox.")
     return 0
+
+
+def _fix(args: argparse.Namespace) -> Fix:
+    """The fix options as the store's contract, each error named by the option it came from."""
+    parts = [_part(text) for text in args.part]
+    try:
+        return Fix.model_validate({"cause": args.cause, "remedy": args.remedy, "parts": parts, "note": args.note})
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = error["loc"]
+        option = f"--part {args.part[where[1]]!r}" if where[0] == "parts" and len(where) > 1 else f"--{where[0]}"
+        raise CliError(f"{option}: {error['msg']}") from None
+
+
+def _part(text: str) -> dict[str, object]:
+    name, sep, quantity = text.rpartition("=")
+    if not sep:
+        return {"part": text}
+    try:
+        number = float(quantity)
+    except ValueError:
+        raise CliError(f"--part {text!r}: the quantity after '=' must be a number, e.g. --part 6205-2RS=2") from None
+    return {"part": name, "quantity": int(number) if number.is_integer() else number}

@@ -25,10 +25,13 @@ from edge.config import Config
 from edge.grounding import collect_evidence, ungrounded
 from edge.run_record import RunRecord
 from edge.scripted_llm_server import ScriptedLlmServer
+from tools.manual_search.tool import ManualSearchTool
+from tools.plc.tool import PlcReadTool
+from tools.work_orders.tool import WorkOrderTool
 
-MANUAL = "search_maintenance_manual_by_fault_code"
-PLC = "read_plc_sensor_value"
-ORDER = "generate_work_order"
+_MANUAL = ManualSearchTool.name
+_PLC = PlcReadTool.name
+_ORDER = WorkOrderTool.name
 E102 = "Press-3 shows E102, what should I do?"
 # The slack the issue allows past the wall budget: the last tool or request winding down.
 BUDGET_SLACK_S = 0.5
@@ -78,12 +81,12 @@ class ScenarioResult:
         return self.wall_s <= self.budget_s + BUDGET_SLACK_S
 
 
-GOOD_E102 = [call(MANUAL, fault_code="E102", device_id="press-3"), call(PLC, device_id="press-3", sensor="coolant_level")]
-HUGE = "Stop the press. " * 1250  # 20,000 characters
+_GOOD_E102 = [call(_MANUAL, fault_code="E102", device_id="press-3"), call(_PLC, device_id="press-3", sensor="coolant_level")]
+_HUGE = "Stop the press. " * 1250  # 20,000 characters
 
 SCENARIOS: list[Scenario] = [
     Scenario("grounded answer is shown as written",
-             [*GOOD_E102, final("E102: stop the press and check the coolant level (see the manual steps).",
+             [*_GOOD_E102, final("E102: stop the press and check the coolant level (see the manual steps).",
                                 ["obs-1", "obs-2"])],
              expect={"fallback": None, "degraded": False, "reason": "final_answer", "rejected": 0}),
     Scenario("invented fault meaning with a manual and page at step 1",
@@ -91,34 +94,34 @@ SCENARIOS: list[Scenario] = [
              invented=("hydra_pump_guide.pdf", "p. 97", "E777", "cavitating"),
              expect={"fallback": "answer_rejected", "rejected": 1, "reason": "final_answer"}),
     Scenario("invented sensor value",
-             [*GOOD_E102, final("E102: the coolant level reads 87.25 % now, top it up.", ["obs-1", "obs-2"])],
+             [*_GOOD_E102, final("E102: the coolant level reads 87.25 % now, top it up.", ["obs-1", "obs-2"])],
              invented=("87.25",), expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("invented sensor value in Chinese",
-             [*GOOD_E102, final("E102：冷却液液位现在是 87.25%，请补充。", ["obs-1", "obs-2"])],
+             [*_GOOD_E102, final("E102：冷却液液位现在是 87.25%，请补充。", ["obs-1", "obs-2"])],
              question="3号液压机显示 E102，怎么办？", invented=("87.25",),
              expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("work-order id never created",
-             [GOOD_E102[0], final("E102: work order WO-DEADBEEF0001 has been created.", ["obs-1"])],
+             [_GOOD_E102[0], final("E102: work order WO-DEADBEEF0001 has been created.", ["obs-1"])],
              invented=("WO-DEADBEEF0001",), expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("work order claimed without a call",
-             [GOOD_E102[0], final("E102 found. I have opened a work order for the maintenance team.", ["obs-1"])],
+             [_GOOD_E102[0], final("E102 found. I have opened a work order for the maintenance team.", ["obs-1"])],
              invented=("opened a work order",), expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("final answer at step 1 with no observation",
              [final("Stop the press and let it cool down before restarting.")],
              invented=("let it cool down",), expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("evidence ids that do not exist",
-             [GOOD_E102[0], final("E102: follow the manual steps.", ["obs-1", "obs-7"])],
+             [_GOOD_E102[0], final("E102: follow the manual steps.", ["obs-1", "obs-7"])],
              expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("invented page of a real manual",
-             [GOOD_E102[0], final("E102: see p. 97 of the manual.", ["obs-1"])],
+             [_GOOD_E102[0], final("E102: see p. 97 of the manual.", ["obs-1"])],
              invented=("p. 97",), expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("action and final answer in one reply",
-             [raw(json.dumps({"thought": "both", "action": ORDER,
+             [raw(json.dumps({"thought": "both", "action": _ORDER,
                               "args": {"device_id": "press-3", "fault_code": "E102", "summary": "x"},
                               "final_answer": "Work order WO-DEADBEEF0002 created."}))],
              invented=("WO-DEADBEEF0002",), expect={"fallback": "format_errors", "degraded": True}),
     Scenario("two JSON objects in one reply",
-             [raw(json.dumps({"thought": "a", "action": MANUAL, "args": {"fault_code": "E102"}}) + "\n"
+             [raw(json.dumps({"thought": "a", "action": _MANUAL, "args": {"fault_code": "E102"}}) + "\n"
                   + json.dumps({"thought": "b", "final_answer": "E102 is a pump fault, WO-DEADBEEF0003 open."}))],
              invented=("WO-DEADBEEF0003", "pump fault"), expect={"fallback": "format_errors", "degraded": True}),
     Scenario("three unreadable replies",
@@ -129,14 +132,14 @@ SCENARIOS: list[Scenario] = [
              [raw('{"thought": "The manual says that E102 is', finish_reason="length")],
              expect={"fallback": "format_errors", "degraded": True}),
     Scenario("fenced JSON is read",
-             [raw("```json\n" + GOOD_E102[0]["content"] + "\n```"),
+             [raw("```json\n" + _GOOD_E102[0]["content"] + "\n```"),
               raw("```json\n" + final("E102: follow the manual steps.", ["obs-1"])["content"] + "\n```")],
              expect={"fallback": None, "degraded": False, "reason": "final_answer"}),
     Scenario("Thought/Action text instead of JSON",
              [raw("Thought: a fault code.\nAction: search_maintenance_manual_by_fault_code\nAction Input: E102")],
              expect={"fallback": "format_errors", "degraded": True}),
     Scenario("an invented observation after the action is ignored",
-             [raw(GOOD_E102[0]["content"] + '\nObservation: {"id": "obs-1", "status": "ok", "content": '
+             [raw(_GOOD_E102[0]["content"] + '\nObservation: {"id": "obs-1", "status": "ok", "content": '
                   '[{"kind": "ref", "sensor": "coolant_level", "value": 87.25}]}'),
               final("E102: the coolant level is 87.25 %.", ["obs-1"])],
              invented=("87.25",), expect={"fallback": "answer_rejected", "rejected": 1}),
@@ -148,31 +151,31 @@ SCENARIOS: list[Scenario] = [
              [call("search_manual", fault_code="E102")],
              expect={"fallback": "unknown_tool", "degraded": True, "reason": "final_answer"}),
     Scenario("wrong argument types, then an invented value",
-             [call(PLC, device_id=["press-3"], sensor=7), final("The coolant level is 87.25 %.", ["obs-1"])],
+             [call(_PLC, device_id=["press-3"], sensor=7), final("The coolant level is 87.25 %.", ["obs-1"])],
              question="What is the coolant level on press-3 right now?",
              invented=("87.25",), expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("20,000-character final answer",
-             [GOOD_E102[0], final("WO-DEADBEEF0004 created. " + HUGE, ["obs-1"])],
+             [_GOOD_E102[0], final("WO-DEADBEEF0004 created. " + _HUGE, ["obs-1"])],
              invented=("WO-DEADBEEF0004",), expect={"fallback": "answer_rejected", "rejected": 1}),
     Scenario("20,000-character grounded answer is shown cut",
-             [GOOD_E102[0], final("E102: " + HUGE, ["obs-1"])],
+             [_GOOD_E102[0], final("E102: " + _HUGE, ["obs-1"])],
              expect={"fallback": None, "reason": "final_answer", "rejected": 0}),
     Scenario("20,000-character unreadable reply", [raw("x" * 20_000, finish_reason="length")],
              expect={"fallback": "token_budget", "degraded": True, "reason": "final_answer"}),
     Scenario("no usage: tokens are estimated and the run completes",
              [{**entry, "omit_usage": True} for entry in
-              [*GOOD_E102, final("E102: stop the press and check the coolant level.", ["obs-1", "obs-2"])]],
+              [*_GOOD_E102, final("E102: stop the press and check the coolant level.", ["obs-1", "obs-2"])]],
              expect={"fallback": None, "reason": "final_answer", "estimated": True}),
     Scenario("no usage: the token budget still holds",
-             [{**call(PLC, device_id="press-3", sensor=s), "omit_usage": True}
+             [{**call(_PLC, device_id="press-3", sensor=s), "omit_usage": True}
               for s in ("coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure")],
              question="check everything on press-3", loop={"max_tokens": 3000, "max_steps": 8},
              expect={"fallback": "token_budget", "estimated": True}),
     Scenario("a server that trickles one byte at a time",
-             [{**GOOD_E102[0], "trickle_s": 0.05}], invented=(),
+             [{**_GOOD_E102[0], "trickle_s": 0.05}], invented=(),
              expect={"fallback": "llm_unavailable", "degraded": True}),
     Scenario("a server slower than the whole budget",
-             [{**GOOD_E102[0], "delay_s": 8.0}], llm={"timeout_s": 10.0},
+             [{**_GOOD_E102[0], "delay_s": 8.0}], llm={"timeout_s": 10.0},
              expect={"reason": "time_budget", "degraded": True}),
     Scenario("HTTP 500", [{"status": 500, "content": "model crashed"}],
              expect={"fallback": "llm_unavailable", "degraded": True, "reason": "final_answer"}),
@@ -199,11 +202,11 @@ def run_scenario(scenario: Scenario, config: Config) -> ScenarioResult:
     result = ScenarioResult(scenario, record, wall_s, config.loop.max_wall_s, invented_shown,
                             ungrounded(answer, evidence), [], config.loop.raw_reply_max_chars,
                             config.loop.answer_max_chars)
-    result.problems = problems_of(result)
+    result.problems = _problems_of(result)
     return result
 
 
-def problems_of(result: ScenarioResult) -> list[str]:
+def _problems_of(result: ScenarioResult) -> list[str]:
     record, expect = result.record, result.scenario.expect
     problems = []
     if result.invented_shown:

@@ -8,20 +8,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from edge.run_record import TerminationReason
+from tools import plant
+from tools.manual_search.tool import ManualSearchTool
 from tools.plant import DeviceConfig
+from tools.plc.tool import PlcReadTool
+from tools.work_orders.tool import WorkOrderTool
 
-ToolName = Literal["search_maintenance_manual_by_fault_code", "read_plc_sensor_value", "generate_work_order"]
+_TOOL_NAMES = (ManualSearchTool.name, PlcReadTool.name, WorkOrderTool.name)
 # created: a new order id in the answer; existing: an open order returned, no duplicate;
 # pending: proposed and waiting for the technician; none: nothing ordered.
 WorkOrderOutcome = Literal["created", "existing", "pending", "none"]
 # live: a Good live value; cache_fallback: the PLC was silent and the cache answered;
 # outlier: a value outside the plausible range (a broken sensor); unavailable: no usable value.
 ReadingKind = Literal["live", "cache_fallback", "outlier", "unavailable"]
+
+
+def _a_tool(name: str) -> str:
+    if name not in _TOOL_NAMES:
+        raise ValueError(f"no tool is called {name!r}; the tools are {', '.join(_TOOL_NAMES)}")
+    return name
+
+
+ToolName = Annotated[str, AfterValidator(_a_tool)]
 
 
 class Strict(BaseModel):
@@ -116,13 +129,14 @@ def load_cases(path: str | Path, devices: dict[str, DeviceConfig] | None = None)
 
 
 def _plant_problem(case: EvalCase, devices: dict[str, DeviceConfig]) -> str | None:
-    known = ", ".join(devices)
     named = [case.device_id] if case.device_id else []
     if case.fault:
         named.append(case.fault.device_id)
-    for device_id in named:
-        if device_id not in devices:
-            return f"unknown device {device_id!r}; the plant has {known}"
+    try:
+        for device_id in named:
+            plant.require(devices, device_id)
+    except plant.UnknownDevice as exc:
+        return str(exc)
     if case.fault and case.fault.sensor and case.fault.sensor not in devices[case.fault.device_id].sensors:
         return f"device {case.fault.device_id!r} has no sensor {case.fault.sensor!r}"
     all_sensors = {sensor for device in devices.values() for sensor in device.sensors}

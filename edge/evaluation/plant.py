@@ -16,6 +16,7 @@ from pathlib import Path
 
 from edge.config import Config
 from edge.evaluation.cases import Fault
+from tools import plant
 from tools.plc.gateway import PlcGateway
 from tools.plc.simulator import SimulatorHandle, start_simulator
 
@@ -25,9 +26,7 @@ class EvalPlant:
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.index_built = False
-        index = Path(config.knowledge.index_file)
-        if not index.is_absolute():
-            index = Path(config.state_dir) / index
+        index = config.state_path(config.knowledge.index_file)
         if not index.exists():
             from knowledge.demo import build_demo_index
 
@@ -35,11 +34,7 @@ class EvalPlant:
             self.index_built = True
         self.index_path = index.resolve()
         self.sim: SimulatorHandle = start_simulator(config.devices, "127.0.0.1", 0)
-        devices = {
-            device_id: device.model_copy(
-                update={"plc": device.plc.model_copy(update={"host": "127.0.0.1", "port": self.sim.port})}, deep=True)
-            for device_id, device in config.devices.items()
-        }
+        devices = plant.repoint(config.devices, self.sim.host, self.sim.port)
         self.config = config.model_copy(update={
             "state_dir": str(workdir),
             "devices": devices,

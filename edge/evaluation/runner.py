@@ -48,7 +48,7 @@ class EvalReport(BaseModel):
     summary: Summary
 
 
-def run_case(agent: Agent, plant: EvalPlant, case: EvalCase, prepare: Prepare | None = None) -> CaseReport:
+def _run_case(agent: Agent, plant: EvalPlant, case: EvalCase, prepare: Prepare | None = None) -> CaseReport:
     earlier: list[RunRecord] = []
     try:
         for question in case.session:
@@ -65,11 +65,11 @@ def run_case(agent: Agent, plant: EvalPlant, case: EvalCase, prepare: Prepare | 
                       score=score_case(case, record, plant.config.devices, earlier))
 
 
-def run_cases(agent: Agent, plant: EvalPlant, cases: list[EvalCase],
+def _run_cases(agent: Agent, plant: EvalPlant, cases: list[EvalCase],
               on_case: Callable[[CaseReport], None] | None = None, prepare: Prepare | None = None) -> list[CaseReport]:
     reports = []
     for case in cases:
-        report = run_case(agent, plant, case, prepare)
+        report = _run_case(agent, plant, case, prepare)
         reports.append(report)
         if on_case is not None:
             on_case(report)
@@ -94,7 +94,7 @@ def evaluate(config: Config, cases: list[EvalCase], workdir: Path,
 def evaluate_on(agent: Agent, plant: EvalPlant, cases: list[EvalCase],
                 on_case: Callable[[CaseReport], None] | None = None, prepare: Prepare | None = None) -> EvalReport:
     started = time.perf_counter()
-    reports = run_cases(agent, plant, cases, on_case, prepare)
+    reports = _run_cases(agent, plant, cases, on_case, prepare)
     return EvalReport(
         planner=agent.loop.planner.name,
         llm_url=agent.config.llm.url,

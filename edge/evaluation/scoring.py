@@ -16,12 +16,15 @@ from edge.grounding import Evidence, collect_evidence, ungrounded
 from edge.run_record import RunRecord
 from knowledge.code_linker import CodeLinker
 from knowledge.codes import canonical_id, code_key
+from tools.manual_search.tool import ManualSearchTool
 from tools.observation import Observation
 from tools.plant import DeviceConfig
+from tools.plc.tool import PlcReadTool
+from tools.work_orders.tool import WorkOrderTool
 
-MANUAL = "search_maintenance_manual_by_fault_code"
-PLC = "read_plc_sensor_value"
-WORK_ORDER = "generate_work_order"
+_MANUAL = ManualSearchTool.name
+_PLC = PlcReadTool.name
+_WORK_ORDER = WorkOrderTool.name
 
 # Summary order; `passed` is all applicable metrics of a case at once.
 METRICS = ("first_tool", "tool_set", "fault_code", "sensor", "manual", "work_order", "grounded", "termination",
@@ -76,13 +79,13 @@ def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfi
         missing = _missing_sensors(expect.sensors, expect.reading, observations, answer, devices)
         score["sensor"] = check("sensor", not missing, "; ".join(missing))
     if expect.manual is not None:
-        statuses = [obs.status for obs in observations if obs.tool == MANUAL]
+        statuses = [obs.status for obs in observations if obs.tool == _MANUAL]
         got = statuses[0] if statuses else "not called"
         score["manual"] = check("manual", got == expect.manual, f"expected {expect.manual}, got {got}")
     if expect.work_order is not None:
-        got = work_order_outcome(observations, answer)
+        got = _work_order_outcome(observations, answer)
         score["work_order"] = check("work_order", got == expect.work_order, f"expected {expect.work_order}, got {got}")
-    evidence = run_evidence(record, devices, earlier)
+    evidence = _run_evidence(record, devices, earlier)
     # The loop shows no answer that fails the check; an answer it rejected still counts against the
     # planner that wrote it, so the evaluation judges the model, not only what the technician read.
     unbacked = list(dict.fromkeys([*ungrounded(answer, evidence),
@@ -122,16 +125,16 @@ def crashed_score(case: EvalCase, error: str) -> CaseScore:
                      passed=False, problems=[f"run failed: {error}"])
 
 
-def run_evidence(record: RunRecord, devices: dict[str, DeviceConfig], earlier: list[RunRecord] = ()) -> Evidence:
+def _run_evidence(record: RunRecord, devices: dict[str, DeviceConfig], earlier: list[RunRecord] = ()) -> Evidence:
     """What an answer may draw on: this run's observations and question, earlier runs of its session, the plant."""
     observations = [obs for run in [*earlier, record] for obs in run.observations]
     return collect_evidence(observations, record.question, devices, [run.question for run in earlier])
 
 
-def work_order_outcome(observations: list[Observation], answer: str) -> str:
+def _work_order_outcome(observations: list[Observation], answer: str) -> str:
     outcome = "none"
     for obs in observations:
-        if obs.tool != WORK_ORDER or obs.status != "ok":
+        if obs.tool != _WORK_ORDER or obs.status != "ok":
             continue
         for item in obs.content:
             f = item.fields
@@ -144,7 +147,7 @@ def work_order_outcome(observations: list[Observation], answer: str) -> str:
 
 
 def _missing_codes(expected: list[str], observations: list[Observation], answer: str) -> list[str]:
-    found = {canonical_id(str(item.fields["fault_code"])) for obs in observations if obs.tool == MANUAL and obs.status in ("ok", "degraded")
+    found = {canonical_id(str(item.fields["fault_code"])) for obs in observations if obs.tool == _MANUAL and obs.status in ("ok", "degraded")
              for item in obs.content if item.kind == "ref" and item.fields.get("fault_code")}
     bare = [code_key(code) for code in expected if code_key(code).isdigit()]
     named = {mention.canonical_id for mention in CodeLinker(bare).mentions(answer, language_of(answer))}
@@ -159,7 +162,7 @@ def _missing_codes(expected: list[str], observations: list[Observation], answer:
 
 def _missing_sensors(expected: list[str], reading: ReadingKind | None, observations: list[Observation], answer: str,
                      devices: dict[str, DeviceConfig]) -> list[str]:
-    readings = {item.fields["sensor"]: item.fields for obs in observations if obs.tool == PLC
+    readings = {item.fields["sensor"]: item.fields for obs in observations if obs.tool == _PLC
                 for item in obs.content if item.kind == "ref" and item.fields.get("sensor")}
     missing = []
     for sensor in expected:
@@ -167,8 +170,8 @@ def _missing_sensors(expected: list[str], reading: ReadingKind | None, observati
         if fields is None:
             missing.append(f"{sensor} not read")
             continue
-        if reading is not None and reading_kind(fields) != reading:
-            missing.append(f"{sensor}: expected a {reading} reading, got {reading_kind(fields)}")
+        if reading is not None and _reading_kind(fields) != reading:
+            missing.append(f"{sensor}: expected a {reading} reading, got {_reading_kind(fields)}")
         names = {sensor, sensor.replace("_", " ")}
         for device in devices.values():
             if sensor in device.sensors:
@@ -179,7 +182,7 @@ def _missing_sensors(expected: list[str], reading: ReadingKind | None, observati
     return missing
 
 
-def reading_kind(fields: dict[str, Any]) -> ReadingKind:
+def _reading_kind(fields: dict[str, Any]) -> ReadingKind:
     if fields.get("value") is None:
         return "unavailable"
     if fields.get("is_outlier"):

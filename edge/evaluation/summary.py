@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from edge.evaluation.scoring import METRICS, CaseScore
 
 # Rates are compared with this slack so that a float round-trip through JSON never reads as a regression.
-EPSILON = 1e-9
+_EPSILON = 1e-9
 
 
 class MetricSummary(BaseModel):
@@ -90,7 +90,7 @@ def regressions(summary: Summary, baseline: Baseline) -> list[str]:
     found = []
     for name, floor in baseline.scores.items():
         rate = rates.get(name)
-        if rate is None or rate < floor - EPSILON:
+        if rate is None or rate < floor - _EPSILON:
             got = "not measured" if rate is None else f"{rate:.1%}"
             found.append(f"{name}: {got} is below the baseline {floor:.1%}")
     if found:

@@ -32,10 +32,10 @@ from edge.loop import RunRequest
 from edge.run_record import RunRecord
 from edge.scripted_llm_server import ScriptedLlmServer
 
-PREFIX_TARGET = 0.90
-CONTEXT_TARGET = 4096
-TYPICAL_STEPS = 3
-ESTIMATE_NOTE = ("tokens estimated by the scripted server at 4 characters per token: Qwen2's tokenizer is not "
+_PREFIX_TARGET = 0.90
+_CONTEXT_TARGET = 4096
+_TYPICAL_STEPS = 3
+_ESTIMATE_NOTE = ("tokens estimated by the scripted server at 4 characters per token: Qwen2's tokenizer is not "
                  "available offline (Chinese text is undercounted)")
 
 
@@ -74,13 +74,13 @@ class TokenReport(BaseModel):
     context_max: int
     processed_mean: float
     uncached_mean: float
-    prefix_target: float = PREFIX_TARGET
-    context_target: int = CONTEXT_TARGET
+    prefix_target: float = _PREFIX_TARGET
+    context_target: int = _CONTEXT_TARGET
     prefix_target_met: bool
     context_target_met: bool
 
 
-def task_tokens(case_id: str, record: RunRecord) -> TaskTokens:
+def _task_tokens(case_id: str, record: RunRecord) -> TaskTokens:
     steps = [
         StepTokens(n=step.n, prompt_tokens=step.llm.prompt_tokens, completion_tokens=step.llm.completion_tokens,
                    shared_prefix_tokens=step.llm.shared_prefix_tokens,
@@ -98,15 +98,15 @@ def task_tokens(case_id: str, record: RunRecord) -> TaskTokens:
 
 
 def token_report(reports: list[CaseReport], source: str, estimated: bool) -> TokenReport:
-    tasks = [task_tokens(r.case.id, r.record) for r in reports if r.record is not None and
+    tasks = [_task_tokens(r.case.id, r.record) for r in reports if r.record is not None and
              any(step.llm is not None for step in r.record.steps)]
     later = [s.prefix_share for task in tasks for s in task.steps[1:]]
-    typical = [task for task in tasks if len(task.steps) == TYPICAL_STEPS]
+    typical = [task for task in tasks if len(task.steps) == _TYPICAL_STEPS]
     contexts = sorted(task.context_tokens for task in typical)
     return TokenReport(
         source=source,
         estimated=estimated,
-        note=ESTIMATE_NOTE if estimated else "tokens counted by the server",
+        note=_ESTIMATE_NOTE if estimated else "tokens counted by the server",
         tasks=tasks,
         prefix_share_from_step2_min=min(later) if later else None,
         prefix_share_from_step2_mean=round(statistics.fmean(later), 4) if later else None,
@@ -116,12 +116,12 @@ def token_report(reports: list[CaseReport], source: str, estimated: bool) -> Tok
         context_max=max((task.context_tokens for task in tasks), default=0),
         processed_mean=round(statistics.fmean(t.processed_tokens for t in tasks), 1) if tasks else 0.0,
         uncached_mean=round(statistics.fmean(t.uncached_tokens for t in tasks), 1) if tasks else 0.0,
-        prefix_target_met=bool(later) and min(later) >= PREFIX_TARGET,
-        context_target_met=bool(contexts) and contexts[-1] <= CONTEXT_TARGET,
+        prefix_target_met=bool(later) and min(later) >= _PREFIX_TARGET,
+        context_target_met=bool(contexts) and contexts[-1] <= _CONTEXT_TARGET,
     )
 
 
-class RulesReplay:
+class _RulesReplay:
     """Plays the rules planner's moves for a request as a model's replies, over a scripted server."""
 
     def __init__(self, rules_agent: Agent):
@@ -134,10 +134,10 @@ class RulesReplay:
         return self._script[min(turn, len(self._script) - 1)]
 
     def prepare(self, request: RunRequest) -> None:
-        self._script = replies_of(self._rules.run(fresh_ids(request)))
+        self._script = _replies_of(self._rules.run(fresh_ids(request)))
 
 
-def replies_of(record: RunRecord) -> list[dict[str, Any]]:
+def _replies_of(record: RunRecord) -> list[dict[str, Any]]:
     """A run's moves as the assistant messages a model would have written for them."""
     replies = [{"content": json.dumps({"thought": step.thought, "action": step.action, "args": step.args},
                                       ensure_ascii=False)}
@@ -154,7 +154,7 @@ def measure_tokens(config: Config, cases: list[EvalCase], workdir: Path,
     """Run `cases` through the LLM planner with the real prompt: the configured model, else the rules replay."""
     plant = EvalPlant(config, workdir)
     registry = build_registry(plant.config)
-    replay: RulesReplay | None = None
+    replay: _RulesReplay | None = None
     agents: list[Agent] = []
     try:
         agents.append(Agent(plant.config, registry))
@@ -163,7 +163,7 @@ def measure_tokens(config: Config, cases: list[EvalCase], workdir: Path,
             agent = agents[0]
             report = evaluate_on(agent, plant, cases, on_case)
             return report, token_report(report.cases, f"LLM at {plant.config.llm.url}", estimated=False)
-        replay = RulesReplay(agents[0])
+        replay = _RulesReplay(agents[0])
         replay.server.start()
         llm = plant.config.llm.model_copy(update={"url": replay.server.url})
         agent = Agent(plant.config.model_copy(update={"llm": llm}), registry)

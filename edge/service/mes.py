@@ -1,4 +1,5 @@
-"""`POST /v1/mes/alarms`: the MES reports an alarm, signed as a Standard Webhook.
+"""`POST /v1/mes/alarms`: the MES reports an alarm; `POST /v1/mes/work-order-status`: the MES moves a
+work order along its lifecycle and, closing it, says what was found and done. Both signed as Standard Webhooks.
 
 Order of checks: the signature headers and timestamp before a byte of the
 body is read (401), the body read up to the route's size limit (413), the
@@ -7,6 +8,8 @@ webhook-id: a replay gets the response stored for its first delivery, so an
 MES retrying after a lost response cannot start a second run. While
 `max_concurrent_alarms` run, another alarm gets 503 with Retry-After.
 Only a handled alarm leaves a record; a refused or failed one leaves nothing.
+A status change follows the same order; an unknown order is 404, a move its lifecycle does not allow 409,
+and either leaves nothing, so the MES may send it again once the order is where it expects.
 """
 
 from __future__ import annotations
@@ -17,14 +20,19 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 from starlette.concurrency import run_in_threadpool
 
-from tools.work_orders.model import FaultCode
+from tools.work_orders.model import (FaultCode, Fix, IllegalTransition, OrderStatus, WorkOrderError,
+                                     WorkOrderNotFound, check_fix)
 from tools.work_orders.signing import SignatureError, check_headers, verify
 from tools.work_orders.store import WebhookInProgress, WorkOrderStore
 
 ALARMS_PATH = "/v1/mes/alarms"
+STATUS_PATH = "/v1/mes/work-order-status"
+# How a status change the store refuses is answered, most specific first; any other failure is a 500.
+REFUSED_STATUS: dict[type[WorkOrderError], int] = {WorkOrderNotFound: 404, IllegalTransition: 409, WorkOrderError: 422}
 
 
 class AlarmsBusy(Exception):
@@ -59,6 +67,24 @@ class MesAlarm(BaseModel):
         return self.model_dump(mode="json")
 
 
+class MesStatusChange(Fix):
+    """A status change from the MES, with the fix fields when it closes the order (`Fix`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    work_order_id: str = Field(min_length=1, max_length=64, description="the order's id as fixloop gave it, e.g. "
+                                                                        "WO-3F9A1C2B7D4E5F60")
+    status: OrderStatus
+
+    @model_validator(mode="after")
+    def _fix_only_when_closing(self) -> MesStatusChange:
+        check_fix(self.status, self.fix())
+        return self
+
+    def fix(self) -> Fix:
+        return Fix.model_validate(self.model_dump(include=set(Fix.model_fields)))
+
+
 def build_mes_router(
     verify_secrets: list[str],
     handle_alarm: Callable[[MesAlarm], dict[str, Any]],
@@ -71,29 +97,43 @@ def build_mes_router(
     clock: Callable[[], float] = time.time,
 ) -> APIRouter:
     """`handle_alarm` runs the agent on a verified alarm and returns the JSON response body
-    (the work order and the run id); it is called at most once per webhook-id."""
+    (the work order and the run id); it is called at most once per webhook-id. Status changes
+    are applied to `store` directly, as the MES's."""
     router = APIRouter()
 
-    @router.post(ALARMS_PATH)
-    async def receive_alarm(request: Request) -> JSONResponse:
-        now = clock()
+    async def verified(request: Request, now: float) -> tuple[str, bytes] | JSONResponse:
+        """The webhook-id and body of a request signed with one of the secrets; else the 401."""
         try:
             check_headers(verify_secrets, request.headers, now, tolerance_s)
             body = await request.body()
-            webhook_id = verify(verify_secrets, request.headers, body, now, tolerance_s)
+            return verify(verify_secrets, request.headers, body, now, tolerance_s), body
         except SignatureError as exc:
             return JSONResponse({"detail": f"webhook verification failed: {exc}"}, status_code=401)
-        try:
-            context = {"devices": set(known_devices)} if known_devices is not None else None
-            alarm = MesAlarm.model_validate_json(body, context=context)
-        except ValidationError as exc:
-            return JSONResponse({"detail": _field_errors(exc)}, status_code=422)
+
+    async def claimed(webhook_id: str, now: float) -> JSONResponse | None:
+        """None when this request owns the webhook-id now; else the stored answer to a replay, or the 409."""
         try:
             earlier = await run_in_threadpool(store.claim_webhook, webhook_id, now, claim_timeout_s, replay_ttl_s)
         except WebhookInProgress as exc:
             return JSONResponse({"detail": str(exc)}, status_code=409, headers={"retry-after": "1"})
         if earlier is not None:
             return JSONResponse(earlier["body"], status_code=earlier["status_code"], headers={"webhook-replayed": "true"})
+        return None
+
+    @router.post(ALARMS_PATH)
+    async def receive_alarm(request: Request) -> JSONResponse:
+        now = clock()
+        signed = await verified(request, now)
+        if isinstance(signed, JSONResponse):
+            return signed
+        webhook_id, body = signed
+        try:
+            context = {"devices": set(known_devices)} if known_devices is not None else None
+            alarm = MesAlarm.model_validate_json(body, context=context)
+        except ValidationError as exc:
+            return JSONResponse({"detail": _field_errors(exc)}, status_code=422)
+        if (answered := await claimed(webhook_id, now)) is not None:
+            return answered
         try:
             result = await run_in_threadpool(handle_alarm, alarm)
         except AlarmsBusy as exc:
@@ -103,6 +143,31 @@ def build_mes_router(
         except Exception as exc:
             await run_in_threadpool(store.release_webhook, webhook_id)
             return JSONResponse({"detail": f"alarm handling failed: {type(exc).__name__}: {exc}"}, status_code=500)
+        await run_in_threadpool(store.finish_webhook, webhook_id, 200, result)
+        return JSONResponse(result, status_code=200)
+
+    @router.post(STATUS_PATH)
+    async def receive_status(request: Request) -> JSONResponse:
+        now = clock()
+        signed = await verified(request, now)
+        if isinstance(signed, JSONResponse):
+            return signed
+        webhook_id, body = signed
+        try:
+            change = MesStatusChange.model_validate_json(body)
+        except ValidationError as exc:
+            return JSONResponse({"detail": _field_errors(exc)}, status_code=422)
+        if (answered := await claimed(webhook_id, now)) is not None:
+            return answered
+        try:
+            order = await run_in_threadpool(store.set_status, change.work_order_id, change.status, "mes", change.fix())
+        except Exception as exc:
+            # Refused or failed: the claim goes, so a retry of this webhook-id is handled afresh.
+            await run_in_threadpool(store.release_webhook, webhook_id)
+            status = next((code for kind, code in REFUSED_STATUS.items() if isinstance(exc, kind)), 500)
+            detail = str(exc) if status < 500 else f"status change failed: {type(exc).__name__}: {exc}"
+            return JSONResponse({"detail": detail}, status_code=status)
+        result = {"work_order": order.model_dump(mode="json")}
         await run_in_threadpool(store.finish_webhook, webhook_id, 200, result)
         return JSONResponse(result, status_code=200)
 

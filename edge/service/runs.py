@@ -1,10 +1,11 @@
-"""Runs in flight: the synchronous loop on worker threads, its events bridged to asyncio.
+"""Runs in flight: the synchronous loop on worker threads, its events kept for whoever follows them.
 
-Each run gets its own worker thread, request, cancel flag and event sink, so
+Each run gets its own worker thread, request, cancel flag and event log, so
 concurrent runs share nothing but the agent (whose planners and tools are
 built to be shared). A run finishes and is stored whether or not anyone is
 still listening: a tablet that drops off Wi-Fi mid-run loses the stream,
-not the run.
+not the run, and picks it up again from the last event it got (`follow`):
+from the run's event log while it runs, from its record once stored.
 """
 
 from __future__ import annotations
@@ -12,21 +13,78 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
 
 from edge.agent import Agent
-from edge.loop import EventSink, RunRequest
+from edge.events import LAST_EVENTS, ErrorEvent, RunEvent, events_from_record, stored_event
+from edge.loop import RunRequest
 from edge.run_record import RunRecord
-from edge.run_store import RunStore, work_order_ref
+from edge.run_store import RunStore
 from edge.service import metrics
+from edge.service.errors import RunFinished, RunNotFound
+from edge.service.schemas import RunView, TakeoverResult
 
 log = logging.getLogger("fixloop.service")
 
-# Sent after the loop's own events, once the record is stored: "GET /v1/runs/{id}" works from here on.
-STORED = "stored"
-FAILED = "error"
+# A takeover waits for the step in progress: one LLM request plus one tool call at most.
+TAKEOVER_GRACE_S = 3.0
+
+NumberedEvents = AsyncIterator[tuple[int, RunEvent]]
+
+
+class EventLog:
+    """A run's events in order, numbered from 0: appended by its worker thread, followed on the event
+    loop by any number of streams, each from the event it starts at."""
+
+    def __init__(self) -> None:
+        self._events: list[RunEvent] = []
+        self._lock = threading.Lock()
+        self._wakers: set[Callable[[], None]] = set()
+
+    def append(self, event: RunEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+            wakers = list(self._wakers)
+        for wake in wakers:
+            wake()
+
+    def since(self, first: int) -> list[RunEvent]:
+        return self._since(first)[0]
+
+    def _since(self, first: int) -> tuple[list[RunEvent], bool]:
+        """The events from number `first` on, and whether the run has said its last."""
+        with self._lock:
+            return self._events[first:], bool(self._events) and isinstance(self._events[-1], LAST_EVENTS)
+
+    async def follow(self, first: int = 0) -> NumberedEvents:
+        """The events from number `first` on, as they come, up to the run's last."""
+        loop = asyncio.get_running_loop()
+        arrived = asyncio.Event()
+
+        def wake() -> None:
+            try:
+                loop.call_soon_threadsafe(arrived.set)
+            except RuntimeError:
+                pass  # the event loop is gone (shutdown): the run still finishes and is stored
+
+        with self._lock:
+            self._wakers.add(wake)
+        try:
+            n = first
+            while True:
+                arrived.clear()  # before reading: an event appended after the read sets it again
+                events, ended = self._since(n)
+                for event in events:
+                    yield n, event
+                    n += 1
+                if ended:
+                    return
+                await arrived.wait()
+        finally:
+            with self._lock:
+                self._wakers.discard(wake)
 
 
 @dataclass
@@ -34,6 +92,7 @@ class LiveRun:
     request: RunRequest
     cancel: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
+    events: EventLog = field(default_factory=EventLog)
     record: RunRecord | None = None
     error: str | None = None
 
@@ -52,11 +111,11 @@ class RunManager:
         with self._lock:
             return self._live.get(run_id)
 
-    def start(self, request: RunRequest, sink: EventSink) -> LiveRun:
+    def start(self, request: RunRequest) -> LiveRun:
         live = LiveRun(request)
         with self._lock:
             self._live[request.run_id] = live
-        self._pool.submit(self._execute, live, sink)
+        self._pool.submit(self._execute, live)
         return live
 
     def run_sync(self, request: RunRequest) -> RunRecord:
@@ -66,7 +125,7 @@ class RunManager:
         with self._lock:
             self._live[request.run_id] = live
         try:
-            self._pool.submit(self._execute, live, lambda event: None).result()
+            self._pool.submit(self._execute, live).result()
         finally:
             # Normally _execute has already removed it; not if the pool refused or cancelled the run.
             with self._lock:
@@ -75,23 +134,67 @@ class RunManager:
             raise RuntimeError(live.error or "run failed")
         return live.record
 
-    def _execute(self, live: LiveRun, sink: EventSink) -> None:
+    def _execute(self, live: LiveRun) -> None:
         metrics.ACTIVE_RUNS.inc()
         try:
-            record = self.agent.run(live.request, sink, live.cancel)
+            record = self.agent.run(live.request, live.events.append, live.cancel)
             self.store.save(record)
             live.record = record
             self._on_record(record)
-            sink({"type": STORED, "run_id": record.run_id, "work_order": work_order_event(record)})
+            live.events.append(stored_event(record))
         except Exception as exc:  # the stream must end with a reason, not hang
             log.exception("run %s failed", live.request.run_id)
             live.error = f"{type(exc).__name__}: {exc}"
-            sink({"type": FAILED, "run_id": live.request.run_id, "error": live.error})
+            live.events.append(ErrorEvent(run_id=live.request.run_id, error=live.error))
         finally:
             metrics.ACTIVE_RUNS.dec()
             with self._lock:
                 self._live.pop(live.request.run_id, None)
             live.done.set()
+
+    # Each lookup below asks the live set first: a run is stored before it leaves the live set,
+    # so this order cannot miss it. They block on the run store: call them off the event loop.
+
+    def view(self, run_id: str) -> RunView:
+        if self.get(run_id) is not None:
+            return RunView(run_id=run_id, running=True)
+        record = self.store.get(run_id)
+        if record is None:
+            raise RunNotFound(run_id)
+        return RunView(run_id=run_id, running=False, record=record, confirmations=self.store.confirmations(run_id))
+
+    def events(self, run_id: str) -> list[RunEvent]:
+        """The run's events so far: all of them, ending with `stored`, once it is stored."""
+        live = self.get(run_id)
+        if live is not None:
+            return live.events.since(0)
+        record = self.store.get(run_id)
+        if record is None:
+            raise RunNotFound(run_id)
+        return events_from_record(record)
+
+    def follow(self, run_id: str, first: int = 0) -> NumberedEvents:
+        """The run's events from number `first` on: as they come while it runs, replayed once it is stored."""
+        live = self.get(run_id)
+        if live is not None:
+            return live.events.follow(first)
+        return _numbered(self.events(run_id), first)
+
+    def takeover(self, run_id: str) -> TakeoverResult:
+        """Stop the run at its next step boundary and wait for it: what it knew, and what it was about to do."""
+        live = self.get(run_id)
+        if live is None:
+            record = self.store.get(run_id)
+            if record is None:
+                raise RunNotFound(run_id)
+            raise RunFinished(run_id, record.termination.reason if record.termination else "unknown")
+        live.cancel.set()
+        stopped = live.done.wait(TAKEOVER_GRACE_S + self.agent.config.llm.timeout_s)
+        record = live.record
+        termination = record.termination if record else None
+        return TakeoverResult(run_id=run_id, stopped=stopped, record=record,
+                              taken_over=bool(termination and termination.reason == "takeover"),
+                              pending_action=termination.pending_action if termination else None)
 
     def close(self) -> None:
         with self._lock:
@@ -100,28 +203,6 @@ class RunManager:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-class EventBridge:
-    """An event sink for a worker thread that feeds an async iterator on the event loop."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
-        except RuntimeError:
-            pass  # the event loop is gone (shutdown): the run still finishes and is stored
-
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        while True:
-            event = await self._queue.get()
-            yield event
-            if event["type"] in (STORED, FAILED):
-                return
-
-
-def work_order_event(record: RunRecord) -> dict[str, Any] | None:
-    """The work order the run proposed or touched, for the app's card."""
-    ref = work_order_ref(record)
-    return {**ref[1], "step": ref[0].n} if ref else None
+async def _numbered(events: list[RunEvent], first: int) -> NumberedEvents:
+    for n, event in enumerate(events[first:], start=first):
+        yield n, event

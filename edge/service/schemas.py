@@ -48,6 +48,14 @@ class DeviceView(BaseModel):
     sensors: list[SensorView]
 
 
+class ToolView(BaseModel):
+    name: str
+    # What the tool is for, in the tablet's words (manual, plc, order); None for a tool it has no words for.
+    role: str | None
+    description: str
+    side_effect: bool
+
+
 class RunView(BaseModel):
     run_id: str
     running: bool

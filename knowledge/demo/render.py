@@ -30,7 +30,7 @@ td, th { border: 1px solid black; padding: 3px; font-size: 9pt; vertical-align: 
 p { margin: 2pt 0; }
 """
 PAGE = pymupdf.paper_rect("a4")
-CONTENT = PAGE + (56, 72, -56, -72)
+CONTENT = PAGE + (56, 72, -56, -72)  # noqa: RUF005 -- Rect + tuple moves its edges, it does not concatenate
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,14 @@ and marked `degraded`, so a cold start never makes the loop wait.
 from __future__ import annotations
 
 import threading
-from typing import Literal
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from knowledge.models import Hit, Scope, SearchResult
 from knowledge.search import IndexMissing, ManualIndex
+from tools import plant
 from tools.contract import Item, Tool, ToolContext, ToolOutput
 from tools.plant import DeviceConfig, find_device, unknown_device
 
@@ -68,7 +69,7 @@ class ManualSearchTool(Tool):
     output_fields = frozenset({
         "fault_code", "title", "manual", "manual_title", "version", "version_compatibility", "page", "score",
         "match", "vendor", "model", "scope", "applies_to_device", "cause", "symptom", "n", "language",
-        "kind", "snippet", "ocr",
+        "kind", "snippet", "ocr", "manual_id",
     })
     prompt_fields = frozenset({
         "fault_code", "title", "manual", "version", "version_compatibility", "page", "match", "scope",
@@ -101,25 +102,28 @@ class ManualSearchTool(Tool):
         self._closed = True
         self._index.close()
 
-    def run(self, args: ManualSearchInput, ctx: ToolContext) -> ToolOutput:
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        assert isinstance(args, ManualSearchInput)  # the registry validated args against input_model
         scope = Scope()
         if args.device_id is not None:
             device_id = find_device(self._devices, args.device_id)
             if device_id is None:
                 return unknown_device(self._devices, args.device_id, self.name)
-            device = self._devices[device_id]
-            scope = Scope(vendor=device.vendor, model=device.model, label=device_id)
+            scope = plant.scope(self._devices[device_id])
         degraded = False
         try:
             if args.fault_code is not None:
                 result = self._index.lookup(args.fault_code, scope, args.manual_version, language=args.language,
                                             k=CODE_HITS)
-            elif self.semantic_ready:
-                result = self._index.query(args.query, scope, args.manual_version, k=SYMPTOM_HITS)
             else:
-                self._warm_in_background()
-                degraded = True
-                result = self._index.search(args.query, scope, args.manual_version, k=SYMPTOM_HITS, mode="lexical")
+                assert args.query is not None  # ManualSearchInput._one_of: no fault code means a symptom
+                if self.semantic_ready:
+                    result = self._index.query(args.query, scope, args.manual_version, k=SYMPTOM_HITS)
+                else:
+                    self._warm_in_background()
+                    degraded = True
+                    result = self._index.search(args.query, scope, args.manual_version, k=SYMPTOM_HITS,
+                                                mode="lexical")
         except IndexMissing as exc:
             return ToolOutput.error("index_missing", str(exc),
                                     "Answer without the manuals and say so; an operator must build the manual index.",
@@ -178,5 +182,7 @@ def _ref(hit: Hit) -> Item:
             "score": hit.score, "match": hit.match, "vendor": hit.vendor, "model": hit.model, "scope": hit.scope,
             "applies_to_device": hit.applies_to_device, "cause": hit.cause, "symptom": hit.symptom,
             "language": hit.language, "kind": hit.kind, "snippet": hit.snippet, "ocr": hit.ocr,
+            # The manual's id in the index: with page (and fault_code for an entry) the app shows the page.
+            "manual_id": hit.manual_sha256,
         },
     )

@@ -14,7 +14,8 @@ from knowledge.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from tools.plc.config import PlcConfig
     from tools.plc.errors import NoCommunication, PlcReadError, PlcRejected
-    from tools.plc.gateway import PlcGateway
+    from tools.plc.gateway import BreakerState, PlcGateway, SensorProbe, breaker_states, probe_device
+    from tools.plc.history import SensorHistory, UnknownSensor, sensor_history
     from tools.plc.poller import Poller, PollReport, poll_once
     from tools.plc.reading import Reading
     from tools.plc.sim_control import ControlServer
@@ -27,8 +28,15 @@ _EXPORTS = {
     "PlcReadTool": "tools.plc.tool",
     "PlcReadArgs": "tools.plc.tool",
     "PlcGateway": "tools.plc.gateway",
+    "SensorProbe": "tools.plc.gateway",
+    "BreakerState": "tools.plc.gateway",
+    "probe_device": "tools.plc.gateway",
+    "breaker_states": "tools.plc.gateway",
     "Reading": "tools.plc.reading",
     "PlcStore": "tools.plc.store",
+    "SensorHistory": "tools.plc.history",
+    "UnknownSensor": "tools.plc.history",
+    "sensor_history": "tools.plc.history",
     "PlcReadError": "tools.plc.errors",
     "NoCommunication": "tools.plc.errors",
     "PlcRejected": "tools.plc.errors",
@@ -41,6 +49,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "BreakerState",
     "ControlServer",
     "NoCommunication",
     "PlcConfig",
@@ -53,8 +62,14 @@ __all__ = [
     "PollReport",
     "Poller",
     "Reading",
+    "SensorHistory",
+    "SensorProbe",
     "SimulatorHandle",
+    "UnknownSensor",
+    "breaker_states",
     "poll_once",
+    "probe_device",
+    "sensor_history",
     "start_simulator",
 ]
 

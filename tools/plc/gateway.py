@@ -3,7 +3,9 @@
 Used by the agent tool (`read`) and the poller (`refresh`). A live value is
 stored in the cache as it is read, so the tool's own reads keep the cache
 fresh between polls (best effort: a cache that cannot be written does not
-cost the agent a live value it already has).
+cost the agent a live value it already has). A readiness check (`fixloop
+doctor`) asks the PLCs and the cache through `probe_device` and
+`breaker_states`, which change neither.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from tools.plant import DeviceConfig, SensorConfig
 from tools.plc import metrics
 from tools.plc.breaker import UNIT, Breakers
@@ -23,7 +27,7 @@ from tools.plc.config import PlcConfig
 from tools.plc.errors import NoCommunication, PlcRejected
 from tools.plc.modbus import ModbusReader
 from tools.plc.reading import Quality, Reading, Source, alarm_for, fallback_quality, is_outlier
-from tools.plc.store import BUSY_TIMEOUT_S, PlcStore
+from tools.plc.store import BUSY_TIMEOUT_S, BreakerRow, HistoryLimits, PlcStore
 
 log = logging.getLogger("fixloop.plc")
 
@@ -40,7 +44,7 @@ class PlcGateway:
     ):
         self.devices = devices
         self.config = config
-        self.store = PlcStore(cache_path, busy_timeout_s)
+        self.store = PlcStore(cache_path, busy_timeout_s, HistoryLimits.of(config))
         self.breakers = Breakers(self.store, config, on_breaker_open, clock)
         self._reader = ModbusReader()
         self._clock = clock
@@ -143,3 +147,64 @@ class PlcGateway:
 
     def _age_s(self, ts_ms: int | None) -> float | None:
         return None if ts_ms is None else max(0.0, self._clock() - ts_ms / 1000)
+
+
+class SensorProbe(BaseModel):
+    """One sensor read straight from its PLC by a readiness check."""
+
+    sensor: str
+    value: float | None = None
+    # The PLC answered, but unusably: a Modbus exception, or a reply that does not fit the sensor map.
+    rejected: str | None = None
+    is_outlier: bool = False
+
+
+class BreakerState(BaseModel):
+    """A breaker as the PLC cache holds it, with when it lets a read through again."""
+
+    device_id: str
+    sensor: str
+    state: str
+    failures: int
+    opened_at_ms: int | None
+    reopen_at_ms: int | None
+
+    @property
+    def whole_unit(self) -> bool:
+        return self.sensor == UNIT
+
+
+def probe_device(device: DeviceConfig, config: PlcConfig) -> list[SensorProbe]:
+    """Every sensor of the device read once straight over Modbus: no cache read or written and no breaker
+    counted, so a check never trips one. Raises `NoCommunication` at the first sensor the PLC does not
+    answer for."""
+    reader = ModbusReader()
+    try:
+        return [_probe(reader, device, sensor, config.read_budget_ms / 1000) for sensor in device.sensors.values()]
+    finally:
+        reader.close()
+
+
+def _probe(reader: ModbusReader, device: DeviceConfig, sensor: SensorConfig, budget_s: float) -> SensorProbe:
+    try:
+        value = decode(sensor, reader.read_registers(device.plc, sensor, budget_s))
+    except PlcRejected as exc:
+        return SensorProbe(sensor=sensor.id, rejected=str(exc))
+    return SensorProbe(sensor=sensor.id, value=value, is_outlier=is_outlier(sensor, value))
+
+
+def breaker_states(config: PlcConfig, cache_path: Path) -> list[BreakerState]:
+    """The breakers in an existing PLC cache (a missing cache is an error here, never created)."""
+    if not cache_path.exists():
+        raise FileNotFoundError(f"no PLC cache at {cache_path}")
+    store = PlcStore(cache_path)
+    try:
+        breakers = Breakers(store, config)
+        return [_breaker_state(row, breakers.reopen_at_ms(row)) for row in store.all_breakers()]
+    finally:
+        store.close()
+
+
+def _breaker_state(row: BreakerRow, reopen_at_ms: int | None) -> BreakerState:
+    return BreakerState(device_id=row.device_id, sensor=row.sensor, state=row.state, failures=row.failures,
+                        opened_at_ms=row.opened_at_ms, reopen_at_ms=reopen_at_ms)

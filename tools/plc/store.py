@@ -1,8 +1,11 @@
-"""The PLC tool's SQLite file: last good reading per sensor, and breaker state.
+"""The PLC tool's SQLite file: last good reading per sensor, its history, and breaker state.
 
 Shared by the tool (service process) and the poller (its own process in
 production), so it runs in WAL mode and every change is one short transaction.
 Breaker rows exist only while a breaker is counting or open; no row = closed.
+
+History rows are numbered per sensor (`seq`) as they are written, so both limits prune with one
+index seek per write: rows older than the retention window by time, rows past the cap by number.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
+
+from tools.plc.config import PlcConfig
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
@@ -20,6 +26,16 @@ CREATE TABLE IF NOT EXISTS readings (
     ts_ms INTEGER NOT NULL,
     PRIMARY KEY (device_id, sensor)
 );
+CREATE TABLE IF NOT EXISTS history (
+    device_id TEXT NOT NULL,
+    sensor TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts_ms INTEGER NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (device_id, sensor, seq)
+) WITHOUT ROWID;
+-- Covers the time-range query (value included) and the pruning by age.
+CREATE INDEX IF NOT EXISTS history_by_time ON history (device_id, sensor, ts_ms, value);
 CREATE TABLE IF NOT EXISTS breakers (
     device_id TEXT NOT NULL,
     sensor TEXT NOT NULL,              -- '*' is the whole PLC unit
@@ -37,6 +53,26 @@ class CachedReading:
     ts_ms: int
 
 
+class HistoryPoint(NamedTuple):
+    """One reading of a sensor's history (a JSON array `[ts_ms, value]` when serialized)."""
+
+    ts_ms: int
+    value: float
+
+
+@dataclass(frozen=True)
+class HistoryLimits:
+    retention_ms: int
+    max_rows: int
+
+    @classmethod
+    def of(cls, config: PlcConfig) -> HistoryLimits:
+        return cls(retention_ms=int(config.history_retention_s * 1000), max_rows=config.history_max_rows)
+
+
+DEFAULT_HISTORY = HistoryLimits.of(PlcConfig())
+
+
 @dataclass(frozen=True)
 class BreakerRow:
     device_id: str
@@ -52,7 +88,9 @@ BUSY_TIMEOUT_S = 5.0
 
 
 class PlcStore:
-    def __init__(self, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    def __init__(self, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S,
+                 history: HistoryLimits = DEFAULT_HISTORY):
+        self.history_limits = history
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         # One connection guarded by a lock: the tool is called from a thread pool.
@@ -70,7 +108,9 @@ class PlcStore:
     # -- readings ----------------------------------------------------------
 
     def put_reading(self, device_id: str, sensor: str, value: float, ts_ms: int) -> None:
-        """Store a good live value; a successful read also clears that sensor's and unit's breakers."""
+        """Store a good live value and append it to the sensor's history; a successful read also clears
+        that sensor's and unit's breakers."""
+        limits = self.history_limits
         with self._lock, self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.execute(
@@ -78,6 +118,24 @@ class PlcStore:
                 "ON CONFLICT (device_id, sensor) DO UPDATE SET value = excluded.value, ts_ms = excluded.ts_ms "
                 "WHERE excluded.ts_ms >= readings.ts_ms",
                 (device_id, sensor, value, ts_ms),
+            )
+            last = self._db.execute(
+                "SELECT seq FROM history WHERE device_id = ? AND sensor = ? ORDER BY seq DESC LIMIT 1",
+                (device_id, sensor),
+            ).fetchone()
+            seq = last[0] + 1 if last else 1
+            self._db.execute(
+                "INSERT INTO history (device_id, sensor, seq, ts_ms, value) VALUES (?, ?, ?, ?, ?)",
+                (device_id, sensor, seq, ts_ms, value),
+            )
+            # Two statements, not one with OR: SQLite would scan the sensor's rows for the OR.
+            self._db.execute(
+                "DELETE FROM history WHERE device_id = ? AND sensor = ? AND ts_ms < ?",
+                (device_id, sensor, ts_ms - limits.retention_ms),
+            )
+            self._db.execute(
+                "DELETE FROM history WHERE device_id = ? AND sensor = ? AND seq <= ?",
+                (device_id, sensor, seq - limits.max_rows),
             )
             self._db.execute("DELETE FROM breakers WHERE device_id = ? AND sensor IN (?, '*')", (device_id, sensor))
 
@@ -87,6 +145,16 @@ class PlcStore:
                 "SELECT value, ts_ms FROM readings WHERE device_id = ? AND sensor = ?", (device_id, sensor)
             ).fetchone()
         return CachedReading(value=row[0], ts_ms=row[1]) if row else None
+
+    def history(self, device_id: str, sensor: str, since_ms: int, until_ms: int) -> list[HistoryPoint]:
+        """The sensor's readings with since_ms <= ts_ms <= until_ms, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT ts_ms, value FROM history WHERE device_id = ? AND sensor = ? AND ts_ms BETWEEN ? AND ? "
+                "ORDER BY ts_ms",
+                (device_id, sensor, since_ms, until_ms),
+            ).fetchall()
+        return list(map(HistoryPoint._make, rows))
 
     # -- breakers ----------------------------------------------------------
 

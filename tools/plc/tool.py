@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -14,8 +16,12 @@ from tools.plant import DeviceConfig, find_device, unknown_device
 from tools.plc.config import PlcConfig
 from tools.plc.errors import MalformedReply, ModbusExceptionReply
 from tools.plc.gateway import PlcGateway
+from tools.plc.history import recent_trend
 from tools.plc.lookup import closest_sensor, find_sensor
 from tools.plc.reading import Reading
+from tools.plc.trend import Trend
+
+log = logging.getLogger("fixloop.plc")
 
 OUTLIER_SUGGESTION = (
     "The value is outside the sensor's plausible range: confirm on site whether the sensor has failed "
@@ -47,16 +53,18 @@ class PlcReadTool(Tool):
     description = (
         "Read one sensor of a machine from its PLC right now: value, unit, timestamp, age and data quality. "
         "Use it for questions about a machine's current state (temperature, pressure, coolant level, speed, "
-        "vibration). If the PLC does not answer, the last cached value comes back marked cache_fallback with its age."
+        "vibration). If the PLC does not answer, the last cached value comes back marked cache_fallback with its age. "
+        "trend says whether the value is rising, falling or steady over the hour before it (trend_window_s), "
+        "with its slope per minute."
     )
     input_model = PlcReadArgs
     output_fields = frozenset({
         "device_id", "sensor", "label", "label_zh", "value", "unit", "ts_ms", "timestamp", "age_s", "quality", "source",
-        "is_outlier", "alarm", "plausible_range", "fallback_reason",
+        "is_outlier", "alarm", "plausible_range", "fallback_reason", "trend", "trend_slope_per_min", "trend_window_s",
     })
     prompt_fields = frozenset({
         "device_id", "sensor", "value", "unit", "timestamp", "age_s", "quality", "source", "is_outlier", "alarm",
-        "plausible_range", "fallback_reason",
+        "plausible_range", "fallback_reason", "trend", "trend_slope_per_min", "trend_window_s",
     })
     timeout_s = 1.0
 
@@ -112,13 +120,29 @@ class PlcReadTool(Tool):
             )
         return self._output(reading)
 
+    def _trend(self, reading: Reading) -> Trend | None:
+        """The history leading up to a usable, plausible value; None for no value or a suspect one, whose
+        trend would describe other readings than the one reported."""
+        if reading.value is None or reading.is_outlier or reading.ts_ms is None:
+            return None
+        sensor = self.devices[reading.device_id].sensors[reading.sensor]
+        try:
+            return recent_trend(self.gateway.store, reading.device_id, sensor, reading.ts_ms)
+        except sqlite3.Error:
+            # As with a failed cache write: the reading is worth more than its trend.
+            log.exception("plc_history_read_failed %s/%s: reading returned without its trend",
+                          reading.device_id, reading.sensor)
+            return None
+
     def _source(self, device_id: str) -> str:
         plc = self.devices[device_id].plc
         return f"modbus://{plc.host}:{plc.port}/{plc.unit_id}"
 
     def _output(self, reading: Reading) -> ToolOutput:
-        label_zh = self.devices[reading.device_id].sensors[reading.sensor].label_zh
-        item = Item(kind="ref", text=describe(reading), fields={**_fields(reading), "label_zh": label_zh})
+        sensor = self.devices[reading.device_id].sensors[reading.sensor]
+        trend = self._trend(reading)
+        item = Item(kind="ref", text=describe(reading, trend),
+                    fields={**_fields(reading), **_trend_fields(trend), "label_zh": sensor.label_zh})
         source = self._source(reading.device_id)
         if reading.quality == "BadNoCommunication":
             return ToolOutput(
@@ -153,7 +177,14 @@ def _fields(reading: Reading) -> dict[str, Any]:
     }
 
 
-def describe(reading: Reading) -> str:
+def _trend_fields(trend: Trend | None) -> dict[str, Any]:
+    if trend is None:
+        return {"trend": None, "trend_slope_per_min": None, "trend_window_s": None}
+    return {"trend": trend.direction, "trend_slope_per_min": trend.slope_per_min,
+            "trend_window_s": trend.window_s if trend.direction != "unknown" else None}
+
+
+def describe(reading: Reading, trend: Trend | None = None) -> str:
     """One sentence a technician can read as it is."""
     what = f"{reading.label} on {reading.device_id}"
     if reading.value is None:
@@ -177,6 +208,10 @@ def describe(reading: Reading) -> str:
         )
     elif reading.alarm is not None:
         text += f" This is past its {reading.alarm} alarm threshold."
+    if trend is not None and trend.direction in ("rising", "falling"):
+        text += f" {trend.direction.capitalize()} at {trend.slope_per_min:+g} {reading.unit}/min over {_age(trend.window_s)}."
+    elif trend is not None and trend.direction == "steady":
+        text += f" Steady over {_age(trend.window_s)}."
     return text
 
 

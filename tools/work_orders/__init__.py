@@ -12,8 +12,9 @@ from knowledge.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tools.work_orders.config import MesConfig, WorkOrderConfig
-    from tools.work_orders.model import (ACTIVE_STATUSES, TRANSITIONS, FaultCode, IllegalTransition, OutboxRow,
-                                         WorkOrder, WorkOrderError, WorkOrderNotFound)
+    from tools.work_orders.model import (ACTIVE_STATUSES, CLOSED_STATUSES, TRANSITIONS, FaultCode, Fix, FixHistory,
+                                         IllegalTransition, OutboxRow, Part, WorkOrder, WorkOrderError,
+                                         WorkOrderNotFound)
     from tools.work_orders.outbox import DeliveryStats, deliver_due, run_worker
     from tools.work_orders.signing import SignatureError, check_headers, decode_secret, signed_headers, verify
     from tools.work_orders.store import WebhookInProgress, WorkOrderStore
@@ -26,6 +27,10 @@ _EXPORTS = {
     "WorkOrderArgs": "tools.work_orders.tool",
     "WorkOrder": "tools.work_orders.model",
     "FaultCode": "tools.work_orders.model",
+    "Fix": "tools.work_orders.model",
+    "FixHistory": "tools.work_orders.model",
+    "Part": "tools.work_orders.model",
+    "CLOSED_STATUSES": "tools.work_orders.model",
     "OutboxRow": "tools.work_orders.model",
     "ACTIVE_STATUSES": "tools.work_orders.model",
     "TRANSITIONS": "tools.work_orders.model",
@@ -46,12 +51,16 @@ _EXPORTS = {
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "CLOSED_STATUSES",
     "TRANSITIONS",
     "DeliveryStats",
     "FaultCode",
+    "Fix",
+    "FixHistory",
     "IllegalTransition",
     "MesConfig",
     "OutboxRow",
+    "Part",
     "SignatureError",
     "WebhookInProgress",
     "WorkOrder",

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from knowledge.codes import fault_key, reported_code
 
@@ -16,6 +18,8 @@ OutboxStatus = Literal["pending", "delivered", "failed"]
 
 PRIORITIES: tuple[str, ...] = ("low", "medium", "high", "urgent")
 ACTIVE_STATUSES: tuple[str, ...] = ("open", "acknowledged", "in_progress")
+# Final statuses: entering one closes the order and records what was found and done (`Fix`).
+CLOSED_STATUSES: tuple[str, ...] = ("done", "cancelled")
 TRANSITIONS: dict[str, tuple[str, ...]] = {
     "open": ("acknowledged", "cancelled"),
     "acknowledged": ("in_progress", "cancelled"),
@@ -41,6 +45,54 @@ class IllegalTransition(WorkOrderError):
     pass
 
 
+def _blank_is_none(value: Any) -> Any:
+    # Forms and MES payloads send "" for a field nobody filled in; that is "not recorded", not a value.
+    if isinstance(value, str):
+        return value.strip() or None
+    return value
+
+
+def _positive(quantity: int | float) -> int | float:
+    if not (math.isfinite(quantity) and quantity > 0):
+        raise ValueError("quantity must be a positive number")
+    return quantity
+
+
+FixText = Annotated[Annotated[str, StringConstraints(max_length=2000)] | None, BeforeValidator(_blank_is_none)]
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    part: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] = Field(
+        description="part number or name, e.g. 6205-2RS bearing")
+    quantity: Annotated[int | float, AfterValidator(_positive)] | None = Field(default=None, description="e.g. 2")
+
+    def label(self) -> str:
+        return f"{self.part} ×{self.quantity}" if self.quantity else self.part
+
+
+class Fix(BaseModel):
+    """What was found and done, recorded when an order is closed; every field may be left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cause: FixText = Field(default=None, description="what was found, e.g. coolant filter clogged")
+    remedy: FixText = Field(default=None, description="what was done, e.g. replaced the filter, flushed the circuit")
+    parts: list[Part] = Field(default_factory=list, max_length=50)
+    note: FixText = None
+
+    def is_empty(self) -> bool:
+        return not (self.cause or self.remedy or self.parts or self.note)
+
+
+def check_fix(status: str, fix: Fix | None) -> None:
+    """A fix is recorded when an order closes; on any other move nothing has been fixed yet."""
+    if fix is not None and not fix.is_empty() and status not in CLOSED_STATUSES:
+        raise WorkOrderError(f"cause, remedy, parts and note are recorded when an order is closed "
+                             f"({' or '.join(CLOSED_STATUSES)}), not when it moves to {status}")
+
+
 class WorkOrder(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -59,6 +111,22 @@ class WorkOrder(BaseModel):
     evidence: list[dict[str, Any]] = []
     created_at: str
     updated_at: str
+    # Set when the order enters a closed status; the fix fields only if someone recorded them.
+    closed_at: str | None = None
+    closed_by: str | None = None
+    cause: str | None = None
+    remedy: str | None = None
+    parts: list[Part] = []
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class FixHistory:
+    """A fault's past on one machine: how it was fixed before, and how often it came back lately."""
+
+    same_device: list[WorkOrder]  # orders closed as done for this device and fault, newest first
+    same_model: list[WorkOrder]  # the same fault on other machines of the same model, newest first
+    recent_orders: int  # orders for this device and fault created within the window, whatever their status
 
 
 class OutboxRow(BaseModel):

@@ -36,7 +36,7 @@ class DeliveryStats:
 
 def backoff_delay(attempt: int, config: MesConfig, rng: random.Random) -> float:
     """Delay after the `attempt`-th failure: doubling, capped, with equal jitter so workers spread out."""
-    ceiling = min(config.backoff_max_s, config.backoff_base_s * 2 ** (attempt - 1))
+    ceiling = min(config.backoff_max_s, config.backoff_base_s * 2.0 ** (attempt - 1))
     return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 
@@ -69,7 +69,8 @@ def deliver_due(
     claimed by another worker is left to that worker.
     """
     stats = DeliveryStats()
-    if not config.url:
+    url = config.url
+    if not url:
         return stats
     rng = rng or random.Random()
     started = time.monotonic()
@@ -79,7 +80,7 @@ def deliver_due(
         if row is None:
             continue
         stats.attempted += 1
-        status_code, error, retry_after = _post(row, config, client, at)
+        status_code, error, retry_after = _post(row, url, config, client, at)
         if status_code is not None and 200 <= status_code < 300:
             store.record_attempt(row.row_id, status="delivered", next_attempt_at=now, status_code=status_code,
                                  error=None, now=now)
@@ -100,11 +101,12 @@ def deliver_due(
     return stats
 
 
-def _post(row: OutboxRow, config: MesConfig, client: httpx.Client, now: float) -> tuple[int | None, str | None, float | None]:
+def _post(row: OutboxRow, url: str, config: MesConfig, client: httpx.Client,
+          now: float) -> tuple[int | None, str | None, float | None]:
     body = row.body.encode("utf-8")
     headers = signed_headers(config.secrets, row.webhook_id, body, now)
     try:
-        response = client.post(config.url, content=body, headers=headers, timeout=config.timeout_s)
+        response = client.post(url, content=body, headers=headers, timeout=config.timeout_s)
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"[:500], None
     if response.is_success:

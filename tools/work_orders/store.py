@@ -14,6 +14,7 @@ order that won; there is no check-then-insert window.
 
 from __future__ import annotations
 
+import builtins  # `WorkOrderStore.list` shadows `list` in the annotations that follow it
 import json
 import sqlite3
 import time
@@ -23,17 +24,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from knowledge.codes import fault_key
 from tools.work_orders.model import (
     ACTIVE_STATUSES,
+    CLOSED_STATUSES,
     PRIORITIES,
     TRANSITIONS,
+    Fix,
+    FixHistory,
     IllegalTransition,
     OutboxRow,
     WorkOrder,
     WorkOrderError,
     WorkOrderNotFound,
     alarm_occurrence,
-    fault_key,
+    check_fix,
     normalize_fault_code,
     order_id,
 )
@@ -41,6 +46,24 @@ from tools.work_orders.model import (
 _ACTIVE_SQL = ", ".join(f"'{s}'" for s in ACTIVE_STATUSES)
 # `PRAGMA user_version` once stored fault keys follow `fault_key` (cue words dropped).
 FAULT_KEY_VERSION = 1
+# `PRAGMA user_version` once the table has what a fault's history is read from (`_add_fix_history`).
+FIX_HISTORY_VERSION = 2
+# Added to `work_orders` after its first release: what a closed order records (`Fix`, when and by whom).
+FIX_COLUMNS = {"closed_at": "TEXT", "closed_by": "TEXT", "cause": "TEXT", "remedy": "TEXT",
+               "parts": "TEXT NOT NULL DEFAULT '[]'", "note": "TEXT"}
+# Past fixes are read newest first per fault and device from a partial index of done orders, so a chronic
+# fault's long history costs no more than a new one's; recurrence is counted over a range of creation times,
+# an index that also serves every (device_id, fault_key) lookup the index it replaces did.
+FIX_HISTORY_INDEXES = (
+    ("CREATE INDEX IF NOT EXISTS work_orders_fixes ON work_orders (fault_key, device_id, closed_at, id) "
+     "WHERE status = 'done'"),
+    "CREATE INDEX IF NOT EXISTS work_orders_by_fault_time ON work_orders (device_id, fault_key, created_at)",
+    "DROP INDEX IF EXISTS work_orders_by_fault_key",
+)
+# The history queries, each an index search with no sort (`status = 'done'` spelled as in the partial index).
+PAST_FIXES_SQL = ("SELECT * FROM work_orders WHERE status = 'done' AND fault_key = ? AND device_id = ? "
+                  "ORDER BY closed_at DESC, id DESC LIMIT ?")
+RECENT_ORDERS_SQL = "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_key = ? AND created_at >= ?"
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS work_orders (
@@ -62,7 +85,6 @@ CREATE TABLE IF NOT EXISTS work_orders (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS work_orders_one_active_key
     ON work_orders (device_id, fault_key) WHERE status IN ({_ACTIVE_SQL});
-CREATE INDEX IF NOT EXISTS work_orders_by_fault_key ON work_orders (device_id, fault_key);
 CREATE TABLE IF NOT EXISTS outbox (
     row_id INTEGER PRIMARY KEY AUTOINCREMENT,
     webhook_id TEXT NOT NULL UNIQUE,
@@ -101,6 +123,7 @@ class WorkOrderStore:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
             _rekey(con)
+            _add_fix_history(con)
         finally:
             con.close()
 
@@ -222,9 +245,13 @@ class WorkOrderStore:
             rows = con.execute(sql + " ORDER BY created_at DESC, id LIMIT ?", (*params, limit)).fetchall()
         return [_order(row) for row in rows]
 
-    def set_status(self, work_order_id: str, status: str, actor: str) -> WorkOrder:
+    def set_status(self, work_order_id: str, status: str, actor: str, fix: Fix | None = None) -> WorkOrder:
+        """Move an order along its lifecycle. Entering a closed status stamps `closed_at` and `closed_by` and
+        keeps `fix` (cause, remedy, parts, note; closing without one stays allowed); a fix on any other move
+        is refused (`check_fix`)."""
         if status not in TRANSITIONS:
             raise WorkOrderError(f"status {status!r} is not one of {', '.join(TRANSITIONS)}")
+        check_fix(status, fix)
         with self._write() as con:
             row = con.execute("SELECT status FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()
             if row is None:
@@ -235,11 +262,33 @@ class WorkOrderStore:
                 raise IllegalTransition(
                     f"work order {work_order_id} is {current}; it cannot move to {status} (allowed: {allowed})"
                 )
-            con.execute("UPDATE work_orders SET status = ?, updated_at = ? WHERE id = ?",
-                        (status, self._iso_now(), work_order_id))
+            stamp = self._iso_now()
+            con.execute("UPDATE work_orders SET status = ?, updated_at = ? WHERE id = ?", (status, stamp, work_order_id))
+            if status in CLOSED_STATUSES:
+                fix = fix or Fix()
+                con.execute("UPDATE work_orders SET closed_at = ?, closed_by = ?, cause = ?, remedy = ?, parts = ?, "
+                            "note = ? WHERE id = ?",
+                            (stamp, actor, fix.cause, fix.remedy, _dumps([p.model_dump() for p in fix.parts]),
+                             fix.note, work_order_id))
             order = _order(con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone())
             self._enqueue(con, order, "work_order.status_changed", actor)
             return order
+
+    def fix_history(self, device_id: str, fault_code: str, *, same_model: Sequence[str], limit: int,
+                    window_s: float) -> FixHistory:
+        """How this fault was fixed before on `device_id` and on the `same_model` machines (the `limit` newest
+        done orders of each group), and how many orders it had on `device_id` in the last `window_s` seconds."""
+        key = fault_key(normalize_fault_code(fault_code))
+        since = _iso(self._clock() - window_s)
+        others = [d for d in same_model if d != device_id]
+        with self._read() as con:
+            mine = con.execute(PAST_FIXES_SQL, (key, device_id, limit)).fetchall()
+            # One query per machine reads `limit` index entries; one `IN` over all of them would read and sort
+            # their whole histories.
+            theirs = sorted((row for other in others for row in con.execute(PAST_FIXES_SQL, (key, other, limit))),
+                            key=lambda row: (row["closed_at"], row["id"]), reverse=True)[:limit]
+            (recent,) = con.execute(RECENT_ORDERS_SQL, (device_id, key, since)).fetchone()
+        return FixHistory([_order(row) for row in mine], [_order(row) for row in theirs], recent)
 
     # -- outbox ----------------------------------------------------------
 
@@ -254,7 +303,7 @@ class WorkOrderStore:
         with self._write() as con:
             return _insert_event(con, webhook_id, event_type, data, actor, self._clock(), None)
 
-    def claim_due(self, now: float, limit: int, lease_s: float) -> list[OutboxRow]:
+    def claim_due(self, now: float, limit: int, lease_s: float) -> builtins.list[OutboxRow]:
         """Pending rows due by `now`, pushed `lease_s` ahead so another worker skips them meanwhile."""
         with self._write() as con:
             rows = con.execute(
@@ -294,7 +343,7 @@ class WorkOrderStore:
                 (status, next_attempt_at, status_code, error, status, now, row_id),
             )
 
-    def outbox(self, statuses: Sequence[str] = ("pending", "failed"), limit: int = 100) -> list[OutboxRow]:
+    def outbox(self, statuses: Sequence[str] = ("pending", "failed"), limit: int = 100) -> builtins.list[OutboxRow]:
         marks = ", ".join("?" for _ in statuses)
         with self._read() as con:
             rows = con.execute(f"SELECT * FROM outbox WHERE status IN ({marks}) ORDER BY row_id LIMIT ?",
@@ -382,6 +431,27 @@ def _rekey(con: sqlite3.Connection) -> None:
     con.execute("COMMIT")
 
 
+def _add_fix_history(con: sqlite3.Connection) -> None:
+    """Once per file, new or old: the columns a closed order records and the indexes a fault's history is
+    read with. The columns are checked inside the write lock, so two processes opening an old file at once
+    add them once."""
+    if con.execute("PRAGMA user_version").fetchone()[0] >= FIX_HISTORY_VERSION:
+        return
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        present = {row["name"] for row in con.execute("PRAGMA table_info(work_orders)")}
+        for name, declaration in FIX_COLUMNS.items():
+            if name not in present:
+                con.execute(f"ALTER TABLE work_orders ADD COLUMN {name} {declaration}")
+        for statement in FIX_HISTORY_INDEXES:
+            con.execute(statement)
+        con.execute(f"PRAGMA user_version = {FIX_HISTORY_VERSION}")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -407,4 +477,5 @@ def _order(row: sqlite3.Row) -> WorkOrder:
     del data["fault_key"]  # derived from fault_code; kept as a column only for the unique index
     data["alarm"] = json.loads(data["alarm"]) if data["alarm"] else None
     data["evidence"] = json.loads(data["evidence"])
+    data["parts"] = json.loads(data["parts"])
     return WorkOrder.model_validate(data)

@@ -6,10 +6,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from knowledge.codes import fault_key
 from tools.contract import Item, Tool, ToolContext, ToolOutput
 from tools.plant import DeviceConfig, find_device, unknown_device
 from tools.work_orders.config import WorkOrderConfig
-from tools.work_orders.model import SEVERITY_PRIORITY, FaultCode, Priority, WorkOrder, fault_key, normalize_fault_code
+from tools.work_orders.history import FIX_FIELDS, RECURRENCE_FIELDS, history_items
+from tools.work_orders.model import SEVERITY_PRIORITY, FaultCode, Priority, WorkOrder, normalize_fault_code
 from tools.work_orders.store import WorkOrderStore
 
 TITLE_MAX = 80
@@ -44,13 +46,14 @@ class WorkOrderTool(Tool):
     name = "generate_work_order"
     description = (
         "Open a maintenance work order for one device and fault code, or get back the order already open for it. "
-        "Use when the user asks for a work order or the fault needs a technician on site."
+        "Use when the user asks for a work order or the fault needs a technician on site. "
+        "The result also lists how this fault was fixed before, on this machine and on machines of the same model."
     )
     input_model = WorkOrderArgs
     output_fields = frozenset({
         "work_order_id", "device_id", "fault_code", "title", "summary", "priority",
         "work_order_status", "created", "created_at",
-    })
+    }) | FIX_FIELDS | RECURRENCE_FIELDS
     side_effect = True
 
     def __init__(self, store: WorkOrderStore, devices: dict[str, DeviceConfig], config: WorkOrderConfig):
@@ -58,7 +61,8 @@ class WorkOrderTool(Tool):
         self.devices = devices
         self.config = config
 
-    def run(self, args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput:
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        assert isinstance(args, WorkOrderArgs)  # the registry validated args against input_model
         device_id = find_device(self.devices, args.device_id)
         if device_id is None:
             return unknown_device(self.devices, args.device_id, SOURCE)
@@ -76,16 +80,17 @@ class WorkOrderTool(Tool):
             # Nothing is written until the technician confirms; an order already open needs no confirmation.
             existing = self.store.active_for(args.device_id, args.fault_code)
             if existing is not None:
-                return _answer(existing, created=False)
+                return self._with_history(_answer(existing, created=False), args, proposed=False)
             pending = {
                 "device_id": args.device_id, "fault_code": args.fault_code, "title": title, "summary": args.summary,
                 "priority": priority, "work_order_status": "pending_confirmation", "created": False,
             }
-            return ToolOutput(
+            proposal = ToolOutput(
                 items=[Item(kind="ref", text=f"Work order for {args.device_id} {args.fault_code} awaits the "
                                              "technician's confirmation; nothing was created yet.", fields=pending)],
                 source=SOURCE,
             )
+            return self._with_history(proposal, args, proposed=True)
 
         order, created = self.store.create_or_get(
             device_id=args.device_id,
@@ -98,7 +103,12 @@ class WorkOrderTool(Tool):
             alarm=ctx.alarm,
             evidence=ctx.evidence,
         )
-        return _answer(order, created)
+        return self._with_history(_answer(order, created), args, proposed=False)
+
+    def _with_history(self, output: ToolOutput, args: WorkOrderArgs, proposed: bool) -> ToolOutput:
+        """The order (or proposal) first, as every reader of this observation expects; its fault's past after it."""
+        history = history_items(self.store, self.devices, args.device_id, args.fault_code, proposed)
+        return output.model_copy(update={"items": [*output.items, *history]})
 
     def _needs_confirmation(self, ctx: ToolContext) -> bool:
         if ctx.confirmed:

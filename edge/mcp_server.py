@@ -1,0 +1,139 @@
+"""The plant's three tools for other agents, over MCP: `fixloop mcp` (stdio) and `/mcp` on the service.
+
+    server = mcp_server(registry, config)     # tools/list and tools/call, generated from the registry
+    await server.run(...)                     # `fixloop mcp` over stdio
+    mcp = McpHttpApp(registry, config)        # streamable HTTP behind the technician tokens
+    async with mcp.running(): ...             # in the host app's lifespan; route "/mcp" to `mcp`
+
+Names, descriptions and input schemas are the registry's, as in the prompt's tool list, so another agent
+sees the tools exactly as our planner does. Every call goes through `ToolRegistry.call` with actor "mcp":
+the same argument validation, timeouts and observation envelope as a run. The result's text is the
+observation as our planner reads it (`Observation.payload`); its structured content is the whole envelope.
+
+`generate_work_order` keeps the plant's confirmation policy. With `[work_orders] require_confirmation` an
+MCP call only proposes the order (status pending_confirmation, nothing written) or returns the order
+already open for the fault: an MCP client cannot confirm, because a confirmation is a technician's act on
+the tablet, where the order is made from a run's proposal (`POST /v1/runs/{id}/confirm`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.types import Receive, Scope, Send
+
+from edge.config import Config
+from edge.loop import new_id
+from edge.prompt import plant_section
+from edge.service.auth import token_matches
+from tools.contract import ToolContext
+from tools.observation import Observation
+from tools.registry import ToolRegistry
+
+SERVER_NAME = "fixloop"
+ACTOR = "mcp"
+# The observation envelope is the same for every tool, so its schema is every tool's output schema.
+OUTPUT_SCHEMA = Observation.model_json_schema(mode="serialization")
+
+
+def mcp_tools(registry: ToolRegistry) -> list[types.Tool]:
+    return [types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema(),
+                       output_schema=OUTPUT_SCHEMA,
+                       annotations=types.ToolAnnotations(read_only_hint=not tool.side_effect))
+            for tool in registry]
+
+
+def call_result(observation: Observation) -> types.CallToolResult:
+    """An error observation is a tool error (isError) that says what was wrong and how to fix it."""
+    if observation.status == "error":
+        text = " ".join(item.text for item in observation.content if item.text)
+        text = " ".join(part for part in (text, observation.suggestion) if part)
+    else:
+        text = observation.payload_json()
+    return types.CallToolResult(content=[types.TextContent(text=text)],
+                                structured_content=observation.model_dump(mode="json"),
+                                is_error=observation.status == "error")
+
+
+def instructions(config: Config) -> str:
+    if config.work_orders.require_confirmation:
+        policy = ("generate_work_order only proposes an order here (work_order_status pending_confirmation; "
+                  "nothing is created) or returns the order already open for the device and fault code. An MCP "
+                  "client cannot confirm: tell a technician, who confirms orders on the fixloop tablet.")
+    else:
+        policy = ("generate_work_order creates the order, or returns the one already open for the device and "
+                  "fault code; call it once per fault.")
+    about = ("The tools of one plant: its maintenance manuals, live PLC readings and work orders. "
+             "Every result is an observation with a status and a suggestion to follow when a call fails.")
+    return "\n\n".join([about, policy, plant_section(config.devices)])
+
+
+def mcp_server(registry: ToolRegistry, config: Config) -> Server[Any]:
+    tools = mcp_tools(registry)
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool_ctx = ToolContext(request_id=new_id("req"), run_id=new_id(ACTOR), loop_step=1,
+                               actor=ACTOR,  # type: ignore[arg-type]
+                               require_confirmation=config.work_orders.require_confirmation)
+        # The registry blocks up to the tool's timeout; a worker thread keeps other sessions answering.
+        observation = await anyio.to_thread.run_sync(registry.call, params.name, params.arguments or {}, tool_ctx,
+                                                     new_id("obs"))
+        return call_result(observation)
+
+    schemas = {tool.name: tool.input_schema for tool in tools}
+    return Server(SERVER_NAME, version="0.1.0", instructions=instructions(config), on_list_tools=list_tools,
+                  on_call_tool=call_tool, get_tool_input_schema=schemas.get)
+
+
+async def serve_stdio(registry: ToolRegistry, config: Config) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = mcp_server(registry, config)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class TechnicianTokens:
+    """The service's technician tokens as an MCP token verifier. A session is bound to the token that opened
+    it (the SDK compares the subject); the subject is a digest, so a log naming the session's owner shows no token."""
+
+    def __init__(self, tokens: Sequence[str]):
+        self.tokens = list(tokens)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not token_matches(token, self.tokens):
+            return None
+        return AccessToken(token=token, client_id="technician", scopes=["technician"],
+                           subject=hashlib.sha256(token.encode()).hexdigest()[:16])
+
+
+class McpHttpApp:
+    """The streamable HTTP endpoint as one ASGI app; a request without a technician token gets 401.
+
+    The session manager runs in the host's lifespan (`running()`), stopped before the registry closes."""
+
+    def __init__(self, registry: ToolRegistry, config: Config):
+        self.sessions = StreamableHTTPSessionManager(app=mcp_server(registry, config))
+        self.app = AuthenticationMiddleware(RequireAuthMiddleware(self.sessions.handle_request, required_scopes=[]),
+                                            backend=BearerAuthBackend(TechnicianTokens(config.service.technician_tokens)))
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        return self.sessions.run()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

@@ -1,0 +1,183 @@
+"""Manual page images: render time uncached and cached, against baselines measured in the same run.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_page_images.py [--pdfs devcorpus-pdfs] [--db INDEX]
+
+Indexes the demo manuals and, if present, the development corpus's vendor PDFs (git-ignored,
+fetched per ../shared/devcorpus/SOURCES.md; `--db` reuses an index of them), then requests
+every page that holds a fault entry, with that entry highlighted, plus the other pages of each
+manual without one (up to --pages a manual):
+- baselines: PyMuPDF opening the document and loading the page alone; and the naive render
+  (the page drawn at the same size and encoded by MuPDF's own PNG writer, no highlight, no cache);
+- the library (knowledge.page_images): uncached (an empty cache), then the same requests cached;
+- HTTP (the router on uvicorn, loopback, keep-alive): uncached, cached, and 304 revalidation; and,
+  as their baseline, the same cached PNG files from a bare route (no token, no index, no checks).
+Targets: p95 <= 150 ms uncached, <= 10 ms cached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import pymupdf  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
+from fastapi.responses import Response  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from edge.service.manuals import build_manuals_router  # noqa: E402
+from edge.service.server import ServerThread  # noqa: E402
+from knowledge.demo import write_demo_manuals  # noqa: E402
+from knowledge.index import build_index  # noqa: E402
+from knowledge.page_images import MAX_HEIGHT_PX, WIDTH_PX, PageImages  # noqa: E402
+from bench_support import free_port, pct  # noqa: E402
+
+TOKEN = "bench-technician-token"
+UNCACHED_P95_MS = 150.0
+CACHED_P95_MS = 10.0
+console = Console()
+
+Request = tuple[str, str, Path, int, str | None]  # corpus, manual id, pdf, page, entry
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pdfs", type=Path, default=ROOT / "devcorpus-pdfs",
+                        help="folder of vendor PDFs (default: devcorpus-pdfs; skipped when absent)")
+    parser.add_argument("--db", type=Path, help="an index of those PDFs to reuse (default: build one, without OCR)")
+    parser.add_argument("--pages", type=int, default=12, help="pages without an entry to request per manual")
+    args = parser.parse_args()
+    load_start = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-page-images-") as tmp:
+        work = Path(tmp)
+        started = time.perf_counter()
+        demo_db = work / "demo.sqlite"
+        build_index(write_demo_manuals(work / "demo"), demo_db)
+        indexes = {"demo": demo_db}
+        if args.db:
+            indexes["devcorpus"] = args.db
+        elif args.pdfs.is_dir() and any(args.pdfs.glob("*.pdf")):
+            indexes["devcorpus"] = work / "devcorpus.sqlite"
+            build_index([args.pdfs], indexes["devcorpus"], ocr=False)
+        console.print(f"[dim]indexes built in {time.perf_counter() - started:.0f} s: {', '.join(indexes)}[/]")
+
+        requests = {name: plan(db, name, args.pages) for name, db in indexes.items()}
+        table = Table(title=f"Page images, {WIDTH_PX} px wide (at most {MAX_HEIGHT_PX} px high): ms per page")
+        for column in ("corpus", "stage", "requests", "p50", "p95", "max"):
+            table.add_column(column, justify="left" if column in ("corpus", "stage") else "right")
+        results: dict[tuple[str, str], list[float]] = {}
+        for name, todo in requests.items():
+            images = PageImages(indexes[name], work / "cache" / name)
+            results[name, "baseline: open the PDF, load the page"] = timed(todo, open_page)
+            results[name, "baseline: naive render + MuPDF PNG"] = timed(todo, naive_render)
+            results[name, "library, uncached"] = timed(todo, lambda r: images.render_page(r[1], r[3], r[4]))
+            results[name, "library, cached"] = timed(todo, lambda r: images.render_page(r[1], r[3], r[4]))
+            http = over_http(indexes[name], work / "http-cache" / name, todo)
+            results.update({(name, f"HTTP, {stage}"): times for stage, times in http.items()})
+        for (name, stage), times in results.items():
+            table.add_row(name, stage, str(len(times)), f"{pct(times, 0.5):.1f}", f"{pct(times, 0.95):.1f}",
+                          f"{max(times):.1f}")
+        console.print(table)
+        verdicts(results)
+    console.print(f"[dim]machine: {os.cpu_count()} cores, load average at start {load_start:.2f}, "
+                  f"at end {os.getloadavg()[0]:.2f}[/]")
+    return 0
+
+
+def plan(db: Path, corpus: str, others: int) -> list[Request]:
+    """Each page that holds an entry, highlighted (its first entry), then up to `others` pages a manual without."""
+    with sqlite3.connect(db) as conn:
+        manuals = conn.execute("SELECT sha256, path, pages FROM manuals ORDER BY file").fetchall()
+        entries = conn.execute("SELECT manual_sha256, page, code, boxes FROM records WHERE kind = 'entry' "
+                               "ORDER BY id").fetchall()
+    cited: dict[tuple[str, int], str] = {}
+    for sha, page, code, boxes in entries:
+        if any(box[0] == page for box in json.loads(boxes or "[]")):
+            cited.setdefault((sha, page), code)
+    todo: list[Request] = []
+    for sha, path, pages in manuals:
+        todo += [(corpus, sha, Path(path), page, code) for (s, page), code in cited.items() if s == sha]
+        rest = [n for n in range(1, pages + 1) if (sha, n) not in cited]
+        todo += [(corpus, sha, Path(path), page, None) for page in rest[:others]]
+    return todo
+
+
+def timed(todo: list[Request], call: Callable[[Request], object]) -> list[float]:
+    times = []
+    for request in todo:
+        started = time.perf_counter()
+        call(request)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def open_page(request: Request) -> None:
+    with pymupdf.open(request[2]) as doc:
+        doc.load_page(request[3] - 1)
+
+
+def naive_render(request: Request) -> None:
+    with pymupdf.open(request[2]) as doc:
+        page = doc.load_page(request[3] - 1)
+        zoom = min(WIDTH_PX / page.rect.width, MAX_HEIGHT_PX / page.rect.height)
+        page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False).tobytes("png")
+
+
+def over_http(index: Path, cache: Path, todo: list[Request]) -> dict[str, list[float]]:
+    app = FastAPI()
+    app.include_router(build_manuals_router(index, [TOKEN], cache))
+
+    @app.get("/bare/{name}")
+    def bare(name: str) -> Response:
+        return Response((cache / name).read_bytes(), media_type="image/png")
+
+    images = PageImages(index, cache)
+    with ServerThread(app, "127.0.0.1", free_port()) as server, \
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        etags: dict[Request, str] = {}
+
+        def get(request: Request, revalidate: bool = False) -> None:
+            _, sha, _, page, entry = request
+            url = f"/v1/manuals/{sha}/pages/{page}.png"
+            response = client.get(url, params={"entry": entry} if entry else None,
+                                  headers={"If-None-Match": etags[request]} if revalidate else None)
+            if response.status_code != (304 if revalidate else 200):
+                raise SystemExit(f"{url}: HTTP {response.status_code} {response.text[:200]}")
+            etags[request] = response.headers["etag"]
+
+        measured = {"uncached": timed(todo, get), "cached": timed(todo, get),
+                    "304 revalidation": timed(todo, lambda r: get(r, revalidate=True))}
+        files = {request: f"/bare/{images.locate(request[1], request[3], request[4]).key}.png" for request in todo}
+        measured["baseline: the same files, bare route"] = timed(
+            todo, lambda r: client.get(files[r]).raise_for_status())
+        return measured
+
+
+def verdicts(results: dict[tuple[str, str], list[float]]) -> None:
+    for (name, stage), times in results.items():
+        target = UNCACHED_P95_MS if stage.endswith("uncached") else CACHED_P95_MS if stage.endswith("cached") else None
+        if target is not None:
+            p95 = pct(times, 0.95)
+            mark = "[green]met[/]" if p95 <= target else "[red]missed[/]"
+            console.print(f"{name} {stage}: p95 {p95:.1f} ms (target <= {target:g} ms) {mark}")
+    for name in dict.fromkeys(name for name, _ in results):
+        naive = pct(results[name, "baseline: naive render + MuPDF PNG"], 0.95)
+        ours = pct(results[name, "library, uncached"], 0.95)
+        console.print(f"{name}: uncached p95 is {ours / naive:.2f}x the naive render's (highlight and cache write "
+                      f"included)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Past fixes: how a fault was fixed the last times, riding on the work-order tool's observation.
+
+A technician facing a fault that came back wants to know what was found and done before, on this
+machine and on machines of the same model; a fault that keeps coming back needs its root cause
+found rather than another repair.
+"""
+
+from __future__ import annotations
+
+from tools.contract import Item
+from tools.plant import DeviceConfig
+from tools.work_orders.model import WorkOrder
+from tools.work_orders.store import WorkOrderStore
+
+# Done orders shown per group (this machine, same-model machines), newest first.
+PAST_FIXES = 3
+# This many orders for one device and fault within the window make it a root-cause candidate.
+RECURRENCE_ORDERS = 3
+RECURRENCE_WINDOW_DAYS = 30
+
+FIX_FIELDS = frozenset({"past_work_order_id", "same_device", "closed_at", "cause", "remedy", "parts", "note"})
+RECURRENCE_FIELDS = frozenset({"recent_orders", "window_days", "root_cause_candidate"})
+
+
+def same_model(devices: dict[str, DeviceConfig], device_id: str) -> list[str]:
+    """The other configured machines of the device's vendor and model (none when its model is not set)."""
+    device = devices[device_id]
+    if not device.model:
+        return []
+    return [other.id for other in devices.values()
+            if other.id != device_id and (other.vendor, other.model) == (device.vendor, device.model)]
+
+
+def history_items(store: WorkOrderStore, devices: dict[str, DeviceConfig], device_id: str, fault_code: str,
+                  proposed: bool) -> list[Item]:
+    """The recurrence flag, then past fixes on this machine, then on same-model machines. `proposed`: the
+    order in hand awaits confirmation, so it is not in the store yet but counts as an occurrence."""
+    history = store.fix_history(device_id, fault_code, same_model=same_model(devices, device_id), limit=PAST_FIXES,
+                                window_s=RECURRENCE_WINDOW_DAYS * 86400)
+    items: list[Item] = []
+    recent = history.recent_orders + int(proposed)
+    if recent >= RECURRENCE_ORDERS:
+        items.append(Item(
+            kind="text",
+            text=(f"{fault_code} on {device_id}: {recent} work orders in the last {RECURRENCE_WINDOW_DAYS} days; "
+                  "a candidate for root-cause analysis rather than another repair."),
+            fields={"device_id": device_id, "fault_code": fault_code, "recent_orders": recent,
+                    "window_days": RECURRENCE_WINDOW_DAYS, "root_cause_candidate": True},
+        ))
+    items.extend(_fix_item(order, same_device=True) for order in history.same_device)
+    items.extend(_fix_item(order, same_device=False) for order in history.same_model)
+    return items
+
+
+def _fix_item(order: WorkOrder, same_device: bool) -> Item:
+    found = "; ".join(f"{label} {value}" for label, value in (("cause", order.cause), ("remedy", order.remedy))
+                      if value) or "no cause or remedy recorded"
+    return Item(
+        kind="ref",
+        text=f"Fixed before: {order.id} on {order.device_id}, closed {order.closed_at}: {found}.",
+        fields={"past_work_order_id": order.id, "device_id": order.device_id, "fault_code": order.fault_code,
+                "same_device": same_device, "closed_at": order.closed_at, "cause": order.cause,
+                "remedy": order.remedy, "parts": [part.label() for part in order.parts],
+                "note": order.note},
+    )
