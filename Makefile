@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test system-packages
+.PHONY: demo test check system-packages
 
 $(STAMP): pyproject.toml
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -36,3 +36,9 @@ demo: $(STAMP) system-packages
 
 test: $(STAMP) system-packages
 	$(PY) -m pytest -q
+
+# Lint, format and types: run by CI before the tests (mypy is strict for tools/ and knowledge/).
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy

@@ -37,12 +37,12 @@ from edge.config import Config
 from edge.loop import new_id
 from edge.prompt import plant_section
 from edge.service.auth import token_matches
-from tools.contract import ToolContext
+from tools.contract import Actor, ToolContext
 from tools.observation import Observation
 from tools.registry import ToolRegistry
 
 SERVER_NAME = "fixloop"
-ACTOR = "mcp"
+ACTOR: Actor = "mcp"
 # The observation envelope is the same for every tool, so its schema is every tool's output schema.
 OUTPUT_SCHEMA = Observation.model_json_schema(mode="serialization")
 
@@ -88,7 +88,7 @@ def mcp_server(registry: ToolRegistry, config: Config) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         tool_ctx = ToolContext(request_id=new_id("req"), run_id=new_id(ACTOR), loop_step=1,
-                               actor=ACTOR,  # type: ignore[arg-type]
+                               actor=ACTOR,
                                require_confirmation=config.work_orders.require_confirmation)
         # The registry blocks up to the tool's timeout; a worker thread keeps other sessions answering.
         observation = await anyio.to_thread.run_sync(registry.call, params.name, params.arguments or {}, tool_ctx,

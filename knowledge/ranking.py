@@ -12,9 +12,10 @@ import itertools
 import json
 import re
 from collections.abc import Iterable
+from typing import TypedDict
 
 from knowledge.codes import MENTION
-from knowledge.models import Match
+from knowledge.models import HitKind, Match
 from knowledge.passages import code_terms
 from knowledge.text import terms
 
@@ -29,7 +30,41 @@ LANGUAGE_PRIOR = 1.5
 CROSS_WEIGHT = 0.7
 SNIPPET_CHARS = 280
 
-Ranked = list[tuple[dict, float, Match]]
+
+
+class IndexRow(TypedDict):
+    """A row of the index's records with the file, title and validity of its manual, as
+    `ManualIndex` reads them (JSON lists as stored: `steps`, `pages`; flags as 0 or 1)."""
+
+    id: int
+    kind: HitKind
+    manual_sha256: str
+    code: str
+    code_key: str
+    canonical_id: str
+    title: str
+    symptom: str
+    cause: str
+    steps: str
+    snippet: str
+    page: int
+    pages: str
+    ocr: int
+    fault: int
+    vendor: str
+    model: str
+    vendor_key: str
+    model_key: str
+    version: str
+    language: str
+    file: str
+    manual_title: str
+    valid_for: str
+
+
+# What ranks count per: (vendor key, model key, code key) for an entry, ("page", manual, page) for a passage.
+Group = tuple[str, str, str | int]
+Ranked = list[tuple[IndexRow, float, Match]]
 _FAULT_WORDS = re.compile(r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪",
                           re.I)
 # A token with a letter and a digit, a zero-padded number, or a display code: how codes are printed.
@@ -37,14 +72,15 @@ CODE_LIKE_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+[.\-]?\d+|\d+[A-Za-z]+
                             r"(?![A-Za-z0-9])")
 
 
-def fuse(own: list[tuple[Match, list[dict]]], cross: list[list[dict]], language: str, about_a_fault: bool) -> Ranked:
+def fuse(own: list[tuple[Match, list[IndexRow]]], cross: list[list[IndexRow]], language: str,
+         about_a_fault: bool) -> Ranked:
     """The question's own rankings (words, meaning, printed codes) and the cross-language ones
     (merged into one, weighted less) as one list of (row, score, how it matched), best first."""
     rankings = [(1.0, how, _group_ranks(rows)) for how, rows in own]
     rankings.append((CROSS_WEIGHT, "semantic", _fuse_ranks([_group_ranks(rows) for rows in cross])))
     rankings = [ranking for ranking in rankings if ranking[2]]
     total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
-    rows: dict[tuple, dict] = {}
+    rows: dict[Group, IndexRow] = {}
     for _, _, ranks in rankings:  # an entry is represented by its row in the question's own rankings first
         for key, (row, _) in ranks.items():
             rows.setdefault(key, row)
@@ -57,7 +93,7 @@ def fuse(own: list[tuple[Match, list[dict]]], cross: list[list[dict]], language:
     return sorted(ranked, key=lambda item: -item[1])
 
 
-def entries_over_their_pages(ranked: Ranked, entry_pages: dict[tuple, set[tuple[str, int]]]) -> Ranked:
+def entries_over_their_pages(ranked: Ranked, entry_pages: dict[Group, set[tuple[str, int]]]) -> Ranked:
     """A page that matched and an entry extracted from it (in any edition) are one answer, and
     the entry is the better one: it takes the page's score when that is higher, and the page
     leaves the list. `entry_pages`: each entry group's (manual, page) pairs."""
@@ -78,14 +114,14 @@ def entries_over_their_pages(ranked: Ranked, entry_pages: dict[tuple, set[tuple[
     return [item for position, item in enumerate(out) if position not in dropped]
 
 
-def group(row: dict) -> tuple:
+def group(row: IndexRow) -> Group:
     if row["kind"] == "page":
         return "page", row["manual_sha256"], row["page"]
     return row["vendor_key"], row["model_key"], row["code_key"]
 
 
-def unique_groups(rows: Iterable[dict]) -> list[dict]:
-    seen: set[tuple] = set()
+def unique_groups(rows: Iterable[IndexRow]) -> list[IndexRow]:
+    seen: set[Group] = set()
     out = []
     for row in rows:
         if group(row) not in seen:
@@ -94,25 +130,25 @@ def unique_groups(rows: Iterable[dict]) -> list[dict]:
     return out
 
 
-def entry_pages(rows: Iterable[dict]) -> dict[tuple, set[tuple[str, int]]]:
+def entry_pages(rows: Iterable[IndexRow]) -> dict[Group, set[tuple[str, int]]]:
     """Each entry group's pages in every manual (edition, version) it was extracted from."""
-    pages: dict[tuple, set[tuple[str, int]]] = {}
+    pages: dict[Group, set[tuple[str, int]]] = {}
     for row in rows:
         if row["kind"] == "entry":
             pages.setdefault(group(row), set()).update((row["manual_sha256"], page) for page in json.loads(row["pages"]))
     return pages
 
 
-def page_rows(rows: Iterable[dict]) -> dict[tuple[str, int], list[dict]]:
+def page_rows(rows: Iterable[IndexRow]) -> dict[tuple[str, int], list[IndexRow]]:
     """Each manual page's passages, in page order."""
-    pages: dict[tuple[str, int], list[dict]] = {}
+    pages: dict[tuple[str, int], list[IndexRow]] = {}
     for row in rows:
         if row["kind"] == "page":
             pages.setdefault((row["manual_sha256"], row["page"]), []).append(row)
     return pages
 
 
-def best_passage(passages: list[tuple[dict, list[str]]], words: frozenset[str]) -> dict:
+def best_passage(passages: list[tuple[IndexRow, list[str]]], words: frozenset[str]) -> IndexRow:
     """The passage of a matched page that shares the most words (and neighbouring pairs of them)
     with the question: the page matched as a whole, but its answer may sit in a neighbouring
     passage (a table's row). `passages`: each with its index terms, the matched one first."""
@@ -133,7 +169,7 @@ def _pairs(words: list[str]) -> list[str]:
     return [f"{a} {b}" for a, b in itertools.pairwise(words)]
 
 
-def snippet(row: dict, words: frozenset[str]) -> str:
+def snippet(row: IndexRow, words: frozenset[str]) -> str:
     """A page's passage from the line that shares the most words with the question (and the
     line before it, which often names the table or the fault); an entry's code, name and cause."""
     if row["kind"] == "page":
@@ -149,14 +185,14 @@ def codes_or_fault_words(text: str) -> bool:
     return bool(MENTION.search(text) or _FAULT_WORDS.search(text))
 
 
-def _group_ranks(rows: list[dict]) -> dict[tuple, tuple[dict, int]]:
+def _group_ranks(rows: list[IndexRow]) -> dict[Group, tuple[IndexRow, int]]:
     return {group(row): (row, rank) for rank, row in enumerate(unique_groups(rows))}
 
 
-def _fuse_ranks(rankings: list[dict[tuple, tuple[dict, int]]]) -> dict[tuple, tuple[dict, int]]:
+def _fuse_ranks(rankings: list[dict[Group, tuple[IndexRow, int]]]) -> dict[Group, tuple[IndexRow, int]]:
     """Several rankings as one, by reciprocal rank."""
-    scores: dict[tuple, float] = {}
-    rows: dict[tuple, dict] = {}
+    scores: dict[Group, float] = {}
+    rows: dict[Group, IndexRow] = {}
     for ranks in rankings:
         for key, (row, rank) in ranks.items():
             scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + 1 + rank)

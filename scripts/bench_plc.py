@@ -25,7 +25,7 @@ from rich.table import Table  # noqa: E402
 
 from edge.config import load_config  # noqa: E402
 from tools.contract import ToolContext  # noqa: E402
-from tools.plant import DeviceConfig, PlcEndpoint, SensorConfig  # noqa: E402
+from tools.plant import DeviceConfig, PlcEndpoint, SensorConfig, repoint  # noqa: E402
 from tools.plc.config import PlcConfig  # noqa: E402
 from tools.plc.gateway import PlcGateway  # noqa: E402
 from tools.plc.poller import poll_once  # noqa: E402
@@ -65,8 +65,7 @@ def main() -> int:
 
     demo = load_config(env={}).devices
     sim = start_simulator(demo, "127.0.0.1", 0)
-    devices = {k: d.model_copy(update={"plc": d.plc.model_copy(update={"port": sim.port})}, deep=True)
-               for k, d in demo.items()}
+    devices = repoint(demo, port=sim.port)
     sensor = devices["press-3"].sensors["coolant_level"]
     rows: list[tuple[str, list[float], str]] = []
     with tempfile.TemporaryDirectory() as tmp:

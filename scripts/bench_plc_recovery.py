@@ -35,7 +35,7 @@ from rich.table import Table  # noqa: E402
 
 from edge.config import load_config  # noqa: E402
 from tools.contract import ToolContext  # noqa: E402
-from tools.plant import DeviceConfig  # noqa: E402
+from tools.plant import repoint  # noqa: E402
 from tools.plc.config import PlcConfig  # noqa: E402
 from tools.plc.gateway import PlcGateway  # noqa: E402
 from tools.plc.poller import Poller, PollReport  # noqa: E402
@@ -163,10 +163,7 @@ def main() -> int:
     plc: PlcConfig = config.plc
     interval = args.poll_interval or plc.poll_interval_s
     sim = Simulator()
-    devices: dict[str, DeviceConfig] = {
-        device_id: device.model_copy(update={"plc": device.plc.model_copy(update={"port": sim.port})}, deep=True)
-        for device_id, device in config.devices.items()
-    }
+    devices = repoint(config.devices, port=sim.port)
     cycles: list[float] = []
     opened: list[dict] = []
     with tempfile.TemporaryDirectory() as state:

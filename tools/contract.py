@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "not_found", "error", "degraded"]
 ItemKind = Literal["text", "step", "ref"]
-Actor = Literal["technician", "mes", "operator", "agent"]
+Actor = Literal["technician", "mes", "operator", "agent", "mcp"]
 
 
 class Item(BaseModel):

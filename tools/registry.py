@@ -9,7 +9,8 @@ from __future__ import annotations
 import concurrent.futures
 import difflib
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -34,7 +35,7 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def close(self) -> None:

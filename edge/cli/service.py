@@ -40,7 +40,8 @@ def _listening_on(config: Config, host: str | None, port: int | None) -> Config:
 def run_serve(args: argparse.Namespace, config: Config) -> int:
     import uvicorn
 
-    from edge.service.app import Service, create_app
+    from edge.service.app import create_app
+    from edge.service.service import Service
     from edge.service.connections import uvicorn_config
 
     config = _listening_on(config, args.host, args.port)
@@ -56,7 +57,8 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def run_demo(args: argparse.Namespace, config: Config) -> int:
-    from edge.service.app import Service, create_app
+    from edge.service.app import create_app
+    from edge.service.service import Service
     from edge.service.server import ServerThread
     from knowledge.demo import build_demo_index
     from tools.plc.simulator import start_simulator

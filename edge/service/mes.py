@@ -24,6 +24,7 @@ from pydantic import (AwareDatetime, BaseModel, ConfigDict, Field, ValidationErr
                       model_validator)
 from starlette.concurrency import run_in_threadpool
 
+from tools.plant import UnknownDevice
 from tools.work_orders.model import (FaultCode, Fix, IllegalTransition, OrderStatus, WorkOrderError,
                                      WorkOrderNotFound, check_fix)
 from tools.work_orders.signing import SignatureError, check_headers, verify
@@ -59,7 +60,7 @@ class MesAlarm(BaseModel):
     def _known_device(cls, value: str, info: ValidationInfo) -> str:
         known = (info.context or {}).get("devices")
         if known is not None and value not in known:
-            raise ValueError(f"unknown device {value!r}; known devices: {', '.join(sorted(known))}")
+            raise UnknownDevice(value, known)
         return value
 
     def context_alarm(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -91,7 +91,7 @@ def _handler(sims: dict[str, SimulatorHandle]) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if self.path != "/state":
                 return self._reply(404, {"error": "GET /state or POST /fault"})
-            state: dict = {}
+            state: dict[str, Any] = {}
             for sim in {id(s): s for s in sims.values()}.values():
                 state.update(sim.state())
             self._reply(200, state)
@@ -111,7 +111,7 @@ def _handler(sims: dict[str, SimulatorHandle]) -> type[BaseHTTPRequestHandler]:
                 return self._reply(400, {"error": str(exc.args[0]) if exc.args else str(exc)})
             self._reply(200, {"applied": request.model_dump(exclude_none=True)})
 
-        def _reply(self, status: int, body: dict) -> None:
+        def _reply(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body, ensure_ascii=False).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -119,7 +119,7 @@ def _handler(sims: dict[str, SimulatorHandle]) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: object) -> None:
             pass  # the CLI prints what was applied; per-request access lines would drown it
 
     return Handler

@@ -104,7 +104,7 @@ class SimulatorHandle:
         self._by_unit_id = {unit.device.plc.unit_id: unit for unit in self._units.values()}
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
-        self._server: ModbusTcpServer | None = None
+        self._server: ModbusTcpServer  # set by `_start` on the loop thread before `started` is set
         started = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(
@@ -115,7 +115,7 @@ class SimulatorHandle:
         if failure:
             self._thread.join()
             raise failure[0]
-        self.port: int = self._server.transport.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = _listening_port(self._server)
 
     # -- fault injection ---------------------------------------------------
 
@@ -246,7 +246,6 @@ class SimulatorHandle:
             raise OSError(f"the simulator could not listen on {self.host}:{port} (in use, or not an address of this host)") from None
 
     async def _shutdown(self) -> None:
-        assert self._server is not None
         await self._server.shutdown()
         # Requests parked by `silence` would otherwise outlive the loop.
         for task in asyncio.all_tasks() - {asyncio.current_task()}:
@@ -262,7 +261,9 @@ class SimulatorHandle:
 
         bits = [SimData(0, values=False, datatype=DataType.BITS)]
 
-        async def action(function_code: int, start: int, address: int, count: int, registers: list[int], values: Any):
+        async def action(
+            function_code: int, start: int, address: int, count: int, registers: list[int], values: Any
+        ) -> ExcCodes | None:
             return await self._answer(unit, function_code, start, address, count, registers, values)
 
         return SimDevice(unit.device.plc.unit_id, simdata=(bits, list(bits), block("holding"), block("input")), action=action)
@@ -285,9 +286,9 @@ class SimulatorHandle:
         with self._lock:
             for sim in unit.by_table.get(table, []):
                 sensor = sim.sensor
-                if sensor.address < address + count and address < sensor.address + sensor.width:
-                    if sim.exception is not None:
-                        return ExcCodes(sim.exception)
+                overlaps = sensor.address < address + count and address < sensor.address + sensor.width
+                if overlaps and sim.exception is not None:
+                    return ExcCodes(sim.exception)
                 offset = sensor.address - start
                 registers[offset:offset + sensor.width] = encode(sensor, sim.value(now))
         return None
@@ -308,6 +309,14 @@ class SimulatorHandle:
         byte_count = data[8] - 2
         length = 3 + byte_count
         return data[:4] + length.to_bytes(2, "big") + data[6:8] + bytes([byte_count]) + data[9:9 + byte_count]
+
+
+def _listening_port(server: ModbusTcpServer) -> int:
+    # pymodbus keeps the asyncio.Server it listens with in `transport`, which it types as a BaseTransport.
+    listener = server.transport
+    if not isinstance(listener, asyncio.Server):
+        raise RuntimeError(f"pymodbus listens with a {type(listener).__name__}, not an asyncio.Server")
+    return int(listener.sockets[0].getsockname()[1])
 
 
 def start_simulator(devices: dict[str, DeviceConfig], host: str = "127.0.0.1", port: int = 0) -> SimulatorHandle:

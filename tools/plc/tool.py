@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.contract import Item, Tool, ToolContext, ToolOutput
+from tools.contract import Item, Status, Tool, ToolContext, ToolOutput
 from tools.plant import DeviceConfig, find_device, unknown_device
 from tools.plc.config import PlcConfig
 from tools.plc.errors import MalformedReply, ModbusExceptionReply
@@ -152,7 +152,7 @@ class PlcReadTool(Tool):
             )
         suggestion = OUTLIER_SUGGESTION if reading.is_outlier else None
         confidence = 0.2 if reading.is_outlier else CONFIDENCE[reading.quality]
-        status = "ok" if reading.source == "live" else "degraded"
+        status: Status = "ok" if reading.source == "live" else "degraded"
         if status == "degraded" and suggestion is None:
             suggestion = "Tell the user the value comes from the cache and how old it is."
         return ToolOutput(status=status, items=[item], source=source, confidence=confidence, suggestion=suggestion)
