@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from edge.config import Config
 from edge.llm_breaker import LlmBreaker
 from edge.loop import AgentLoop, EventSink, RunRequest
-from edge.planner import RunState
+from edge.planner import Planner, RunState
 from edge.rules_planner import RulesPlanner
 from edge.run_record import RunRecord
 from edge.verification import AnswerVerifier
@@ -69,7 +70,7 @@ class Agent:
         rules = RulesPlanner(config.devices, known_codes=manual.known_codes if manual is not None else tuple)
         self.client: ChatClient | None = None
         self.llm_breaker = LlmBreaker(config.llm.breaker_failures, config.llm.breaker_open_s)
-        planner = rules
+        planner: Planner = rules
         if config.llm.url:
             from edge.llm_client import ChatClient  # httpx: only with a language model to call
             from edge.llm_planner import LlmPlanner

@@ -8,6 +8,7 @@ from tool output, so every code, value and order id in it is grounded.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from edge.run_record import cap_text
@@ -110,8 +111,8 @@ def language_of(text: str) -> str:
     return "zh" if _CJK.search(text) else "en"
 
 
-def compose_answer(question: str, observations: list[Observation], degraded: bool, missing: list[str] = (),
-                   notes: list[str] = ()) -> str:
+def compose_answer(question: str, observations: list[Observation], degraded: bool, missing: Sequence[str] = (),
+                   notes: Sequence[str] = ()) -> str:
     """`notes` are what the planner tells the technician instead of a tool result (ask a question,
     an unknown machine), in the question's language (`PHRASES`)."""
     words = PHRASES[language_of(question)]
@@ -145,7 +146,7 @@ def _describe(obs: Observation, words: dict[str, str], language: str) -> list[st
         return [words["not_found"].format(what=what, suggestion=obs.suggestion or "").strip()]
     lines: list[str] = []
     steps: list[str] = []
-    fix_groups: set[bool] = set()
+    fix_groups: set[bool | None] = set()
     for item in obs.content:
         f = item.fields
         if item.kind == "step":

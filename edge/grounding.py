@@ -30,9 +30,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from edge.answer import language_of
 from knowledge.code_mentions import CodeMentions
 from knowledge.codes import canonical_id
-from edge.answer import language_of
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 from tools.work_orders.tool import WorkOrderTool

@@ -17,13 +17,14 @@ reading, without importing spaCy for plain English text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-from knowledge.code_mentions import CodeMention, CodeMentions
-from knowledge.codes import CUE_EN, canonical_id, code_key, lookup_keys, reported_code
 from edge.answer import language_of
 from edge.loose_codes import LooseCodes
+from knowledge.code_mentions import CodeMention, CodeMentions
+from knowledge.codes import CUE_EN, canonical_id, code_key, lookup_keys, reported_code
 from tools.plant import DeviceConfig, normalize_name
 
 _CJK = re.compile(r"[\u3400-\u9fff]")

@@ -28,7 +28,7 @@ from edge.actions import strip_stop_residue
 from edge.llm_breaker import LlmBreaker
 from edge.planner import LlmCircuitOpen, LlmUnavailable
 
-__all__ = ["ChatClient", "Completion", "LlmCircuitOpen", "LlmUnavailable", "STOP_SEQUENCES"]
+__all__ = ["STOP_SEQUENCES", "ChatClient", "Completion", "LlmCircuitOpen", "LlmUnavailable"]
 
 STOP_SEQUENCES = ["Observation:"]
 # A reply of a few hundred tokens is a few KiB; a server that ignores max_tokens is cut off here.

@@ -7,8 +7,7 @@ import json
 from edge.actions import FormatError, parse_action
 from edge.llm_client import ChatClient
 from edge.planner import Decision, RunState
-from edge.prompt import (format_error_message, observation_message, question_message, shared_prefix_chars,
-                         system_prompt)
+from edge.prompt import format_error_message, observation_message, question_message, shared_prefix_chars, system_prompt
 from edge.run_record import LlmUsage, cap_text
 from edge.token_estimate import estimate_prompt_tokens, estimate_text_tokens
 from tools.plant import DeviceConfig

@@ -12,8 +12,8 @@ anything behind the operator's back: a missing index is an error that names
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from edge.config import Config
 

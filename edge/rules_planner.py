@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
@@ -173,16 +174,16 @@ class RulesPlanner:
         if intent.device_id:
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
                 yield ToolCall(f"Read {sensor} on {intent.device_id} live.", _PLC, {"device_id": intent.device_id, "sensor": sensor})
-        code = self._reported_code(intent, state)
+        reported = self._reported_code(intent, state)
         # Asked for, an order is opened on the code the technician reads off the HMI; proposed unasked,
         # only for a fault the manual lists for this very machine.
-        wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes) and code is not None
-                                                  and self._listed_for_device(code, state))
-        if wants_order and intent.device_id and code:
+        wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes)
+                                                  and reported is not None and self._listed_for_device(reported, state))
+        if wants_order and intent.device_id and reported:
             thought = ("A work order is asked for and the fault is known." if intent.wants_work_order else
                        "A known fault on a known machine: propose a work order for the technician to confirm.")
             yield ToolCall(thought, _WORK_ORDER,
-                           {"device_id": intent.device_id, "fault_code": code, "summary": _summary(code, state)})
+                           {"device_id": intent.device_id, "fault_code": reported, "summary": _summary(reported, state)})
 
     def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:
         """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them.

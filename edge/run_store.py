@@ -17,6 +17,7 @@ racing for the database, where a loser past the busy timeout lost its run.
 
 from __future__ import annotations
 
+import builtins  # `RunStore.list` shadows `list` in the annotations that follow it
 import sqlite3
 import threading
 import time
@@ -202,14 +203,14 @@ class RunStore:
             rows = con.execute(sql, [*params, where.limit]).fetchall()
         return [_summary(row) for row in rows]
 
-    def session_records(self, session_id: str, limit: int = 5) -> list[RunRecord]:
+    def session_records(self, session_id: str, limit: int = 5) -> builtins.list[RunRecord]:
         """The session's latest runs, oldest first: the order a summary is read in."""
         with self._connect() as con:
             rows = con.execute("SELECT record FROM runs WHERE session_id = ? ORDER BY started_ms DESC LIMIT ?",
                                (session_id, limit)).fetchall()
         return [RunRecord.model_validate_json(row["record"]) for row in reversed(rows)]
 
-    def codes_by_steps(self, limit: int = 20, since_ms: int | None = None) -> list[CodeSteps]:
+    def codes_by_steps(self, limit: int = 20, since_ms: int | None = None) -> builtins.list[CodeSteps]:
         sql = """
             SELECT c.fault_code, COUNT(*) AS runs, AVG(r.steps) AS mean_steps, MAX(r.steps) AS max_steps,
                    SUM(r.steps > 5) AS over_five, SUM(COALESCE(r.reason, '') != 'final_answer') AS not_answered
@@ -234,7 +235,7 @@ class RunStore:
                         (confirmation.work_order_id, confirmation.work_order_status, run_id))
         return confirmation
 
-    def confirmations(self, run_id: str) -> list[Confirmation]:
+    def confirmations(self, run_id: str) -> builtins.list[Confirmation]:
         with self._connect() as con:
             rows = con.execute("SELECT run_id, work_order_id, work_order_status, created, confirmed_ms"
                                " FROM confirmations WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
@@ -301,7 +302,7 @@ def _clauses(where: RunFilter) -> tuple[list[str], list[Any]]:
 
 
 def _summary(row: sqlite3.Row) -> RunSummary:
-    data = {key: row[key] for key in row.keys() if key not in ("record", "request_id", "codes")}
+    data = {key: value for key, value in dict(row).items() if key not in ("record", "request_id", "codes")}
     data["degraded"] = bool(data["degraded"])
     data["fault_codes"] = row["codes"].split(",") if row["codes"] else []
     return RunSummary(**data)

@@ -17,8 +17,9 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 Script = list[dict[str, Any]] | Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -37,7 +38,7 @@ class ScriptedLlmServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
+        host, port = self._httpd.socket.getsockname()[:2]  # what `server_address` holds, typed as str | bytes
         return f"http://{host}:{port}{self._root}"
 
     def __enter__(self) -> ScriptedLlmServer:

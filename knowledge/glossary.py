@@ -72,6 +72,7 @@ def _matches(text: str) -> Iterator[tuple[re.Match[str], Concept]]:
     """Concept variants in order of appearance; where variants overlap, the longest."""
     pattern, owners = _matcher()
     for match in pattern.finditer(text):
+        assert match.lastindex is not None  # every alternative is a group
         yield match, owners[match.lastindex - 1]
 
 

@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import sqlite_utils
@@ -226,7 +226,7 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
             manuals.append(_report(path, "indexed", outcome.info, len(outcome.records), outcome.duplicates,
                                    len(outcome.passages), outcome.warnings))
             ocr_s += outcome.ocr_seconds
-        else:
+        elif isinstance(outcome, str):  # the sha of a manual reused from the live index
             manuals.append(reused[outcome])
             emit(BuildEvent("pages", reused[outcome].pages, file=path.name))
         emit(BuildEvent("manuals", 1, file=path.name))
@@ -271,7 +271,7 @@ def _extract(path: Path, sha: str, overrides: dict[str, str | None], ocr: bool) 
         return exc
 
 
-def _report(path: Path, status, info: ManualInfo, records: int, duplicates: int = 0, passages: int = 0,
+def _report(path: Path, status: Literal["indexed", "reused"], info: ManualInfo, records: int, duplicates: int = 0, passages: int = 0,
             warnings: list[str] | None = None) -> ManualReport:
     return ManualReport(file=path.name, path=str(path), status=status, title=info.title, vendor=info.vendor,
                         model=info.model, version=info.version, language=info.language, pages=info.pages,
@@ -323,7 +323,7 @@ def _copy_manuals(db: sqlite_utils.Database, live: Path, reused: dict[str, Manua
 
 def _insert_fresh(db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]], embedder: Embedder,
                   emit: Progress) -> int:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for extraction, path in fresh:
         info = extraction.info
         stat = path.stat()
@@ -358,7 +358,7 @@ def embed_text(record: FaultRecord) -> str:
     return " ".join(part for part in (record.title + ".", record.symptom, record.cause) if part.strip("."))
 
 
-def _record_row(record: FaultRecord, info: ManualInfo) -> dict:
+def _record_row(record: FaultRecord, info: ManualInfo) -> dict[str, Any]:
     return {
         **_manual_columns(info), "kind": "entry", "code": record.code, "code_key": code_key(record.code),
         "loose_key": loose_key(record.code), "code_pattern": glob_pattern(record.code),
@@ -373,7 +373,7 @@ def _record_row(record: FaultRecord, info: ManualInfo) -> dict:
     }
 
 
-def _passage_row(passage: Passage, info: ManualInfo) -> dict:
+def _passage_row(passage: Passage, info: ManualInfo) -> dict[str, Any]:
     return {
         **_manual_columns(info), "kind": "page", "code": "", "code_key": "", "loose_key": "", "code_pattern": None,
         "canonical_id": "", "title": passage.section, "symptom": "", "cause": "", "steps": "[]",
@@ -389,7 +389,7 @@ def _passage_row(passage: Passage, info: ManualInfo) -> dict:
     }
 
 
-def _manual_columns(info: ManualInfo) -> dict:
+def _manual_columns(info: ManualInfo) -> dict[str, str]:
     return {"manual_sha256": info.sha256, "vendor": info.vendor, "model": info.model,
             "vendor_key": scope_key(info.vendor), "model_key": scope_key(info.model),
             "version": info.version, "language": info.language}
@@ -425,8 +425,9 @@ def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
 def _count_records(db_path: Path, sha: str) -> int:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'entry'",
-                            (sha,)).fetchone()[0]
+        count: int = conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'entry'",
+                                  (sha,)).fetchone()[0]
+        return count
     finally:
         conn.close()
 
@@ -461,6 +462,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
+OnDisk = Literal["unchanged", "changed", "missing"]
+
+
 class IndexedManual(BaseModel):
     file: str
     path: str
@@ -476,7 +480,7 @@ class IndexedManual(BaseModel):
     ocr_pages: list[int]
     fault_sections: int
     device: str
-    on_disk: Literal["unchanged", "changed", "missing"]
+    on_disk: OnDisk
 
 
 class IndexStatus(BaseModel):
@@ -501,6 +505,7 @@ def read_status(db_path: Path) -> IndexStatus:
         manuals = []
         for row in conn.execute("SELECT * FROM manuals ORDER BY vendor, model, version, language, file"):
             path = Path(row["path"])
+            on_disk: OnDisk
             if not path.exists():
                 on_disk = "missing"
             else:

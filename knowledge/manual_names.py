@@ -11,7 +11,8 @@ import bisect
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[\u3400-\u9fff]{2,}")
 _SEPARATOR = re.compile(r"[-_.]")
@@ -30,7 +31,7 @@ _GENERIC = frozenset("manual manuals user guide quick quickguide instruction ins
 class ManualNames:
     """The distinctive names of an index's manuals, worked out once per index snapshot."""
 
-    def __init__(self, manuals: Iterable[dict]):
+    def __init__(self, manuals: Iterable[Mapping[str, Any]]):
         manuals = list(manuals)
         names = {m["sha256"]: _names(m) for m in manuals}
         products: dict[tuple[str, str], set[str]] = {}
@@ -101,7 +102,7 @@ class ManualNames:
         return bool(parts) and all(self._named_by(part) & names for part in parts)
 
 
-def _names(manual: dict) -> set[str]:
+def _names(manual: Mapping[str, Any]) -> set[str]:
     """All of vendor, model, device and file name (a plant names its files after the machine); of
     the title only designations (with a digit) and brands set in capitals: a title's ordinary
     words (general, purpose, installation) name nothing."""

@@ -58,7 +58,7 @@ def shows_images(page: pymupdf.Page) -> bool:
     """Whether images cover enough of the page to hold content (not just a logo)."""
     area = page.rect * page.derotation_matrix  # image boxes are in unrotated coordinates
     covered = sum((pymupdf.Rect(info["bbox"]) & area).get_area() for info in page.get_image_info())
-    return covered >= MIN_IMAGE_COVERAGE * area.get_area()
+    return bool(covered >= MIN_IMAGE_COVERAGE * area.get_area())  # PyMuPDF's areas are untyped
 
 
 def needs_ocr(text: str, has_images: bool) -> bool:
@@ -164,7 +164,7 @@ def _parse_tsv(tsv: str, to_points: pymupdf.Matrix) -> OcrPage:
         words.append((word.strip(), pymupdf.Rect(x, y, x + w, y + h)))
         confidences.append(float(conf))
     lines = []
-    texts = []
+    texts: list[list[str]] = []
     for paragraph in paragraphs.values():
         texts.append([])
         for words in paragraph.values():

@@ -77,6 +77,9 @@ class SourceUnavailable(PageImageError):
     """The PDF the index read is missing or has changed since: the page cannot be shown as cited."""
 
 
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points of the unrotated page
+
+
 @dataclass(frozen=True)
 class PageRef:
     """A page resolved against the index: what to render, and the cache key that names it."""
@@ -84,7 +87,7 @@ class PageRef:
     file: str
     pdf: Path
     page: int
-    boxes: tuple[tuple[float, float, float, float], ...]
+    boxes: tuple[Box, ...]
     key: str
 
     @property
@@ -125,7 +128,7 @@ class PageImages:
         self._check_source(manual)
         drawn = json.dumps([manual.sha256, page, self.width_px, boxes, STYLE])
         digest = hashlib.sha256(drawn.encode()).hexdigest()[:24]
-        return PageRef(file=manual.file, pdf=manual.path, page=page, boxes=tuple(map(tuple, boxes)),
+        return PageRef(file=manual.file, pdf=manual.path, page=page, boxes=tuple(boxes),
                        key=f"{manual.sha256[:16]}-p{page}-{digest}")
 
     def render(self, ref: PageRef) -> Path:
@@ -141,7 +144,7 @@ class PageImages:
 
     # -- the index -----------------------------------------------------------
 
-    def _read_index(self, manual_id: str, page: int, entry: str | None) -> tuple[_Manual, list[list[float]]]:
+    def _read_index(self, manual_id: str, page: int, entry: str | None) -> tuple[_Manual, list[Box]]:
         if not self.index_path.is_file():
             raise IndexUnavailable("no manual index has been built yet; an operator must run `fixloop index build`")
         try:
@@ -164,14 +167,14 @@ class PageImages:
             conn.close()
 
     @staticmethod
-    def _boxes(conn: sqlite3.Connection, manual: _Manual, page: int, entry: str) -> list[list[float]]:
+    def _boxes(conn: sqlite3.Connection, manual: _Manual, page: int, entry: str) -> list[Box]:
         columns = {name for _, name, *_ in conn.execute("PRAGMA table_info(records)")}
         boxes = "boxes" if "boxes" in columns else "'[]'"  # an index built before boxes were kept
         row = conn.execute(f"SELECT {boxes} FROM records WHERE manual_sha256 = ? AND kind = 'entry' AND code_key = ?",
                            (manual.sha256, code_key(entry))).fetchone()
         if row is None:
             raise EntryNotFound(f"{manual.file} has no entry {entry!r}")
-        return [box[1:] for box in json.loads(row[0] or "[]") if box[0] == page]
+        return [(x0, y0, x1, y1) for on, x0, y0, x1, y1 in json.loads(row[0] or "[]") if on == page]
 
     def _check_source(self, manual: _Manual) -> None:
         try:

@@ -9,6 +9,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 
@@ -24,6 +25,9 @@ MIN_TABLE_DRAWINGS = 4  # find_tables only looks for ruled tables; skip pages wi
 GUTTER_ZONE = (0.3, 0.7)
 LETTER_SPACED_TOKEN = 4.0  # mean characters per token of a line whose words fell apart (English: ~5)
 STRAY_LETTER_SHARE = 0.1
+# A line, span or glyph of PyMuPDF's "rawdict" output, and a word of its "words" output.
+_RawDict = dict[str, Any]
+_Word = tuple[float, float, float, float, str, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,7 @@ def _page_blocks(page: pymupdf.Page) -> list[_RawBlock]:
     return _reading_order(out, page.rect.width)
 
 
-def _line_text(line: dict) -> str:
+def _line_text(line: _RawDict) -> str:
     """Text set glyph by glyph with extra letter spacing comes out as `e r r o r : 1`: such a
     line is rebuilt from its glyph positions, a word break being a gap clearly wider than the
     line's usual gap between letters."""
@@ -182,7 +186,7 @@ class _Respacer:
 
     def __init__(self, page: pymupdf.Page):
         self._page = page
-        self._glyphs: list[dict] | None = None
+        self._glyphs: list[_RawDict] | None = None
 
     def region(self, text: str, rect: pymupdf.Rect) -> str:
         if not _letter_spaced(text):
@@ -190,7 +194,7 @@ class _Respacer:
         x0, y0, x1, y1 = rect
         inside = [g for g in self._all()
                   if x0 <= (g["bbox"][0] + g["bbox"][2]) / 2 <= x1 and y0 <= (g["bbox"][1] + g["bbox"][3]) / 2 <= y1]
-        lines: list[list[dict]] = []
+        lines: list[list[_RawDict]] = []
         for glyph in sorted(inside, key=lambda g: (round(g["bbox"][3]), g["bbox"][0])):
             if lines and abs(lines[-1][-1]["bbox"][3] - glyph["bbox"][3]) < 2:
                 lines[-1].append(glyph)
@@ -199,7 +203,7 @@ class _Respacer:
         rebuilt = "\n".join(_words(line) for line in lines if line)
         return decode_text(rebuilt) if rebuilt.strip() else text
 
-    def _all(self) -> list[dict]:
+    def _all(self) -> list[_RawDict]:
         if self._glyphs is None:
             self._glyphs = [c for block in self._page.get_text("rawdict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]
                             for line in block.get("lines", []) for span in line["spans"] for c in span["chars"]]
@@ -215,7 +219,7 @@ def _letter_spaced(text: str) -> bool:
                                  or stray >= max(2, STRAY_LETTER_SHARE * len(tokens)))
 
 
-def _words(glyphs: list[dict]) -> str:
+def _words(glyphs: list[_RawDict]) -> str:
     """A gap clearly wider than the usual gap between letters breaks a word. Space glyphs are
     no guide: PyMuPDF makes them up between glyphs set one by one."""
     inked = [g for g in glyphs if g["c"].strip()]
@@ -224,7 +228,7 @@ def _words(glyphs: list[dict]) -> str:
         return "".join(g["c"] for g in inked)
     size = inked[0]["bbox"][3] - inked[0]["bbox"][1]
     threshold = gaps[len(gaps) // 2] + 0.2 * size
-    out = inked[0]["c"]
+    out: str = inked[0]["c"]
     for a, b in itertools.pairwise(inked):
         out += (" " if b["bbox"][0] - a["bbox"][2] > threshold else "") + b["c"]
     return out
@@ -311,7 +315,7 @@ def _centre(box: pymupdf.Rect) -> pymupdf.Point:
     return (box.tl + box.br) / 2
 
 
-def _cell_text(words: list, cell) -> str:
+def _cell_text(words: list[_Word], cell: tuple[float, float, float, float] | None) -> str:
     """The page's words whose centre lies in the cell, line by line. (The table module's
     own extraction loses word spacing; clipping the page text per cell is 50x slower.)"""
     if not cell:
@@ -325,7 +329,7 @@ def _cell_text(words: list, cell) -> str:
 
 
 def _body_size(raw: list[list[_RawBlock]]) -> float:
-    sizes = Counter()
+    sizes: Counter[float] = Counter()
     for blocks in raw:
         for block in blocks:
             sizes[round(block.size, 1)] += sum(len(text) for text, _ in block.lines)

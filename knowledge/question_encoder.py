@@ -16,6 +16,7 @@ import os
 import shutil
 import threading
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +74,8 @@ def _export(embedder: Embedder, path: Path) -> bool:
             super().__init__()
             self.transformer = transformer
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
             tokens = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
                                       token_type_ids=token_type_ids).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
@@ -96,7 +98,7 @@ def _export(embedder: Embedder, path: Path) -> bool:
     return True
 
 
-def _mean_pooling(config: dict) -> bool:
+def _mean_pooling(config: Mapping[str, object]) -> bool:
     """Mean pooling alone, as sentence-transformers 5 (`pooling_mode`) and 3-4 (flags) write it."""
     if "pooling_mode" in config:
         return config["pooling_mode"] == "mean"
@@ -123,4 +125,5 @@ class QuestionEncoder:
         feed = {name: np.asarray([values], dtype=np.int64) for name, values in (
             ("input_ids", encoding.ids), ("attention_mask", encoding.attention_mask),
             ("token_type_ids", encoding.type_ids))}
-        return self._session.run(None, feed)[0][0]
+        vector: np.ndarray = self._session.run(None, feed)[0][0]
+        return vector

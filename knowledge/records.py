@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Literal
 
 from knowledge.codes import code_key, named_alarm, parse_code_cell, parse_heading
 from knowledge.models import FaultRecord
@@ -46,7 +47,7 @@ class _Draft:
     code: str
     title: str
     page: int
-    source: str
+    source: Literal["table", "text"]
     pages: set[int] = field(default_factory=set)
     symptom: list[str] = field(default_factory=list)
     cause: list[str] = field(default_factory=list)
@@ -57,7 +58,8 @@ class _Draft:
     def mark(self, page: int, bbox: tuple[float, float, float, float] | None) -> None:
         """Where a part of the entry is printed (a block, a table row)."""
         if bbox is not None:
-            box = (page, *(round(v, 1) for v in bbox))
+            x0, y0, x1, y1 = (round(v, 1) for v in bbox)
+            box = (page, x0, y0, x1, y1)
             if box not in self.boxes:
                 self.boxes.append(box)
 

@@ -17,7 +17,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 
@@ -34,6 +34,8 @@ from knowledge.passages import code_terms
 from knowledge.question_encoder import QuestionEncoder, encoder_path
 from knowledge.ranking import (
     CODE_LIKE_WORD,
+    Group,
+    IndexRow,
     best_passage,
     codes_or_fault_words,
     entries_over_their_pages,
@@ -75,16 +77,16 @@ class IndexMissing(Exception):
 
 @dataclass
 class _Snapshot:
-    signature: tuple
+    signature: tuple[int, int, int]
     conn: sqlite3.Connection
-    rows: dict[int, dict]
+    rows: dict[int, IndexRow]
     model: str
     names: ManualNames
     ids: np.ndarray | None = None
     vectors: np.ndarray | None = None
     masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
-    entry_pages: dict[tuple, set[tuple[str, int]]] | None = None
-    page_rows: dict[tuple[str, int], list[dict]] | None = None
+    entry_pages: dict[Group, set[tuple[str, int]]] | None = None
+    page_rows: dict[tuple[str, int], list[IndexRow]] | None = None
     scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     doc_counts: dict[str, int] = field(default_factory=dict)
     linker: CodeLinker | None = None
@@ -276,7 +278,7 @@ class ManualIndex:
         return SearchResult(status="ok", hits=hits)
 
     @staticmethod
-    def _entry_pages(snap: _Snapshot) -> dict[tuple, set[tuple[str, int]]]:
+    def _entry_pages(snap: _Snapshot) -> dict[Group, set[tuple[str, int]]]:
         if snap.entry_pages is None:
             snap.entry_pages = entry_pages(snap.rows.values())
         return snap.entry_pages
@@ -297,7 +299,7 @@ class ManualIndex:
         by_words = set().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical)))
         return not (best >= MIN_AGREED_SIMILARITY and bool(self._answer_keys(snap, semantic[0][0]) & by_words))
 
-    def _answer_keys(self, snap: _Snapshot, record_id: int) -> set[tuple]:
+    def _answer_keys(self, snap: _Snapshot, record_id: int) -> set[Group]:
         """What a row answers with: its group, and for an entry the pages it was extracted from
         (an entry and its page are one answer)."""
         row = snap.rows[record_id]
@@ -387,7 +389,7 @@ class ManualIndex:
     def _semantic(self, snap: _Snapshot, query: np.ndarray, scope: Scope) -> list[tuple[int, float]]:
         with self._lock:
             ids, vectors = self._vectors(snap)
-            mask = self._mask(snap, scope) if scope.vendor or scope.model else None
+            mask = self._mask(snap, scope, ids) if scope.vendor or scope.model else None
         if len(ids) == 0:
             return []
         sims = vectors @ query  # outside the lock: SQLite ranks by words meanwhile
@@ -397,16 +399,16 @@ class ManualIndex:
         top = top[np.argsort(-sims[top])]
         return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0]
 
-    def _collapse(self, snap: _Snapshot, ranked: list[tuple[dict, float, Match]], scope: Scope,
+    def _collapse(self, snap: _Snapshot, ranked: list[tuple[IndexRow, float, Match]], scope: Scope,
                   version: str | None, lang: str, k: int, words: frozenset[str] = frozenset()) -> list[Hit]:
         """One hit per machine and code: the asked-for (or newest) version, in the asker's language."""
         wanted = normalize_version(version) if version else ""
-        groups: dict[tuple[str, str, str], list[tuple[dict, float, Match]]] = {}
+        groups: dict[Group, list[tuple[IndexRow, float, Match]]] = {}
         for item in ranked:
             groups.setdefault(group(item[0]), []).append(item)
         hits: list[Hit] = []
         covered: set[tuple[str, int]] = set()
-        for grouping, items in groups.items():
+        for items in groups.values():
             row = items[0][0]
             if row["kind"] == "page":
                 if (row["manual_sha256"], row["page"]) in covered:
@@ -415,8 +417,7 @@ class ManualIndex:
                 if len(hits) == k:
                     break
                 continue
-            vendor_key, model_key, key = grouping
-            siblings = self._siblings(snap, vendor_key, model_key, key)
+            siblings = self._siblings(snap, row["vendor_key"], row["model_key"], row["code_key"])
             candidates = [r for r in siblings if r["version"] == wanted] if wanted else siblings
             if not candidates:
                 continue
@@ -430,14 +431,14 @@ class ManualIndex:
                 break
         return hits
 
-    def _siblings(self, snap: _Snapshot, vendor_key: str, model_key: str, key: str) -> list[dict]:
+    def _siblings(self, snap: _Snapshot, vendor_key: str, model_key: str, key: str) -> list[IndexRow]:
         with self._lock:
             return [snap.rows[i] for (i,) in snap.conn.execute(
                 "SELECT id FROM records WHERE vendor_key = ? AND model_key = ? AND code_key = ? AND kind = 'entry'"
                 " ORDER BY id",
                 (vendor_key, model_key, key))]
 
-    def _hit(self, snap: _Snapshot, row: dict, siblings: list[dict], scope: Scope, score: float, match: Match,
+    def _hit(self, snap: _Snapshot, row: IndexRow, siblings: list[IndexRow], scope: Scope, score: float, match: Match,
              words: frozenset[str] = frozenset()) -> Hit:
         applies = None
         if scope.vendor or scope.model:
@@ -459,7 +460,7 @@ class ManualIndex:
             applies_to_device=applies, score=round(min(score, 1.0), 4), match=match,
         )
 
-    def _terms_of(self, snap: _Snapshot, rows: list[dict]) -> list[tuple[dict, list[str]]]:
+    def _terms_of(self, snap: _Snapshot, rows: list[IndexRow]) -> list[tuple[IndexRow, list[str]]]:
         """Rows with the index terms stored for them (what `terms` made of their text)."""
         ids = [row["id"] for row in rows]
         with self._lock:
@@ -467,7 +468,7 @@ class ManualIndex:
                 f"SELECT id, lex_body FROM records WHERE id IN ({','.join('?' * len(ids))})", ids))
         return [(row, stored[row["id"]].split()) for row in rows]
 
-    def _compatibility(self, snap: _Snapshot, row: dict, siblings: list[dict]) -> str:
+    def _compatibility(self, snap: _Snapshot, row: IndexRow, siblings: list[IndexRow]) -> str:
         versions = sorted({r["version"] for r in siblings if r["version"]}, key=version_order)
         with self._lock:
             manual_versions = sorted({v for (v,) in snap.conn.execute(
@@ -491,7 +492,7 @@ class ManualIndex:
     def _code_not_found(self, snap: _Snapshot, code: str, scope: Scope) -> SearchResult:
         codes = self._codes_in(snap, scope)
         key = code_key(code)
-        prefix = re.match(r"[A-Z]*", key).group(0)
+        prefix = re.sub(r"[^A-Z].*", "", key, flags=re.DOTALL)  # its leading capitals
         near = sorted((k for k in codes if prefix and k.startswith(prefix) and len(k) == len(key)),
                       key=lambda k: _distance(k, key))[:5]
         near += [k for k in difflib.get_close_matches(key, list(codes), n=5, cutoff=0.6) if k not in near][: 5 - len(near)]
@@ -514,7 +515,7 @@ class ManualIndex:
                                          if row["kind"] == "entry" and _in_scope(row, scope)}
             return snap.scope_codes[key]
 
-    def _version_not_found(self, snap: _Snapshot, asked: str, rows: list[dict], version: str | None) -> SearchResult:
+    def _version_not_found(self, snap: _Snapshot, asked: str, rows: list[IndexRow], version: str | None) -> SearchResult:
         available = sorted({r["version"] for r in rows if r["version"]}, key=version_order)
         return SearchResult(
             status="not_found",
@@ -545,13 +546,14 @@ class ManualIndex:
                 self._snapshot.conn.close()
                 self._snapshot = None
 
-    def _open(self, signature: tuple) -> _Snapshot:
+    def _open(self, signature: tuple[int, int, int]) -> _Snapshot:
         conn = None
         try:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            rows = {row["id"]: dict(row) for row in conn.execute(
+            # The columns selected are IndexRow's, so each row is one.
+            rows = {row["id"]: cast(IndexRow, dict(row)) for row in conn.execute(
                 "SELECT r.id, r.kind, r.manual_sha256, r.code, r.code_key, r.canonical_id, r.title, r.symptom, r.cause,"
                 " r.steps, r.snippet, r.page, r.pages, r.ocr, r.fault, r.vendor, r.model, r.vendor_key, r.model_key,"
                 " r.version, r.language, m.file, m.title AS manual_title, m.valid_for"
@@ -575,7 +577,7 @@ class ManualIndex:
         return snap
 
     def _vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
-        if snap.vectors is None:
+        if snap.ids is None or snap.vectors is None:
             if snap.model != self.embedder.identity:
                 raise IndexMissing(f"{self.path} was embedded with {snap.model!r}, not {self.embedder.identity!r}; "
                                    "rebuild it with `fixloop index build`")
@@ -585,16 +587,16 @@ class ManualIndex:
                             else np.zeros((0, 1), dtype=np.float32))
         return snap.ids, snap.vectors
 
-    def _mask(self, snap: _Snapshot, scope: Scope) -> np.ndarray:
+    def _mask(self, snap: _Snapshot, scope: Scope, ids: np.ndarray) -> np.ndarray:
         key = (scope_key(scope.vendor), scope_key(scope.model))
         if key not in snap.masks:
-            snap.masks[key] = np.array([_in_scope(snap.rows[int(i)], scope) for i in snap.ids], dtype=bool)
+            snap.masks[key] = np.array([_in_scope(snap.rows[int(i)], scope) for i in ids], dtype=bool)
         return snap.masks[key]
 
 
 def _best_groups(snap: _Snapshot, found: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """The best row of each of the first few answers (a page's passages are one answer)."""
-    seen: set[tuple] = set()
+    seen: set[Group] = set()
     best = []
     for record_id, score in found:
         key = group(snap.rows[record_id])
@@ -626,7 +628,7 @@ def _answers(result: SearchResult, mentioned: set[str]) -> bool:
     return result.status == "ok" and (not mentioned or result.hits[0].manual_sha256 in mentioned)
 
 
-def _in_scope(row: dict, scope: Scope) -> bool:
+def _in_scope(row: IndexRow, scope: Scope) -> bool:
     return (not scope.vendor or row["vendor_key"] in ("", scope_key(scope.vendor))) and (
         not scope.model or row["model_key"] in ("", scope_key(scope.model)))
 

@@ -27,10 +27,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_support import pct  # noqa: E402
+
 from edge.config import load_config  # noqa: E402
 from edge.evaluation.adversarial import BUDGET_SLACK_S, SCENARIOS, ScenarioResult, run_scenario  # noqa: E402
 from edge.evaluation.plant import EvalPlant  # noqa: E402
-from bench_support import pct  # noqa: E402
 
 CASES = ROOT / "tests" / "eval" / "cases.jsonl"
 BASELINE = ROOT / "tests" / "eval" / "baseline.json"

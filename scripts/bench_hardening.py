@@ -34,14 +34,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
+import httpx
+from bench_support import free_port, pct, rss_mb
 
-from edge.config import load_config  # noqa: E402
-from edge.scripted_llm_server import ScriptedLlmServer  # noqa: E402
-from knowledge.demo import build_demo_index  # noqa: E402
-from tools.plc.simulator import start_simulator  # noqa: E402
-from tools.work_orders.signing import signed_headers  # noqa: E402
-from bench_support import free_port, pct, rss_mb  # noqa: E402
+from edge.config import load_config
+from edge.scripted_llm_server import ScriptedLlmServer
+from knowledge.demo import build_demo_index
+from tools.plc.simulator import start_simulator
+from tools.work_orders.signing import signed_headers
 
 TECHNICIAN = "bench-technician-token"
 ADMIN = "bench-admin-token"
@@ -147,12 +147,13 @@ def fuzz(url: str, examples: int) -> tuple[int, int, int]:
             @hypothesis.settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
                                  suppress_health_check=list(HealthCheck))
             def exercise(case: schemathesis.Case) -> None:
+                # Runs right below, within this iteration, so the loop's `token` and `mode` are the ones meant.
                 nonlocal sent, server_errors, accepted_invalid
                 response = case.call(base_url=url, timeout=60,
-                                     headers={} if schema.is_security_param_negated(case) else token)
+                                     headers={} if schema.is_security_param_negated(case) else token)  # noqa: B023
                 sent += 1
                 server_errors += response.status_code >= 500
-                if mode is GenerationMode.NEGATIVE:
+                if mode is GenerationMode.NEGATIVE:  # noqa: B023
                     try:
                         case.validate_response(response, checks=[negative_data_rejection])
                     except Exception:

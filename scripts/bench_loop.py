@@ -23,15 +23,15 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
+import httpx
+from bench_support import pct
 
-from edge.agent import Agent  # noqa: E402
-from edge.config import load_config  # noqa: E402
-from edge.scripted_llm_server import ScriptedLlmServer  # noqa: E402
-from knowledge.demo import build_demo_index  # noqa: E402
-from tools.contract import ToolContext  # noqa: E402
-from tools.plc.simulator import start_simulator  # noqa: E402
-from bench_support import pct  # noqa: E402
+from edge.agent import Agent
+from edge.config import load_config
+from edge.scripted_llm_server import ScriptedLlmServer
+from knowledge.demo import build_demo_index
+from tools.contract import ToolContext
+from tools.plc.simulator import start_simulator
 
 SCRIPT = [
     {"content": json.dumps({"thought": "code", "action": "search_maintenance_manual_by_fault_code",

@@ -28,10 +28,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from knowledge.embed import Embedder  # noqa: E402
-from knowledge.index import build_index  # noqa: E402
-from knowledge.question_encoder import QuestionEncoder, encoder_path  # noqa: E402
-from knowledge.search import ManualIndex  # noqa: E402
+from knowledge.embed import Embedder
+from knowledge.index import build_index
+from knowledge.question_encoder import QuestionEncoder, encoder_path
+from knowledge.search import ManualIndex
 
 HERE = Path(__file__).resolve().parent
 UNANSWERABLE = HERE / "data" / "unanswerable.jsonl"

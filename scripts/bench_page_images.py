@@ -9,8 +9,10 @@ manual without one (up to --pages a manual):
 - baselines: PyMuPDF opening the document and loading the page alone; and the naive render
   (the page drawn at the same size and encoded by MuPDF's own PNG writer, no highlight, no cache);
 - the library (knowledge.page_images): uncached (an empty cache), then the same requests cached;
-- HTTP (the router on uvicorn, loopback, keep-alive): uncached, cached, and 304 revalidation; and,
-  as their baseline, the same cached PNG files from a bare route (no token, no index, no checks).
+- HTTP (the whole service, `create_app(Service(config))` with a copy of the index as its manual index,
+  on uvicorn, loopback, keep-alive; measured once its models are warm): uncached, cached, and 304
+  revalidation; and, as their baseline, the same cached PNG files from a bare route on an app of its
+  own (no token, no middleware, no index, no checks).
 Targets: p95 <= 150 ms uncached, <= 10 ms cached.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -32,17 +35,19 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 import pymupdf  # noqa: E402
+from bench_support import free_port, pct, wait_warm  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import Response  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from edge.service.manuals import build_manuals_router  # noqa: E402
+from edge.config import load_config  # noqa: E402
+from edge.service.app import create_app  # noqa: E402
 from edge.service.server import ServerThread  # noqa: E402
+from edge.service.service import Service  # noqa: E402
 from knowledge.demo import write_demo_manuals  # noqa: E402
 from knowledge.index import build_index  # noqa: E402
 from knowledge.page_images import MAX_HEIGHT_PX, WIDTH_PX, PageImages  # noqa: E402
-from bench_support import free_port, pct  # noqa: E402
 
 TOKEN = "bench-technician-token"
 UNCACHED_P95_MS = 150.0
@@ -82,9 +87,9 @@ def main() -> int:
             images = PageImages(indexes[name], work / "cache" / name)
             results[name, "baseline: open the PDF, load the page"] = timed(todo, open_page)
             results[name, "baseline: naive render + MuPDF PNG"] = timed(todo, naive_render)
-            results[name, "library, uncached"] = timed(todo, lambda r: images.render_page(r[1], r[3], r[4]))
-            results[name, "library, cached"] = timed(todo, lambda r: images.render_page(r[1], r[3], r[4]))
-            http = over_http(indexes[name], work / "http-cache" / name, todo)
+            results[name, "library, uncached"] = timed(todo, rendering(images))
+            results[name, "library, cached"] = timed(todo, rendering(images))
+            http = over_http(indexes[name], work / "service" / name, todo)
             results.update({(name, f"HTTP, {stage}"): times for stage, times in http.items()})
         for (name, stage), times in results.items():
             table.add_row(name, stage, str(len(times)), f"{pct(times, 0.5):.1f}", f"{pct(times, 0.95):.1f}",
@@ -114,6 +119,11 @@ def plan(db: Path, corpus: str, others: int) -> list[Request]:
     return todo
 
 
+def rendering(images: PageImages) -> Callable[[Request], object]:
+    """The library's page image for a request: rendered, or from its cache once rendered."""
+    return lambda request: images.render_page(request[1], request[3], request[4])
+
+
 def timed(todo: list[Request], call: Callable[[Request], object]) -> list[float]:
     times = []
     for request in todo:
@@ -135,17 +145,32 @@ def naive_render(request: Request) -> None:
         page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False).tobytes("png")
 
 
-def over_http(index: Path, cache: Path, todo: list[Request]) -> dict[str, list[float]]:
-    app = FastAPI()
-    app.include_router(build_manuals_router(index, [TOKEN], cache))
+def service_on(index: Path, state: Path) -> Service:
+    """The service with a copy of `index` in `state` as its manual index: its page cache goes beside the copy,
+    never beside an index given with --db."""
+    state.mkdir(parents=True)
+    shutil.copy(index, state / "manuals.sqlite")
+    config = load_config(env={"FIXLOOP_STATE_DIR": str(state)})
+    return Service(config.model_copy(update={
+        "knowledge": config.knowledge.model_copy(update={"index_file": "manuals.sqlite"}),
+        "service": config.service.model_copy(update={"technician_tokens": [TOKEN]}),
+    }))
 
-    @app.get("/bare/{name}")
-    def bare(name: str) -> Response:
-        return Response((cache / name).read_bytes(), media_type="image/png")
 
-    images = PageImages(index, cache)
-    with ServerThread(app, "127.0.0.1", free_port()) as server, \
-            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+def over_http(index: Path, state: Path, todo: list[Request]) -> dict[str, list[float]]:
+    service = service_on(index, state)
+    images = service.page_images
+    bare = FastAPI()
+
+    @bare.get("/bare/{name}")
+    def bare_file(name: str) -> Response:
+        return Response((images.cache_dir / name).read_bytes(), media_type="image/png")
+
+    with ServerThread(create_app(service), "127.0.0.1", free_port(), limits=service.config.service) as server, \
+            ServerThread(bare, "127.0.0.1", free_port()) as bare_server, \
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client, \
+            httpx.Client(base_url=bare_server.url) as plain:
+        wait_warm(service)
         etags: dict[Request, str] = {}
 
         def get(request: Request, revalidate: bool = False) -> None:
@@ -161,7 +186,7 @@ def over_http(index: Path, cache: Path, todo: list[Request]) -> dict[str, list[f
                     "304 revalidation": timed(todo, lambda r: get(r, revalidate=True))}
         files = {request: f"/bare/{images.locate(request[1], request[3], request[4]).key}.png" for request in todo}
         measured["baseline: the same files, bare route"] = timed(
-            todo, lambda r: client.get(files[r]).raise_for_status())
+            todo, lambda r: plain.get(files[r]).raise_for_status())
         return measured
 
 

@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts.bench_support import pct  # noqa: E402
-from tools.plant import DeviceConfig  # noqa: E402
-from tools.work_orders.history import history_items  # noqa: E402
-from tools.work_orders.model import fault_key, order_id  # noqa: E402
-from tools.work_orders.store import WorkOrderStore, _iso  # noqa: E402
+from scripts.bench_support import pct
+from tools.plant import DeviceConfig
+from tools.work_orders.history import history_items
+from tools.work_orders.model import fault_key, order_id
+from tools.work_orders.store import WorkOrderStore, _iso
 
 MODELS = 20
 PER_MODEL = 10

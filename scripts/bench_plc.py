@@ -15,23 +15,24 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pymodbus.client import ModbusTcpClient  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from bench_support import pct
+from pymodbus.client import ModbusTcpClient
+from rich.console import Console
+from rich.table import Table
 
-from edge.config import load_config  # noqa: E402
-from tools.contract import ToolContext  # noqa: E402
-from tools.plant import DeviceConfig, PlcEndpoint, SensorConfig, repoint  # noqa: E402
-from tools.plc.config import PlcConfig  # noqa: E402
-from tools.plc.gateway import PlcGateway  # noqa: E402
-from tools.plc.poller import poll_once  # noqa: E402
-from tools.plc.simulator import start_simulator  # noqa: E402
-from tools.plc.tool import PlcReadArgs, PlcReadTool  # noqa: E402
-from bench_support import pct  # noqa: E402
+from edge.config import load_config
+from tools.contract import ToolContext
+from tools.plant import DeviceConfig, PlcEndpoint, SensorConfig, repoint
+from tools.plc.config import PlcConfig
+from tools.plc.gateway import PlcGateway
+from tools.plc.poller import poll_once
+from tools.plc.simulator import start_simulator
+from tools.plc.tool import PlcReadArgs, PlcReadTool
 
 CTX = ToolContext(request_id="bench", run_id="bench", loop_step=1)
 
@@ -91,7 +92,7 @@ def main() -> int:
         for i in range(args.fallbacks):
             fresh = PlcReadTool(devices, config, Path(tmp) / f"fallback-{i}.sqlite")
             fresh.gateway.store.put_reading("press-3", "coolant_level", 70.0, int(time.time() * 1000))
-            first_timeouts += timed(lambda: fresh.run(live_args, CTX), 1)
+            first_timeouts += timed(partial(fresh.run, live_args, CTX), 1)
             fresh.close()
         rows.append(("fallback on first timeout", first_timeouts, f"bounded by the {args.budget_ms} ms budget"))
 

@@ -25,22 +25,23 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import httpx
+from bench_support import free_port, pct
+from rich.console import Console
+from rich.table import Table
 
-from edge.config import load_config  # noqa: E402
-from tools.contract import ToolContext  # noqa: E402
-from tools.plant import repoint  # noqa: E402
-from tools.plc.config import PlcConfig  # noqa: E402
-from tools.plc.gateway import PlcGateway  # noqa: E402
-from tools.plc.poller import Poller, PollReport  # noqa: E402
-from tools.plc.tool import PlcReadArgs, PlcReadTool  # noqa: E402
-from bench_support import free_port, pct  # noqa: E402
+from edge.config import load_config
+from tools.contract import ToolContext
+from tools.plant import repoint
+from tools.plc.config import PlcConfig
+from tools.plc.gateway import PlcGateway
+from tools.plc.poller import Poller, PollReport
+from tools.plc.tool import PlcReadArgs, PlcReadTool
 
 CTX = ToolContext(request_id="bench", run_id="bench", loop_step=1)
 DEVICE, SENSOR = "press-3", "motor_temp"
@@ -198,7 +199,7 @@ def main() -> int:
             tool.close()
             sim.stop()
 
-    spacing = [b - a for a, b in zip(cycles, cycles[1:])]
+    spacing = [b - a for a, b in pairwise(cycles)]
     measured = statistics.median(spacing) if spacing else float("nan")
     table = Table(title=f"Live again after the PLC's return ({args.trials} trials, down {args.down_s:g} s + jitter with the breaker open)")
     for column in ("", "p50 s", "p95 s", "max s"):

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,11 +35,10 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from edge.config import load_config  # noqa: E402
-from knowledge.codes import code_key  # noqa: E402
+from knowledge.codes import code_key, scope_key  # noqa: E402
 from knowledge.demo import write_demo_manuals  # noqa: E402
 from knowledge.demo.render import FaultEntry, ManualDoc, render_pdf  # noqa: E402
 from knowledge.embed import Embedder  # noqa: E402
-from knowledge.codes import scope_key  # noqa: E402
 from knowledge.index import build_index  # noqa: E402
 from knowledge.models import Scope  # noqa: E402
 from knowledge.search import ManualIndex  # noqa: E402
@@ -212,8 +212,8 @@ def measure(index: ManualIndex, queries: list[dict], scopes: dict[str, Scope], r
     for _ in range(rounds):
         for query in queries:
             scope = scopes.get(query.get("device"))
-            for name, run in (("hybrid", lambda: index.query(query["query"], scope, k=3)),
-                              ("BM25 only", lambda: index.search(query["query"], scope, k=3, mode="lexical"))):
+            for name, run in (("hybrid", partial(index.query, query["query"], scope, k=3)),
+                              ("BM25 only", partial(index.search, query["query"], scope, k=3, mode="lexical"))):
                 started = time.perf_counter()
                 run()
                 timings[f"{name} · {query['kind']}"].append((time.perf_counter() - started) * 1000)

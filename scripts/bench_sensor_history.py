@@ -5,8 +5,10 @@
 Fills a temporary PLC cache through the real write path (`PlcStore.put_reading`, pruning included)
 with 25 h of readings at the poll interval for every sensor of the demo plant, so the last hour of
 writes prunes by age, then prints p50/p95 of: the latest value (baseline), the history of the last
-hour and of 24 h (store query and the route's `sensor_history` with its trend), the trend alone, and
-a write before and after the history is full.
+hour and of 24 h (store query and the route's `sensor_history` with its trend), the trend alone, a
+write before and after the history is full, and the history of the last hour and of 24 h over HTTP
+(`GET /v1/devices/{id}/sensors/{sensor}/history` on the whole service on loopback, once its models
+are warm), against `GET /healthz` on the same connection as the HTTP floor.
 """
 
 from __future__ import annotations
@@ -21,18 +23,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+import httpx
+from bench_support import free_port, pct, timed, wait_warm
+from rich.console import Console
+from rich.table import Table
 
-from edge.config import load_config  # noqa: E402
-from tools.plc.config import PlcConfig  # noqa: E402
-from tools.plc.history import recent_trend, sensor_history  # noqa: E402
-from tools.plc.simulator import nominal_value  # noqa: E402
-from tools.plc.store import HistoryLimits, PlcStore  # noqa: E402
-from bench_support import pct, timed  # noqa: E402
+from edge.config import Config, load_config
+from edge.service.app import create_app
+from edge.service.server import ServerThread
+from edge.service.service import Service
+from tools.plc.config import PlcConfig
+from tools.plc.history import recent_trend, sensor_history
+from tools.plc.simulator import nominal_value
+from tools.plc.store import HistoryLimits, PlcStore
 
 HOUR_MS = 3_600_000
 TARGET = "target p95 ≤ 10 ms"
+TOKEN = "bench-technician-token"
 
 
 def main() -> int:
@@ -48,12 +55,14 @@ def main() -> int:
                                     "history_max_rows": max(config.plc.history_max_rows, needed_rows)})
     sensors = [(device_id, sensor) for device_id, device in config.devices.items() for sensor in device.sensors.values()]
     pick = random.Random(7)
-    now_ms = 1_800_000_000_000
+    # Now, not a fixed instant: the route over HTTP reads up to the present.
+    now_ms = int(time.time() * 1000)
     step_ms = int(interval_s * 1000)
     filling_ms = 25 * HOUR_MS
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "plc_cache.sqlite"
+        service_config = with_state(config, Path(tmp), plc)
+        path = service_config.state_path(plc.cache_file)
         store = PlcStore(path, history=HistoryLimits.of(plc))
         first_hour: list[float] = []
         last_hour: list[float] = []
@@ -104,7 +113,26 @@ def main() -> int:
         rows.append(("write, history still filling", first_hour, "put_reading, no pruning yet"))
         rows.append(("write, history full (prunes by age)", last_hour, "put_reading: one index seek per limit"))
         store.close()
-        size_mb = sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6
+        size_mb = sum(p.stat().st_size for p in path.parent.glob(f"{path.name}*")) / 1e6
+
+        service = Service(service_config)
+        with ServerThread(create_app(service), "127.0.0.1", free_port(), limits=service_config.service) as server, \
+                httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            wait_warm(service)
+
+            def over_http(hours: int):
+                device_id, sensor = random_sensor()
+                client.get(f"/v1/devices/{device_id}/sensors/{sensor.id}/history",
+                           params={"window_s": hours * 3600}).raise_for_status()
+
+            http_cases = [
+                ("HTTP floor: GET /healthz", lambda: client.get("/healthz").raise_for_status(), "no token, no query"),
+                ("history, last hour (HTTP)", lambda: over_http(1), TARGET),
+                ("history, 24 h (HTTP)", lambda: over_http(24), f"{TARGET}; {per_sensor} points as JSON"),
+            ]
+            for name, fn, note in http_cases:
+                timed(fn, 50)
+                rows.append((name, timed(fn, args.queries), note))
 
     table = Table(title=f"Sensor history: {len(sensors)} sensors, one reading every {interval_s:g} s, "
                         f"{per_sensor} rows per sensor kept, cache {size_mb:.1f} MB")
@@ -116,6 +144,14 @@ def main() -> int:
         table.add_row(name, str(len(samples)), f"{p50:.3f}", f"{pct(samples, 0.95):.3f}", f"{p50 / base_p50:.1f}", note)
     Console(width=120).print(table)
     return 0
+
+
+def with_state(config: Config, state: Path, plc: PlcConfig) -> Config:
+    """The service's config: its state (the PLC cache included) in `state`, the bench's token."""
+    return config.model_copy(update={
+        "state_dir": str(state), "plc": plc,
+        "service": config.service.model_copy(update={"technician_tokens": [TOKEN]}),
+    })
 
 
 if __name__ == "__main__":

@@ -32,13 +32,13 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
+import httpx
+from bench_support import free_port, pct, rss_mb
 
-from edge.scripted_llm_server import ScriptedLlmServer  # noqa: E402
-from knowledge.demo import build_demo_index  # noqa: E402
-from edge.config import load_config  # noqa: E402
-from tools.plc.simulator import start_simulator  # noqa: E402
-from bench_support import free_port, pct, rss_mb  # noqa: E402
+from edge.config import load_config
+from edge.scripted_llm_server import ScriptedLlmServer
+from knowledge.demo import build_demo_index
+from tools.plc.simulator import start_simulator
 
 TOKEN = "bench-technician-token"
 QUESTION = "Press-3 shows E102, what should I do?"

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: percentiles, timing a call, a free loopback port, a process's RSS."""
+"""What the benchmark scripts share: percentiles, timing a call, a free loopback port, a process's RSS, waiting
+for a service to warm."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edge.service.service import Service
 
 
 def pct(values: list[float], q: float) -> float:
     """The q-quantile by nearest rank (q=0.95 is p95)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def timed(fn: Callable[[], object], n: int) -> list[float]:
@@ -34,3 +39,12 @@ def free_port() -> int:
 def rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
+
+def wait_warm(service: Service, timeout_s: float = 300.0) -> None:
+    """Wait for a service's background warm-up (the SBERT model): it would compete with what is measured."""
+    deadline = time.monotonic() + timeout_s
+    while service.warmup.warming():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the service was still warming after {timeout_s:g} s: {service.warmup.state()}")
+        time.sleep(0.1)

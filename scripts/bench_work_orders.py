@@ -16,15 +16,15 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from standardwebhooks.webhooks import Webhook  # noqa: E402
+from standardwebhooks.webhooks import Webhook
 
-from tools.work_orders.signing import signed_headers, verify  # noqa: E402
-from tools.work_orders.store import WorkOrderStore  # noqa: E402
+from tools.work_orders.signing import signed_headers, verify
+from tools.work_orders.store import WorkOrderStore
 
 SECRET = "whsec_Zml4bG9vcC1kZW1vLW1lcy1zZWNyZXQtMDAwMQ=="
 
@@ -71,17 +71,17 @@ def main() -> int:
         # Contention: 8 threads report the same fault at once, 40 times over.
         contended: list[float] = []
         lock = threading.Lock()
+
+        def worker(barrier: threading.Barrier, fault: str) -> None:
+            barrier.wait()
+            start = time.perf_counter()
+            create(store, fault)
+            with lock:
+                contended.append((time.perf_counter() - start) * 1000)
+
         for round_no in range(40):
             barrier = threading.Barrier(8)
-
-            def worker(fault: str = f"C{round_no}") -> None:
-                barrier.wait()
-                start = time.perf_counter()
-                create(store, fault)
-                with lock:
-                    contended.append((time.perf_counter() - start) * 1000)
-
-            threads = [threading.Thread(target=worker) for _ in range(8)]
+            threads = [threading.Thread(target=worker, args=(barrier, f"C{round_no}")) for _ in range(8)]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -91,7 +91,7 @@ def main() -> int:
     body = b'{"type":"work_order.created","data":{"id":"WO-1","device_id":"press-3"}}' * 4
     reference = Webhook(SECRET)
     now = time.time()
-    stamp = datetime.fromtimestamp(now, timezone.utc)
+    stamp = datetime.fromtimestamp(now, UTC)
     ref_sign = timed(lambda i: reference.sign(f"msg_{i}", stamp, body.decode()), n * 10)
     our_sign = timed(lambda i: signed_headers([SECRET], f"msg_{i}", body, now), n * 10)
     headers = signed_headers([SECRET], "msg_1", body, now)

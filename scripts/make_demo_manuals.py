@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from knowledge.demo import demo_manuals, write_demo_manuals  # noqa: E402
+from knowledge.demo import demo_manuals, write_demo_manuals
 
 
 def main() -> int:

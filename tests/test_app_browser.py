@@ -1,39 +1,21 @@
 """The tablet app in a real browser: Playwright driving Debian's Chromium against the real service.
 
-Never downloads a browser: Chromium comes from apt (`make test` installs it).
-If it is missing these tests fail with a message saying so; they never skip.
+Never downloads a browser (tests/fixtures/tablet.py): Chromium comes from apt; without it these tests fail.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import hashlib
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import expect
 
-from tests.fixtures.service import TECHNICIAN_TOKEN, run_service
+from tests.fixtures.past import seed_history
+from tests.fixtures.service import run_service
+from tests.fixtures.tablet import MANUAL, ORDER, PLC, ask, by_fault_code, call, final, open_app
 
-CHROMIUM = Path(os.environ.get("FIXLOOP_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-MANUAL = "search_maintenance_manual_by_fault_code"
-PLC = "read_plc_sensor_value"
-ORDER = "generate_work_order"
 THINK_S = 1.0  # the scripted model's time per step where a takeover has to land mid-step
-
-
-def call(tool: str, delay_s: float = 0.0, **args: Any) -> dict[str, Any]:
-    return {"content": json.dumps({"thought": f"Next: {tool}.", "action": tool, "args": args}), "delay_s": delay_s}
-
-
-def final(text: str, delay_s: float = 0.0) -> dict[str, Any]:
-    return {"content": json.dumps({"thought": "Done.", "final_answer": text, "evidence": ["obs-1", "obs-2"]}),
-            "delay_s": delay_s}
-
 
 SCRIPTS = {
     "E102": [call(MANUAL, fault_code="E102", device_id="press-3"),
@@ -49,47 +31,22 @@ SCRIPTS = {
              call(PLC, THINK_S, device_id="press-3", sensor="hydraulic_pressure"),
              final("E101 handled.", THINK_S)],
     "E110": [{"status": 500, "content": "model crashed"}],
+    "E103": [call(MANUAL, fault_code="E103", device_id="press-3"),
+             call(ORDER, device_id="press-3", fault_code="E103", summary="E103 hydraulic pressure low"),
+             final("E103: check the hydraulic circuit; a work order is proposed.")],
+    "E104": [call(MANUAL, fault_code="E104", device_id="press-3"),
+             call(PLC, device_id="press-3", sensor="oil_temp"),
+             final("E104: watch the oil temperature.")],
+    "E220": [call(PLC, device_id="cnc-7", sensor="vibration"),
+             final("E220: no vibration reading.")],
 }
-
-
-def script(body: dict[str, Any]) -> dict[str, Any]:
-    question = body["messages"][1]["content"].splitlines()[0]
-    turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-    steps = next((s for key, s in SCRIPTS.items() if key in question), [final("No script.")])
-    return steps[min(turn, len(steps) - 1)]
 
 
 @pytest.fixture(scope="module")
 def app_service(tmp_path_factory, demo_index):
-    with run_service(tmp_path_factory.mktemp("browser"), demo_index, script,
+    with run_service(tmp_path_factory.mktemp("browser"), demo_index, by_fault_code(SCRIPTS),
                      loop={"max_wall_s": 30.0}) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Browser:
-    if not CHROMIUM.exists():
-        pytest.fail(f"Debian's Chromium is missing at {CHROMIUM}: install it with `apt-get install chromium` "
-                    "(`make test` does). The browser tests never download a browser.", pytrace=False)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-def open_app(browser: Browser, url: str, locale: str = "en-US", landscape: bool = False) -> Page:
-    # A 10" tablet: 800 x 1280 CSS pixels in portrait.
-    viewport = {"width": 1280, "height": 800} if landscape else {"width": 800, "height": 1280}
-    context = browser.new_context(locale=locale, viewport=viewport, has_touch=True)
-    page = context.new_page()
-    page.goto(f"{url}/app/#token={TECHNICIAN_TOKEN}")
-    return page
-
-
-def ask(page: Page, device: str, question: str) -> None:
-    page.get_by_test_id("device-picker").select_option(device)
-    page.get_by_test_id("question").fill(question)
-    page.get_by_test_id("ask").click()
 
 
 def test_ask_stream_answer_with_evidence_and_confirm_the_work_order(browser, app_service):
@@ -192,4 +149,232 @@ def test_the_chinese_ui_follows_the_browser_language_and_can_be_switched(browser
     expect(page.get_by_test_id("ask")).to_have_text("Ask")
     expect(page.get_by_test_id("order-status")).to_have_text("status open")
     expect(page.get_by_test_id("sensor-card")).to_contain_text("Main motor temperature")
+    page.context.close()
+
+
+def manual_ref(app_service, code: str) -> dict:
+    """The manual search's reference for `code` in the latest run, as the service stored it."""
+    with app_service.client() as client:
+        run_id = client.get("/v1/runs", params={"limit": 1}).json()[0]["run_id"]
+        events = client.get(f"/v1/runs/{run_id}/events").json()
+    refs = [
+        item["fields"]
+        for e in events
+        if e["type"] == "observation"
+        for item in e["observation"]["content"]
+        if item["kind"] == "ref"
+    ]
+    return next(f for f in refs if f.get("manual_id") and f.get("fault_code") == code)
+
+
+def test_a_manual_card_opens_its_page_full_screen_to_zoom_pan_and_close(browser, app_service):
+    page = open_app(browser, app_service.url, landscape=True)
+    ask(page, "press-3", "Press-3 shows E104, what should I do?")
+    card = page.get_by_test_id("manual-card").first
+    expect(card.get_by_test_id("open-page")).to_be_visible()
+    ref = manual_ref(app_service, "E104")
+    expect(card.get_by_test_id("open-page")).to_have_text(f"Show page {ref['page']}")
+
+    card.get_by_test_id("open-page").click()
+    viewer = page.get_by_test_id("page-viewer")
+    image = viewer.get_by_test_id("page-image")
+    expect(image).to_be_visible()
+    expect(viewer.get_by_test_id("viewer-status")).to_be_hidden()
+    width, height = image.evaluate("img => [img.naturalWidth, img.naturalHeight]")
+    assert width > 0 and height > 0
+    # The very image the service renders for the cited page with the entry highlighted, fetched with the token.
+    shown = image.evaluate("""async img => {
+        const digest = await crypto.subtle.digest("SHA-256", await (await fetch(img.src)).arrayBuffer());
+        return [...new Uint8Array(digest)].map(b => b.toString(16).padStart(2, "0")).join("");
+    }""")
+    with app_service.client() as client:
+        served = client.get(f"/v1/manuals/{ref['manual_id']}/pages/{ref['page']}.png", params={"entry": "E104"})
+    assert served.status_code == 200 and shown == hashlib.sha256(served.content).hexdigest()
+
+    stage = viewer.get_by_test_id("viewer-stage")
+    expect(stage).to_have_attribute("data-zoom", "1.00")
+    viewer.get_by_test_id("zoom-in").click()
+    expect(stage).to_have_attribute("data-zoom", "1.60")
+    viewer.get_by_test_id("zoom-out").click()
+    expect(stage).to_have_attribute("data-zoom", "1.00")
+    # Two fingers through Chromium's own touch input: 100 px apart, then 200 px apart, is twice the size.
+    box = stage.bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    touch = page.context.new_cdp_session(page)
+
+    def fingers(kind: str, apart: float) -> None:
+        points = [{"x": cx - apart / 2, "y": cy, "id": 0}, {"x": cx + apart / 2, "y": cy, "id": 1}]
+        touch.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points if kind != "touchEnd" else []})
+
+    fingers("touchStart", 100)
+    for apart in (125, 150, 175, 200):
+        fingers("touchMove", apart)
+    fingers("touchEnd", 200)
+    expect(stage).to_have_attribute("data-zoom", "2.00")
+    # One finger (here the mouse) drags the zoomed page; a double tap fits it again, another zooms in.
+    before = image.evaluate("img => img.style.transform")
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    page.mouse.move(cx + 80, cy + 60, steps=4)
+    page.mouse.up()
+    assert image.evaluate("img => img.style.transform") != before
+    stage.dblclick()
+    expect(stage).to_have_attribute("data-zoom", "1.00")
+    stage.dblclick()
+    expect(stage).to_have_attribute("data-zoom", "2.50")
+
+    source = image.evaluate("img => img.src")
+    viewer.get_by_test_id("close-viewer").click()
+    expect(viewer).to_have_count(0)
+    assert page.evaluate("src => fetch(src).then(() => 'kept', () => 'revoked')", source) == "revoked"
+
+    # A page the service cannot show: its refusal in its own words. (The request is pointed at a page the
+    # manual does not have; the answer is the real service's.)
+    missing = f"/v1/manuals/{ref['manual_id']}/pages/999.png"
+    with app_service.client() as client:
+        detail = client.get(missing).json()["detail"]
+    page.route("**/pages/*.png*", lambda route: route.continue_(url=app_service.url + missing))
+    card.get_by_test_id("open-page").click()
+    expect(viewer.get_by_test_id("viewer-error")).to_have_text(f"The page cannot be shown: {detail}")
+    page.keyboard.press("Escape")
+    expect(viewer).to_have_count(0)
+    page.context.close()
+
+
+def test_the_sensor_card_draws_the_last_hour_with_its_alarm_limit_and_trend(browser, app_service):
+    now = app_service.sim.value("press-3", "oil_temp")
+    seed_history(app_service, "press-3", "oil_temp", [now - 12 + 0.2 * i for i in range(61)])
+    page = open_app(browser, app_service.url)
+    ask(page, "press-3", "Press-3 shows E104")
+
+    card = page.get_by_test_id("sensor-card")
+    chart = card.get_by_test_id("sparkline")
+    expect(chart).to_be_visible()
+    with app_service.client() as client:
+        history = client.get("/v1/devices/press-3/sensors/oil_temp/history", params={"window_s": 3600}).json()
+    count = len(history["points"])
+    assert count >= 62  # the seeded hour and the tool's own reading (and any earlier test's)
+    expect(chart).to_have_attribute("data-points", str(count))
+    line = chart.get_by_test_id("spark-line").get_attribute("d")
+    assert len(re.findall(r"[ML]", line)) == count
+    ys = [float(y) for y in re.findall(r"[ML][\d.]+ ([\d.]+)", line)]
+    assert ys[0] > ys[-1]  # rising: SVG's y grows downwards
+    limit = chart.locator("[data-testid=spark-limit][data-limit=high]")
+    expect(limit).to_have_count(1)
+    assert float(limit.get_attribute("y1")) < min(ys)  # 70 °C, above every reading
+    assert history["trend"]["direction"] == "rising"
+    expect(card.get_by_test_id("trend")).to_have_text(re.compile(r"^rising \d[\d.]* °C/min$"))
+    expect(card.get_by_test_id("spark-limits")).to_have_text("alarm above 70 °C")
+
+    # A sensor that has never answered: a line saying so, not an empty chart.
+    app_service.sim.silence("cnc-7")
+    try:
+        ask(page, "cnc-7", "CNC-7 alarm E220")
+        card = page.get_by_test_id("sensor-card")
+        expect(card).to_contain_text("no current value")
+        expect(card.get_by_test_id("spark-empty")).to_have_text("No history yet for the last hour.")
+        expect(card.get_by_test_id("sparkline")).to_have_count(0)
+    finally:
+        app_service.sim.silence("cnc-7", False)
+    page.context.close()
+
+
+def test_a_technician_closes_an_order_with_the_fix_and_the_next_occurrence_shows_it(browser, app_service):
+    page = open_app(browser, app_service.url, landscape=True)
+    ask(page, "press-3", "Press-3 shows E103")
+    order = page.get_by_test_id("order-card")
+    order.get_by_test_id("confirm").click()
+    expect(order.get_by_test_id("order-status")).to_have_text("status open")
+    order_id = order.get_by_test_id("order-id").inner_text()
+
+    def stored() -> dict:
+        with app_service.client() as client:
+            orders = client.get(
+                "/v1/work-orders", params={"device_id": "press-3", "active": False, "limit": 200}
+            ).json()
+        return next(o for o in orders if o["id"] == order_id)
+
+    order.get_by_test_id("close-open").click()
+    form = order.get_by_test_id("close-form")
+    # open cannot go straight to done: the form says which steps it takes
+    expect(form.get_by_test_id("close-path")).to_have_text("Goes acknowledged → in_progress → done.")
+    form.get_by_test_id("close-parts").fill("×2")
+    form.get_by_test_id("close-submit").click()
+    expect(form.get_by_test_id("close-error")).to_contain_text("parts line 1 “×2”")
+    assert stored()["status"] == "open"  # refused in the form: nothing was sent
+
+    # The service's refusal, in its words; the steps before done were taken and stay (a legal status).
+    form.get_by_test_id("close-cause").fill("x" * 2001)
+    form.get_by_test_id("close-parts").fill("seal kit ×1\nhydraulic oil x 2\n")
+    form.get_by_test_id("close-submit").click()
+    expect(form.get_by_test_id("close-error")).to_have_text(
+        "Not closed: cause: String should have at most 2000 characters"
+    )
+    assert stored()["status"] == "in_progress"
+    form.get_by_test_id("close-cause").fill("worn pump seal")
+    form.get_by_test_id("close-remedy").fill("replaced the seal, topped up the oil")
+    form.get_by_test_id("close-note").fill("check again in a week")
+    form.get_by_test_id("close-submit").click()
+
+    expect(order.get_by_test_id("order-status")).to_have_text("status done")
+    expect(order.get_by_test_id("close-ok")).to_have_text(f"Work order {order_id} closed as done.")
+    expect(order.get_by_test_id("close-open")).to_have_count(0)
+    closed = stored()
+    assert (closed["status"], closed["closed_by"], closed["cause"], closed["remedy"], closed["note"]) == (
+        "done",
+        "technician",
+        "worn pump seal",
+        "replaced the seal, topped up the oil",
+        "check again in a week",
+    )
+    assert closed["parts"] == [{"part": "seal kit", "quantity": 1}, {"part": "hydraulic oil", "quantity": 2}]
+    expect(page.get_by_test_id("orders")).not_to_contain_text(order_id)
+
+    # The fault comes back: the proposal carries the fix just recorded.
+    ask(page, "press-3", "Press-3 shows E103 again")
+    fix = order.get_by_test_id("past-fix")
+    expect(fix).to_contain_text(f"Last fix on this machine {order_id}")
+    expect(fix).to_contain_text("Cause: worn pump seal")
+    expect(fix).to_contain_text("Parts: seal kit ×1, hydraulic oil ×2")
+    expect(order.get_by_test_id("recurring")).to_have_count(0)  # two orders in 30 days: not yet recurring
+
+    # Closed from the side list this time; the card of the run follows.
+    order.get_by_test_id("confirm").click()
+    expect(order.get_by_test_id("order-status")).to_have_text("status open")
+    second = order.get_by_test_id("order-id").inner_text()
+    item = page.get_by_test_id("order-item").filter(has_text=second)
+    item.get_by_test_id("close-open").click()
+    item.get_by_test_id("close-cause").fill("seal again")
+    item.get_by_test_id("close-submit").click()
+    expect(page.get_by_test_id("orders")).not_to_contain_text(second)
+    expect(order.get_by_test_id("order-status")).to_have_text("status done")
+    page.context.close()
+
+
+def test_a_chinese_question_in_the_english_ui_gets_chinese_labels_in_its_trace_and_cards(browser, app_service):
+    page = open_app(browser, app_service.url)
+    ask(page, "press-3", "3号液压机显示E104，油温高，怎么办？")
+
+    timeline = page.get_by_test_id("timeline")
+    expect(timeline).to_contain_text("已收到问题")
+    expect(timeline).to_contain_text("查阅手册：E104")
+    expect(timeline).to_contain_text("读取 PLC：3号液压机 的液压油温")
+    expect(page.get_by_test_id("reason")).to_have_text("已回答")
+    expect(page.get_by_test_id("manual-card").first.get_by_test_id("open-page")).to_have_text(
+        re.compile(r"^查看第 \d+ 页$")
+    )
+    expect(page.get_by_test_id("sensor-card").get_by_test_id("trend")).to_have_text(
+        re.compile("上升|下降|平稳|趋势未知")
+    )
+    assert timeline.get_attribute("lang") == page.get_by_test_id("evidence").get_attribute("lang") == "zh-CN"
+    expect(page.get_by_test_id("ask")).to_have_text("Ask")  # the app around the run stays in its language
+
+    # The page viewer opened from a Chinese card speaks Chinese too.
+    page.get_by_test_id("manual-card").first.get_by_test_id("open-page").click()
+    expect(page.get_by_test_id("close-viewer")).to_have_attribute("aria-label", "关闭")
+    page.keyboard.press("Escape")
+
+    ask(page, "press-3", "Press-3 shows E104")
+    expect(timeline).to_contain_text("Manual search: E104")
+    expect(page.get_by_test_id("reason")).to_have_text("answered")
     page.context.close()

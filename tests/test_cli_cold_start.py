@@ -139,7 +139,7 @@ def _texts(demo_index: Path) -> list[str]:
 
 
 def test_the_plain_reading_of_codes_agrees_with_the_spacy_linker(demo_index):
-    known = sorted(ManualIndex(demo_index).codes()) + ["A1", "do"]
+    known = [*sorted(ManualIndex(demo_index).codes()), "A1", "do"]
     linker = CodeLinker(known)
     squeezed = CodeMentions(known).known_squeezed
     plain = 0

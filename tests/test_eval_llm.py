@@ -7,6 +7,7 @@ invents a value and an order id, and the evaluation must tell them apart.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from edge.cli.main import main
@@ -105,7 +106,7 @@ def test_token_report_replays_the_cases_through_the_real_prompt(ops_state, monke
         steps = task["steps"]
         assert steps[0]["shared_prefix_tokens"] == 0 and all(s["shared_prefix_tokens"] > 0 for s in steps[1:])
         # Appending steps keeps every earlier prompt as the next one's prefix.
-        for earlier, later in zip(steps, steps[1:]):
+        for earlier, later in itertools.pairwise(steps):
             assert later["shared_prefix_tokens"] <= earlier["prompt_tokens"] <= later["prompt_tokens"]
         assert task["context_tokens"] == steps[-1]["prompt_tokens"] + steps[-1]["completion_tokens"]
         assert task["uncached_tokens"] < task["processed_tokens"]

@@ -17,7 +17,7 @@ def test_build_with_a_bad_file_indexes_the_rest_and_reports(demo_index, tmp_path
     for name in ("hydra_hp200_v1.2_zh.pdf", "meridian_vmc850_v2.1_en.pdf"):
         shutil.copy(demo_index.parent / "manuals" / name, folder / name)
     (folder / "scan.pdf").write_text("this is not a pdf")
-    code, out, err = fixloop("index", "build", str(folder))
+    code, out, _err = fixloop("index", "build", str(folder))
     out = " ".join(out.split())  # rich wraps at the console width
     assert code == 1
     assert "scan.pdf: not a PDF file" in out and "2 indexed" in out and "1 failed" in out
@@ -76,5 +76,5 @@ def test_an_unknown_device_or_a_bad_sidecar_is_named(demo_index, tmp_path, fixlo
     code, _, err = fixloop("index", "build", str(folder), "--device", "press-99")
     assert code == 2 and "unknown device 'press-99'" in " ".join(err.split())
     (folder / "b.pdf.toml").write_text('colour = "red"\n', encoding="utf-8")
-    code, out, err = fixloop("index", "build", str(folder))
+    code, _out, err = fixloop("index", "build", str(folder))
     assert code == 2 and "b.pdf.toml" in " ".join(err.split()) and "colour" in err

@@ -6,8 +6,16 @@ from hypothesis import strategies as st
 
 from knowledge.code_linker import CodeLinker
 from knowledge.codes import (
-    DISPLAY_TOKEN, canonical_id, code_key, fault_key, glob_pattern, lookup_keys, loose_key, parse_code_cell,
-    parse_heading, reported_code,
+    DISPLAY_TOKEN,
+    canonical_id,
+    code_key,
+    fault_key,
+    glob_pattern,
+    lookup_keys,
+    loose_key,
+    parse_code_cell,
+    parse_heading,
+    reported_code,
 )
 
 

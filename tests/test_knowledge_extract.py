@@ -99,5 +99,5 @@ def test_bad_files_get_clear_errors(tmp_path):
         extract_manual(locked)
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
-    with pytest.raises(ManualError, match="broken.pdf"):
+    with pytest.raises(ManualError, match=r"broken.pdf"):
         extract_manual(broken)

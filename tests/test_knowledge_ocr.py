@@ -128,7 +128,7 @@ def test_a_missing_tesseract_is_a_clear_error(tmp_path, monkeypatch):
     path = scanned(tmp_path, fault_table)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert not ocr_available()
-    with pytest.raises(OcrError, match="tesseract is not on PATH.*tesseract-ocr tesseract-ocr-chi-sim"):
+    with pytest.raises(OcrError, match=r"tesseract is not on PATH.*tesseract-ocr tesseract-ocr-chi-sim"):
         ocr_pages(path, [1])
 
 

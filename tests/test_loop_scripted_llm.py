@@ -100,7 +100,7 @@ def test_three_format_errors_in_a_row_hand_the_run_to_the_rules_planner(scripted
 
 
 def test_unknown_tool_gets_the_available_tools_and_the_closest_name(scripted):
-    server, agent = scripted([call("search_manual", fault_code="E102"), final("done")])
+    _server, agent = scripted([call("search_manual", fault_code="E102"), final("done")])
     record = agent.ask("Press-3 shows E102")
     obs = record.steps[0].observation
     assert obs.status == "error" and obs.error_code == "unknown_tool"
@@ -108,7 +108,7 @@ def test_unknown_tool_gets_the_available_tools_and_the_closest_name(scripted):
 
 
 def test_invalid_arguments_name_the_field(scripted):
-    server, agent = scripted([call(PLC, device_id="press-3"), final("done")])
+    _server, agent = scripted([call(PLC, device_id="press-3"), final("done")])
     record = agent.ask("coolant on press-3?")
     obs = record.steps[0].observation
     assert obs.error_code == "invalid_arguments" and "'sensor'" in obs.content[0].text
@@ -116,7 +116,7 @@ def test_invalid_arguments_name_the_field(scripted):
 
 
 def test_same_call_twice_in_a_row_stops_weakly_but_still_answers(scripted):
-    server, agent = scripted([call(MANUAL, fault_code="E102", device_id="press-3")])
+    _server, agent = scripted([call(MANUAL, fault_code="E102", device_id="press-3")])
     record = agent.ask("Press-3 shows E102")
     assert record.termination.reason == "repeated_action"
     assert len(record.observations) == 1
@@ -125,7 +125,7 @@ def test_same_call_twice_in_a_row_stops_weakly_but_still_answers(scripted):
 
 def test_same_observation_twice_in_a_row_stops(scripted):
     # "E102" and "e 102" normalise to the same code: different calls, identical observation.
-    server, agent = scripted([
+    _server, agent = scripted([
         call(MANUAL, fault_code="E102", device_id="press-3"),
         call(MANUAL, fault_code="e 102", device_id="press-3"),
         final("never reached"),
@@ -139,7 +139,7 @@ def test_third_identical_call_in_a_run_stops(scripted):
     a = call(MANUAL, fault_code="E102", device_id="press-3")
     b = call(PLC, device_id="press-3", sensor="coolant_level")
     c = call(PLC, device_id="press-3", sensor="motor_temp")
-    server, agent = scripted([a, b, a, c, a, final("never reached")])
+    _server, agent = scripted([a, b, a, c, a, final("never reached")])
     record = agent.ask("Press-3 shows E102")
     assert record.termination.reason == "repeated_call_limit"
     assert len(record.observations) == 4
@@ -147,7 +147,7 @@ def test_third_identical_call_in_a_run_stops(scripted):
 
 def test_step_budget(scripted):
     script = [call(PLC, device_id="press-3", sensor=s) for s in ["coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure"]]
-    server, agent = scripted(script, loop={"max_steps": 3})
+    _server, agent = scripted(script, loop={"max_steps": 3})
     record = agent.ask("check everything on press-3")
     assert record.termination.reason == "max_steps" and len(record.steps) == 3
 
@@ -163,14 +163,14 @@ def test_token_budget_uses_the_servers_usage(scripted):
 
 def test_time_budget(scripted):
     slowish = {**call(PLC, device_id="press-3", sensor="coolant_level"), "delay_s": 0.4}
-    server, agent = scripted([slowish, {**call(PLC, device_id="press-3", sensor="motor_temp"), "delay_s": 0.4}, final("x")],
+    _server, agent = scripted([slowish, {**call(PLC, device_id="press-3", sensor="motor_temp"), "delay_s": 0.4}, final("x")],
                              loop={"max_wall_s": 0.5})
     record = agent.ask("coolant on press-3?")
     assert record.termination.reason == "time_budget"
 
 
 def test_takeover_stops_at_the_next_step_boundary_with_the_pending_action(scripted):
-    server, agent = scripted([
+    _server, agent = scripted([
         call(MANUAL, fault_code="E102", device_id="press-3"),
         call(PLC, "read the coolant", device_id="press-3", sensor="coolant_level"),
         final("never reached"),
@@ -190,7 +190,7 @@ def test_takeover_stops_at_the_next_step_boundary_with_the_pending_action(script
 
 @pytest.mark.parametrize("failure", [{"delay_s": 1.5}, {"status": 500}, {"drop": True}])
 def test_slow_or_failing_llm_falls_back_to_the_rules_planner(scripted, failure):
-    server, agent = scripted([failure], llm={"timeout_s": 0.5})
+    _server, agent = scripted([failure], llm={"timeout_s": 0.5})
     record = agent.ask("Press-3 shows E102, what should I do?", device_id="press-3")
     assert record.degraded and record.planner == "llm->rules"
     assert record.warnings and "degraded" in record.warnings[0]
@@ -233,7 +233,7 @@ def test_a_follow_up_names_the_sessions_device(scripted):
 
 
 def test_a_request_never_outlives_the_run_and_a_trickling_server_cannot_hold_it(scripted):
-    server, agent = scripted([{**call(MANUAL, fault_code="E102", device_id="press-3"), "trickle_s": 0.2}],
+    _server, agent = scripted([{**call(MANUAL, fault_code="E102", device_id="press-3"), "trickle_s": 0.2}],
                              llm={"timeout_s": 10.0}, loop={"max_wall_s": 1.0})
     record = agent.ask("Press-3 shows E102", device_id="press-3")
     assert record.elapsed_ms < 1500

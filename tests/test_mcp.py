@@ -28,7 +28,7 @@ from edge.agent import build_registry, work_order_store
 from edge.config import Config, load_config
 from edge.mcp_server import McpHttpApp
 from edge.service.server import ServerThread
-from tests.fixtures.service import free_port
+from tests.fixtures.service import TECHNICIAN_TOKEN, free_port, run_service
 from tools.registry import ToolRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,3 +243,27 @@ def _chain(error: BaseException) -> str:
         if inner is not None and inner is not error:
             parts.append(_chain(inner))
     return "\n".join(parts)
+
+
+# -- the service's own endpoint --------------------------------------------------------------------
+
+def test_the_service_serves_mcp_behind_its_technician_tokens_each_time_it_starts(tmp_path, demo_index):
+    """`/mcp` on the whole service (`create_app(Service(config))`), started and stopped twice in one process:
+    each app has its own session manager, which runs once, in that app's lifespan."""
+    async def session(client: Client) -> tuple[list[str], Any]:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        return names, await client.call_tool(MANUAL, {"fault_code": "E102", "device_id": "press-3"})
+
+    for start in ("first", "second"):
+        with run_service(tmp_path / start, demo_index) as running:
+            url = f"{running.url}/mcp"
+            names, found = over_http(url, TECHNICIAN_TOKEN, session)
+            refused = httpx.post(url, headers={"Accept": "application/json, text/event-stream"},
+                                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+        assert names == [MANUAL, PLC, WORK_ORDER], start
+        assert not found.is_error, found.content
+        assert found.structured_content["status"] == "ok"
+        manual = found.structured_content["content"][0]["fields"]
+        assert manual["fault_code"] == "E102" and manual["title"] == "Motor over-temperature protection"
+        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Bearer"), start

@@ -6,7 +6,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -61,7 +61,7 @@ def mes_api(work_order_store):
 
 def _signed(body: str, msg_id: str | None = None, at: datetime | None = None, secret: str = MES_SECRET) -> dict:
     msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
-    at = at or datetime.now(timezone.utc)
+    at = at or datetime.now(UTC)
     return {"webhook-id": msg_id, "webhook-timestamp": str(int(at.timestamp())),
             "webhook-signature": Webhook(secret).sign(msg_id, at, body), "content-type": "application/json"}
 
@@ -81,7 +81,7 @@ def _count(store, table: str) -> int:
 
 
 def test_signed_alarm_creates_an_order_and_answers_with_it(mes_api):
-    client, handler, store = mes_api
+    client, _handler, store = mes_api
     response, _, _ = _post(client)
     assert response.status_code == 200, response.text
     data = response.json()
@@ -111,7 +111,7 @@ def test_replayed_webhook_id_gets_the_earlier_response(mes_api):
 def test_tampered_stale_and_unsigned_requests_are_refused(mes_api, tamper):
     client, handler, store = mes_api
     body = json.dumps(ALARM)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     headers = _signed(body)
     if tamper == "body":
         body = body.replace("E102", "E103")
@@ -148,7 +148,7 @@ def test_a_rotated_secret_is_accepted(mes_api):
 def test_malformed_alarm_is_422_naming_the_field_and_writes_nothing(mes_api, change, field):
     client, handler, store = mes_api
     alarm = {k: v for k, v in {**ALARM, **change}.items() if v is not None}
-    response, headers, body = _post(client, alarm=alarm)
+    response, _headers, _body = _post(client, alarm=alarm)
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["body", field]
     if field == "device_id":
@@ -175,7 +175,7 @@ def test_failed_handling_leaves_nothing_and_the_retry_is_processed(mes_api):
 
 
 def test_concurrent_deliveries_of_one_message_run_the_agent_once(mes_api):
-    client, handler, store = mes_api
+    client, handler, _store = mes_api
     handler.gate = threading.Event()
     body = json.dumps(ALARM)
     headers = _signed(body)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -44,7 +44,7 @@ def _in_progress(store, fault: str = "E102"):
 def _post(client, change: dict | str, msg_id: str | None = None, secret: str = MES_SECRET):
     body = change if isinstance(change, str) else json.dumps(change)
     msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     headers = {"webhook-id": msg_id, "webhook-timestamp": str(int(now.timestamp())),
                "webhook-signature": Webhook(secret).sign(msg_id, now, body), "content-type": "application/json"}
     return client.post(STATUS_PATH, content=body, headers=headers)

@@ -2,7 +2,8 @@
 highlighted, cached on disk, and served by `GET /v1/manuals/{id}/pages/{n}.png` over real HTTP.
 
 Real PDFs made here (the demo manuals, one with a page turned sideways, one with a scanned fault
-page read by the real Tesseract), real indexes with the real SBERT model, uvicorn on loopback.
+page read by the real Tesseract), real indexes with the real SBERT model, and the whole service
+(`create_app(Service(config))`) on uvicorn on loopback with that index as its manual index.
 """
 
 from __future__ import annotations
@@ -21,19 +22,15 @@ import httpx
 import numpy as np
 import pymupdf
 import pytest
-from fastapi import Depends, FastAPI
 
 from edge.config import load_config
-from edge.service.manuals import build_manuals_router
-from edge.service.server import ServerThread
-from edge.service.strict_query import known_query_only
 from knowledge.demo import demo_manuals
 from knowledge.demo.render import render_pdf
 from knowledge.embed import Embedder
 from knowledge.index import build_index
 from knowledge.page_images import PageImages
 from knowledge.search import ManualIndex
-from tests.fixtures.service import free_port
+from tests.fixtures.service import run_service
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry
@@ -41,7 +38,6 @@ from tools.registry import ToolRegistry
 HYDRA = "hydra_hp200_v2.1_en.pdf"
 TURNED = "meridian_vmc850_v2.1_en_turned.pdf"  # page 2 printed sideways (/Rotate 90)
 SCANNED = "pump_unit_scanned.pdf"  # page 2 is a scan: its entry E502 is read by OCR
-TOKEN = "tablet-token"
 SCAN_LINES = [(120, 12, "Fault code: E502 - Oil temperature too high"),
               (146, 10, "Cause: The oil cooler fan has stopped or the filter is blocked."),
               (168, 10, "Remedy:"), (190, 10, "1. Check the oil cooler fan."), (212, 10, "2. Clean the oil filter.")]
@@ -99,18 +95,16 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Library:
 
 
 @contextlib.contextmanager
-def serve(index: Path, cache: Path) -> Iterator[httpx.Client]:
-    """The router as the service includes it, under the service's unknown-query rule, on loopback."""
-    app = FastAPI(dependencies=[Depends(known_query_only)])
-    app.include_router(build_manuals_router(index, [TOKEN], cache))
-    with ServerThread(app, "127.0.0.1", free_port()) as server, \
-            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+def serve(index: Path, state: Path) -> Iterator[httpx.Client]:
+    """The service with `index` as its manual index (its page cache beside it, in `state`), and a client
+    with a technician token."""
+    with run_service(state, index) as running, running.client() as client:
         yield client
 
 
 @pytest.fixture(scope="module")
 def client(library: Library, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    with serve(library.index, tmp_path_factory.mktemp("page-cache")) as client:
+    with serve(library.index, tmp_path_factory.mktemp("page-service")) as client:
         yield client
 
 
@@ -131,7 +125,7 @@ def changed(highlighted: bytes, plain: bytes) -> tuple[float, float, float, floa
 
 
 def inside(rect: pymupdf.Rect, boxes: list[list[float]], slack: float = 1.0) -> bool:
-    return any((pymupdf.Rect(box) + (-slack, -slack, slack, slack)).contains(rect) for box in boxes)
+    return any(pymupdf.Rect(x0 - slack, y0 - slack, x1 + slack, y1 + slack).contains(rect) for x0, y0, x1, y1 in boxes)
 
 
 # -- boxes at index time -------------------------------------------------------------------------
@@ -154,7 +148,7 @@ def test_every_entry_is_boxed_where_its_code_is_printed_on_its_page(library):
 def test_an_entry_read_by_ocr_is_boxed_by_tesseracts_lines(library):
     page, boxes = library.entry(SCANNED, "E502")
     assert page == 2 and len(boxes) == len(SCAN_LINES)
-    for (number, x0, y0, x1, y1), (baseline, size, _) in zip(boxes, SCAN_LINES):
+    for (number, x0, y0, _x1, y1), (baseline, size, _) in zip(boxes, SCAN_LINES):
         assert number == 2 and 55 <= x0 <= 65 and baseline - size - 2 <= y0 < y1 <= baseline + 4
 
 
@@ -249,9 +243,9 @@ def test_a_cited_entry_opens_its_page_with_the_entry_highlighted(library, client
     assert highlighted.headers["content-type"] == "image/png"
     assert highlighted.headers["cache-control"].startswith("private") and highlighted.headers["etag"]
     assert highlighted.headers["etag"] != plain.headers["etag"]
-    page, boxes = library.entry(HYDRA, "E103")
-    (_, bx0, by0, bx1, by1), = boxes  # one table row
-    x0, y0, x1, y1 = changed(highlighted.content, plain.content)
+    _page, boxes = library.entry(HYDRA, "E103")
+    (_, _bx0, by0, bx1, by1), = boxes  # one table row
+    _x0, y0, x1, y1 = changed(highlighted.content, plain.content)
     assert (y0, y1) == pytest.approx((by0 / 842, by1 / 842), abs=0.01) and x1 == pytest.approx(bx1 / 595, abs=0.01)
 
 
@@ -285,7 +279,7 @@ def test_unknown_manuals_pages_and_entries_are_404_and_malformed_requests_422(li
         assert client.get(path).status_code == 422, path
     assert client.get(f"/v1/manuals/{manual}/pages/1.png", params={"entry": ""}).status_code == 422
     assert client.get(f"/v1/manuals/{manual}/pages/1.png", params={"path": "/etc/passwd"}).status_code == 422
-    assert client.get(f"/v1/manuals/..%2F..%2Fetc%2Fpasswd/pages/1.png").status_code in (404, 422)
+    assert client.get("/v1/manuals/..%2F..%2Fetc%2Fpasswd/pages/1.png").status_code in (404, 422)
 
 
 @pytest.fixture
@@ -301,7 +295,7 @@ def own_manual(library: Library, tmp_path: Path) -> tuple[Path, Path]:
 def test_a_pdf_changed_or_removed_since_indexing_is_409_but_a_touched_one_is_served(library, own_manual, tmp_path):
     pdf, index = own_manual
     url = f"/v1/manuals/{library.manual_id(HYDRA, index)}/pages/2.png"
-    with serve(index, tmp_path / "cache") as client:
+    with serve(index, tmp_path / "service") as client:
         served = client.get(url, params={"entry": "E102"})
         assert served.status_code == 200
         os.utime(pdf, (1_000_000_000, 1_000_000_000))  # copied or touched: same content, other mtime
@@ -325,6 +319,14 @@ def test_a_manual_reindexed_with_new_content_gets_a_new_id_and_new_images(librar
     after = library.manual_id(HYDRA, index)
     new_image = images.render_page(after, 2, "E102")
     assert after != before and new_image.name.startswith(after[:16]) and old_image.name.startswith(before[:16])
-    with serve(index, tmp_path / "cache") as client:
+    with serve(index, tmp_path / "service") as client:
         assert client.get(f"/v1/manuals/{before}/pages/2.png").status_code == 404
         assert client.get(f"/v1/manuals/{after}/pages/2.png").status_code == 200
+
+
+def test_without_a_manual_index_page_images_are_503_naming_the_command_that_builds_one(library, tmp_path):
+    with run_service(tmp_path / "service", library.index) as running, running.client() as client:
+        index = running.config.state_path(running.config.knowledge.index_file)
+        index.rename(index.with_name("elsewhere.sqlite"))
+        response = client.get(f"/v1/manuals/{library.manual_id(HYDRA)}/pages/1.png")
+    assert response.status_code == 503 and "fixloop index build" in response.json()["detail"]

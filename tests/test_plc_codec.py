@@ -3,7 +3,8 @@
 import struct
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tools.plant import SensorConfig
 from tools.plc.codec import decode, encode
@@ -62,5 +63,5 @@ def test_nan_float_is_a_malformed_reply():
 
 
 def test_encode_names_the_sensor_when_a_value_does_not_fit():
-    with pytest.raises(ValueError, match="sensor 's'.*outside -32768..32767"):
+    with pytest.raises(ValueError, match=r"sensor 's'.*outside -32768..32767"):
         encode(sensor("int16", scale=0.1), 5000)

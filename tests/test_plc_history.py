@@ -127,7 +127,7 @@ def test_a_cap_too_small_for_the_retention_window_is_a_config_error_saying_what_
 def test_a_retention_shorter_than_the_trend_hour_is_a_config_error(tmp_path):
     path = tmp_path / "plant.toml"
     path.write_text("[plc]\nhistory_retention_s = 600\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="plc.history_retention_s: Input should be greater than or equal to 3600"):
+    with pytest.raises(ConfigError, match=r"plc.history_retention_s: Input should be greater than or equal to 3600"):
         load_config(path, env={})
 
 

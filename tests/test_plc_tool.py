@@ -50,7 +50,7 @@ def test_synonyms_resolve_case_insensitively_in_english_and_chinese(plc_tool, de
 
 def test_default_simulated_values_sit_inside_the_normal_band(plc_tool, plant_devices):
     for device_id, device in plant_devices.items():
-        for sensor_id, sensor in device.sensors.items():
+        for sensor_id in device.sensors:
             f = fields(ask(plc_tool, device_id, sensor_id))
             assert f["is_outlier"] is False and f["alarm"] is None, (device_id, sensor_id, f["value"])
 

@@ -44,8 +44,9 @@ def test_fuzzing_finds_no_server_error_and_no_accepted_invalid_request(service, 
         @hypothesis.settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
                              suppress_health_check=list(HealthCheck))
         def exercise(case: schemathesis.Case) -> None:
-            # A case that leaves the token out on purpose (negative mode) must go without it.
-            headers = {} if schema.is_security_param_negated(case) else token
+            # A case that leaves the token out on purpose (negative mode) must go without it. `exercise`
+            # runs right below, within this iteration, so the loop's `token` is the one meant.
+            headers = {} if schema.is_security_param_negated(case) else token  # noqa: B023
             response = case.call(base_url=service.url, headers=headers, timeout=30)
             case.validate_response(response, checks=checks)
 

@@ -6,12 +6,13 @@ runs" (seconds, while runs are held for as long as the test likes)."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -31,7 +32,7 @@ def address(service: RunningService) -> tuple[str, int]:
     return url.hostname, url.port
 
 
-def raw_request(service: RunningService, head: str, body_chunks: Iterator[bytes] = iter(())) -> tuple[bytes, bool]:
+def raw_request(service: RunningService, head: str, body_chunks: Iterable[bytes] = ()) -> tuple[bytes, bool]:
     """Send a request head, then body pieces until the server answers; return the answer and whether the
     server closed the connection after it (instead of waiting for the rest of the body)."""
     with socket.create_connection(address(service), timeout=10) as sock:
@@ -39,10 +40,8 @@ def raw_request(service: RunningService, head: str, body_chunks: Iterator[bytes]
         sock.setblocking(False)
         answer = b""
         for chunk in body_chunks:
-            try:
+            with contextlib.suppress(BlockingIOError):
                 answer += sock.recv(65536)
-            except BlockingIOError:
-                pass
             if answer:
                 break
             try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from standardwebhooks.webhooks import Webhook
 
@@ -12,7 +12,7 @@ from tests.fixtures.service import TECHNICIAN_TOKEN
 
 def post_alarm(service, webhook_id: str, alarm: dict, secret: str | None = None):
     body = json.dumps(alarm)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     signature = Webhook(secret or service.config.mes.secrets[0]).sign(webhook_id, now, body)
     headers = {"webhook-id": webhook_id, "webhook-timestamp": str(int(now.timestamp())),
                "webhook-signature": signature, "content-type": "application/json"}
@@ -62,7 +62,7 @@ def test_an_alarm_with_a_wrong_signature_runs_nothing(service):
 
 def post_status(service, webhook_id: str, change: dict):
     body = json.dumps(change)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     headers = {"webhook-id": webhook_id, "webhook-timestamp": str(int(now.timestamp())),
                "webhook-signature": Webhook(service.config.mes.secrets[0]).sign(webhook_id, now, body),
                "content-type": "application/json"}

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tools.work_orders.store import WorkOrderStore
@@ -136,13 +137,9 @@ def test_sigkill_inside_the_write_leaves_nothing_half_written(tmp_path):
         committed = store.active_for("press-3", fault) is not None
         aborted += not committed
         # Whatever the killed writer left, callers racing afterwards agree on exactly one order.
-        results: list[tuple[str, bool]] = []
-        threads = [threading.Thread(target=lambda: results.append(_create(store, "technician", fault=fault)))
-                   for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            racing = [pool.submit(_create, store, "technician", fault=fault) for _ in range(4)]
+        results = [call.result() for call in racing]
         assert len({order.id for order, _ in results}) == 1
         assert sum(created for _, created in results) == (0 if committed else 1)
         assert len(store.list(device_id="press-3")) == round_no + 1

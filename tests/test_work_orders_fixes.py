@@ -111,7 +111,7 @@ def test_closing_without_a_fix_is_still_allowed_and_stamps_when_and_who(store):
 
 def test_a_fix_on_a_move_that_closes_nothing_is_refused_and_changes_nothing(store):
     order = _open(store)
-    with pytest.raises(WorkOrderError, match="recorded when an order is closed .done or cancelled., not when it "
+    with pytest.raises(WorkOrderError, match=r"recorded when an order is closed .done or cancelled., not when it "
                                              "moves to acknowledged"):
         store.set_status(order.id, "acknowledged", actor="technician", fix=Fix(cause="loose cable"))
     assert store.get(order.id) == order and len(store.outbox()) == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +29,7 @@ def test_our_signature_verifies_with_standardwebhooks(msg_id, body):
 @given(msg_id=ids, body=bodies)
 def test_standardwebhooks_signature_verifies_with_ours(msg_id, body):
     now = time.time()
-    signature = Webhook(MES_SECRET).sign(msg_id, datetime.fromtimestamp(now, timezone.utc), body.decode())
+    signature = Webhook(MES_SECRET).sign(msg_id, datetime.fromtimestamp(now, UTC), body.decode())
     headers = {"Webhook-Id": msg_id, "Webhook-Timestamp": str(int(now)), "Webhook-Signature": signature}
     assert verify([MES_SECRET], headers, body, now) == msg_id
 
@@ -83,5 +83,5 @@ def test_secrets_are_checked_when_config_loads():
         MesConfig(secrets=["whsec_not base64!"])
     with pytest.raises(ValueError, match="at least 16 bytes"):
         MesConfig(secrets=["whsec_c2hvcnQ="])
-    with pytest.raises(ValueError, match="mes.url is set but mes.secrets is empty"):
+    with pytest.raises(ValueError, match=r"mes.url is set but mes.secrets is empty"):
         MesConfig(url="http://mes.local/hooks")

@@ -56,7 +56,7 @@ def test_lifecycle_and_illegal_transitions(work_order_store):
     with pytest.raises(IllegalTransition, match=r"is done; it cannot move to open \(allowed: nothing \(final\)\)"):
         work_order_store.set_status(order.id, "open", actor="technician")
     other, _ = _create(work_order_store, fault_code="F03")
-    with pytest.raises(IllegalTransition, match="is open; it cannot move to done .allowed: acknowledged, cancelled"):
+    with pytest.raises(IllegalTransition, match=r"is open; it cannot move to done .allowed: acknowledged, cancelled"):
         work_order_store.set_status(other.id, "done", actor="technician")
     with pytest.raises(WorkOrderError, match="status 'closed' is not one of"):
         work_order_store.set_status(other.id, "closed", actor="technician")

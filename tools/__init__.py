@@ -7,8 +7,16 @@ The names here are light (pydantic and the standard library), so they are import
 
 from tools.contract import Actor, Item, ItemKind, Status, Tool, ToolContext, ToolOutput
 from tools.observation import TRUNCATION_MARKER, Observation, cut_middle, now_ms
-from tools.plant import (DeviceConfig, PlcEndpoint, SensorConfig, UnknownDevice, bind_device_ids, find_device,
-                         normalize_name, unknown_device)
+from tools.plant import (
+    DeviceConfig,
+    PlcEndpoint,
+    SensorConfig,
+    UnknownDevice,
+    bind_device_ids,
+    find_device,
+    normalize_name,
+    unknown_device,
+)
 from tools.registry import ToolRegistry
 
 __all__ = [

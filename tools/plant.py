@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -98,7 +99,7 @@ class DeviceConfig(Strict):
             by_table.setdefault(sensor.register_type, []).append((sensor.address, sensor.address + sensor.width, sensor.id))
         for table, spans in by_table.items():
             spans.sort()
-            for (start_a, end_a, a), (start_b, _, b) in zip(spans, spans[1:]):
+            for (_, end_a, a), (start_b, _, b) in pairwise(spans):
                 if start_b < end_a:
                     raise ValueError(f"sensors {a!r} and {b!r} overlap in {table} registers at address {start_b}")
         return self

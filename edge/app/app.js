@@ -14,7 +14,9 @@
     sessionId: null,
     run: null, // {runId, question, deviceId, events, running, order, takeover}
     lastAsk: null,
+    reconnecting: false, // a run's stream dropped and is being picked up again
   };
+  const Connection = window.FixloopConnection;
 
   // -- text ---------------------------------------------------------------
 
@@ -167,7 +169,8 @@
       el("strong", { text: order.id }), " ",
       el("span", { class: "chip status-" + order.status, text: order.status }),
       el("div", { class: "muted", text: `${order.device_id} · ${order.fault_code} · ${t("priority", { priority: order.priority })}` }),
-      el("div", { text: order.title }));
+      el("div", { text: order.title }),
+      window.FixloopOrderClose.control({ order, place: "list", token: state.token, ui: addOnUi(), onClosed: orderClosed }));
   }
 
   function historyItem(run) {
@@ -187,7 +190,8 @@
     if (!view.record) return;
     const run = newRun(runId, view.record.question, view.record.device_id);
     run.running = false;
-    for (const event of events) applyEvent(run, event);
+    events.forEach((event, n) => applyEvent(run, event, n));
+    Connection.shownRun.set({ runId, question: run.question, deviceId: run.deviceId, sessionId: state.sessionId });
     const last = view.confirmations[view.confirmations.length - 1];
     if (last && run.order) {
       run.order = Object.assign({}, run.order, { work_order_id: last.work_order_id, work_order_status: last.work_order_status });
@@ -199,14 +203,50 @@
   // -- asking ---------------------------------------------------------------
 
   function newRun(runId, question, deviceId) {
-    return { runId, question, deviceId, events: [], running: true, order: null, stored: false, takeover: null, error: null };
+    // lastId: the number of the last event applied (-1: none), what a resumed stream starts after.
+    return { runId, question, deviceId, events: [], lastId: -1, running: true, order: null, stored: false, takeover: null, error: null };
   }
 
-  async function ask(question, deviceId) {
-    if (state.run && state.run.running) return;
+  // Every question goes through the outbox: one asked offline, or while the service is out of reach,
+  // waits there (shown as queued) and is sent in its turn.
+  function submit(question, deviceId) {
+    Connection.outbox.add(question, deviceId);
+    renderQueue();
+    sendQueued();
+  }
+
+  let sending = false;
+  let sendRetry = null;
+  let sendAttempt = 0;
+
+  // One run at a time, oldest question first; called again when a run ends, the browser comes back online
+  // or a token is entered.
+  async function sendQueued() {
+    clearTimeout(sendRetry);
+    if (sending) return;
+    sending = true;
+    try {
+      for (let next; (next = Connection.outbox.list()[0]);) {
+        if (!navigator.onLine || (state.run && state.run.running)) return;
+        const outcome = await ask(next);
+        if (outcome === "unreachable") sendRetry = setTimeout(sendQueued, Connection.retryDelay(sendAttempt++));
+        if (outcome !== "sent") return;
+        sendAttempt = 0;
+      }
+    } finally {
+      sending = false;
+    }
+  }
+
+  // "sent" once the service has the question (or refused it: the error shows, it leaves the outbox);
+  // "unreachable" or "unauthorized" leave it queued and the run on screen as it was.
+  async function ask(item) {
+    const { question, deviceId } = item;
     showError("");
     state.lastAsk = { question, deviceId };
-    state.run = newRun(null, question, deviceId);
+    const shown = state.run;
+    const run = newRun(null, question, deviceId);
+    state.run = run;
     renderRun();
     const body = { question, device_id: deviceId || null };
     if (state.sessionId) body.session_id = state.sessionId;
@@ -218,54 +258,105 @@
         body: JSON.stringify(body),
       });
     } catch (err) {
-      state.run.running = false;
-      state.run.error = err.message;
+      const kept = err instanceof TypeError ? "unreachable" : err.message === "unauthorized" ? "unauthorized" : null;
+      if (kept) {
+        if (state.run === run) { state.run = shown; renderRun(); }
+        return kept;
+      }
+      Connection.outbox.remove(item.id);
+      renderQueue();
+      run.running = false;
+      run.error = err.message;
       renderRun();
-      return;
+      return "sent";
     }
+    Connection.outbox.remove(item.id);
+    renderQueue();
     state.sessionId = response.headers.get("X-Session-ID") || state.sessionId;
-    state.run.runId = response.headers.get("X-Run-ID");
+    run.runId = response.headers.get("X-Run-ID");
+    Connection.shownRun.set({ runId: run.runId, question, deviceId, sessionId: state.sessionId });
     renderControls();
-    await readStream(response, state.run);
-    state.run.running = false;
-    renderRun();
-    loadSide().catch(() => {});
+    followRun(run, response);
+    return "sent";
   }
 
-  async function readStream(response, run) {
-    // EventSource cannot POST or send headers: read the SSE stream with fetch() and a ReadableStream.
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      let chunk;
-      try {
-        chunk = await reader.read();
-      } catch (err) {
-        run.error = t("network_error", { error: err.message });
-        break;
-      }
-      if (chunk.done) break;
-      buffer += decoder.decode(chunk.value, { stream: true });
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trimStart()).join("\n");
-        if (data) onEvent(run, JSON.parse(data));
-      }
+  // The run's events until its last, picked up after the last one received whenever the stream drops
+  // (EventSource cannot send the token, so fetch() reads the stream); `response` is an open stream to read first.
+  async function followRun(run, response) {
+    const path = `/v1/runs/${encodeURIComponent(run.runId)}/stream`;
+    try {
+      await Connection.follow({
+        response,
+        open: (lastId) => window.FixloopRequest.request(path, state.token, { headers: lastId >= 0 ? { "Last-Event-ID": String(lastId) } : {} }),
+        onEvent: (n, event) => onEvent(run, event, n),
+        lastId: () => run.lastId,
+        over: () => !run.running,
+        wanted: () => state.run === run,
+        status: (status) => { state.reconnecting = status === "reconnecting"; renderConnection(); },
+      });
+    } catch (err) {
+      if (!(err instanceof window.FixloopRequest.RequestError)) throw err;
+      if (err.status === 401) askForToken(true);
+      run.error = err.status === 404 ? t("run_lost") : t("http_error", { status: err.status, detail: err.message });
     }
+    run.running = false;
+    if (state.run === run) renderRun();
+    loadSide().catch(() => {});
+    sendQueued();
+  }
+
+  // After a reload: the run that was on screen, followed to its end if it is still going.
+  async function restoreRun() {
+    const saved = Connection.shownRun.get();
+    if (!saved || state.run) return;
+    state.sessionId = saved.sessionId || null;
+    let view;
+    try {
+      view = await (await api("/v1/runs/" + encodeURIComponent(saved.runId))).json();
+    } catch (err) {
+      if (!(err instanceof TypeError)) Connection.shownRun.clear(); // the service no longer has it
+      return;
+    }
+    if (!view.running) {
+      await showStoredRun(saved.runId);
+      return;
+    }
+    state.run = newRun(saved.runId, saved.question, saved.deviceId);
+    renderRun();
+    followRun(state.run, null);
+  }
+
+  function renderQueue() {
+    const items = Connection.outbox.list();
+    $("queue").hidden = !items.length;
+    $("queue").replaceChildren(...items.map((item) => el("li", { "data-testid": "queued-item" },
+      el("span", { class: "chip status-degraded", "data-testid": "queued-chip", text: t("queued") }), " ",
+      el("span", { "data-testid": "queued-question", text: item.question }),
+      el("div", { class: "muted" }, item.deviceId ? deviceName(item.deviceId) : t("any_device"), " · ", t("queued_note")),
+      el("button", { type: "button", class: "ghost", "data-testid": "cancel-queued", text: t("cancel_queued"),
+        onclick: () => { Connection.outbox.remove(item.id); renderQueue(); } }))));
+  }
+
+  function renderConnection() {
+    const status = !navigator.onLine ? "offline" : state.reconnecting ? "reconnecting" : null;
+    const node = $("link-status");
+    node.hidden = !status;
+    node.replaceChildren(status ? el("span", { class: "chip status-degraded", text: t("link_" + status) }) : "");
   }
 
   // A live event also says what the service is like now: degraded, or a breaker this run opened.
-  function onEvent(run, event) {
+  function onEvent(run, event, n) {
+    if (!applyEvent(run, event, n)) return;
     if ((event.type === "run_started" && event.degraded) || event.type === "warning") setDegraded(true);
     if (event.type === "termination") checkReady(true);
-    applyEvent(run, event);
     if (state.run === run) renderRun();
   }
 
-  function applyEvent(run, event) {
+  // Events are numbered in their run: one already applied (a resumed stream overlapping what came
+  // before) is skipped, so nothing shows twice. Returns whether it was new.
+  function applyEvent(run, event, n) {
+    if (n <= run.lastId) return false;
+    run.lastId = n;
     run.events.push(event);
     if (event.type === "observation") {
       const order = orderOf(event.observation);
@@ -276,6 +367,9 @@
       if (event.work_order) run.order = event.work_order;
     }
     if (event.type === "error") run.error = t("run_failed", { error: event.error });
+    // `stored` and `error` are a run's last events: it is complete as soon as one is shown.
+    if (event.type === "stored" || event.type === "error") run.running = false;
+    return true;
   }
 
   // Observation items carry their structured values under `fields`.
@@ -329,13 +423,48 @@
     $("spinner").hidden = !running;
   }
 
+  // Labels follow the run: the language picked for it with the switch, else Chinese for a Chinese
+  // question (the service answers it in Chinese: edge/answer.py language_of), else the UI's.
+  function runLang(run) {
+    if (!run) return state.lang;
+    return run.lang || (window.FixloopI18n.languageOf(run.question) === "zh" ? "zh" : state.lang);
+  }
+
+  // Drawing is synchronous: t(), deviceName() and sensorName() speak `lang` until `draw` returns.
+  function inLang(lang, draw) {
+    const ui = state.lang;
+    state.lang = lang;
+    try {
+      return draw();
+    } finally {
+      state.lang = ui;
+    }
+  }
+
+  // The page viewer, sparkline and close form word their text, later too, in the language they were drawn in.
+  function addOnUi() {
+    const lang = state.lang;
+    return { el, t: (key, vars) => inLang(lang, () => t(key, vars)) };
+  }
+
+  // Marked up in its language too: Chinese text in an English page would be set with Japanese glyph forms.
+  function markLang(lang, ...ids) {
+    for (const id of ids) $(id).lang = lang === "zh" ? "zh-CN" : "en";
+  }
+
   function renderTimeline() {
+    const lang = runLang(state.run);
+    markLang(lang, "timeline", "now-text");
+    inLang(lang, drawTimeline);
+  }
+
+  function drawTimeline() {
     const run = state.run;
     const list = $("timeline");
     if (!run) { list.replaceChildren(); $("now-text").textContent = t("idle"); return; }
     const items = [];
     let now = t("now_started");
-    let lastAction = null;
+    let tool = null; // the tool whose result comes next
     for (const event of run.events) {
       switch (event.type) {
         case "run_started":
@@ -347,13 +476,13 @@
           now = t("now_thinking");
           break;
         case "action":
-          lastAction = stepItem("action", describeAction(event, "step"), argsText(event.args));
-          items.push(lastAction);
+          tool = event.tool;
+          items.push(stepItem("action", describeAction(event, "step"), argsText(event.args)));
           now = describeAction(event, "now");
           break;
         case "observation": {
           const obs = event.observation;
-          const summary = (obs.content || []).map((i) => i.text).filter(Boolean)[0] || "";
+          const summary = resultSummary(obs, tool);
           const item = stepItem("observation", t("step_result"), summary.length > 160 ? summary.slice(0, 159) + "…" : summary);
           item.prepend(el("span", { class: "chip status-" + obs.status, text: t("status_" + obs.status) }));
           items.push(item);
@@ -365,6 +494,9 @@
           break;
         case "warning":
           items.push(stepItem("warning", t("step_warning"), event.text));
+          break;
+        case "answer_rejected":
+          items.push(stepItem("warning", t("step_rejected"), event.problems.join("; ")));
           break;
         case "final_answer":
           items.push(stepItem("final", t("step_final"), ""));
@@ -387,6 +519,40 @@
       detail ? el("span", { class: "step-detail", text: detail }) : null);
   }
 
+  // A tool's result in the run's language from its fields; the tool's own (English) sentence otherwise.
+  function resultSummary(obs, tool) {
+    const found = refs(obs);
+    const fixes = found.filter((f) => f.past_work_order_id !== undefined).length;
+    let summary = null;
+    if (obs.status === "ok" || obs.status === "degraded") {
+      const entry = found.find((f) => f.kind === "entry" && f.fault_code);
+      const reading = found.find((f) => f.sensor !== undefined && f.value !== null && f.value !== undefined);
+      const order = orderOf(obs);
+      switch (state.toolRoles[tool]) {
+        case "manual":
+          if (entry) summary = t("obs_manual", { code: entry.fault_code, title: entry.title,
+            where: t("manual_where", { manual: entry.manual, version: entry.version, page: entry.page }) });
+          break;
+        case "plc":
+          if (reading) summary = t("obs_reading", { sensor: sensorName(reading.device_id, reading.sensor, reading.label),
+            value: reading.value, unit: reading.unit || "", source: reading.source === "live" ? t("live") : t("from_cache", { age: age(reading.age_s) }) });
+          break;
+        case "order":
+          if (order) {
+            summary = order.work_order_status === "pending_confirmation"
+              ? t("obs_order_pending", { device: deviceName(order.device_id), code: order.fault_code })
+              : t(order.created ? "obs_order_created" : "obs_order_existing", { id: order.work_order_id, status: order.work_order_status });
+            if (fixes) summary += " · " + t("obs_fixes", { n: fixes });
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    summary = summary || (obs.content || []).map((i) => i.text).filter(Boolean)[0] || "";
+    return summary.length > 160 ? summary.slice(0, 159) + "…" : summary;
+  }
+
   function describeAction(event, prefix) {
     const args = event.args || {};
     switch (state.toolRoles[event.tool]) {
@@ -403,6 +569,12 @@
   }
 
   function renderAnswer() {
+    const lang = runLang(state.run);
+    markLang(lang, "termination", "answer", "evidence", "pending-action");
+    inLang(lang, drawAnswer);
+  }
+
+  function drawAnswer() {
     const run = state.run;
     const panel = $("answer-panel");
     const final = run && run.events.filter((e) => e.type === "final_answer").pop();
@@ -425,7 +597,9 @@
   function evidenceCards(observations, run) {
     const cards = [];
     const seenManual = new Set();
+    let past = { fixes: [], recurrence: null }; // the fault's history, from the latest work-order result
     for (const obs of observations) {
+      if (orderOf(obs)) past = pastOf(obs);
       const steps = (obs.content || []).filter((i) => i.kind === "step");
       for (const item of refs(obs)) {
         if (item.work_order_status !== undefined) continue; // the order card below shows the latest state
@@ -439,17 +613,37 @@
         }
       }
     }
-    if (run.order) cards.push(orderCard(run.order, run));
+    if (run.order) cards.push(orderCard(run.order, run, past));
     return cards;
   }
 
+  // The work-order tool adds the fault's past fixes (refs) and, when it keeps coming back, a recurrence item.
+  function pastOf(observation) {
+    const fields = (observation.content || []).map((i) => i.fields || {});
+    return {
+      fixes: fields.filter((f) => f.past_work_order_id !== undefined),
+      recurrence: fields.find((f) => f.root_cause_candidate) || null,
+    };
+  }
+
   function manualCard(item, steps) {
+    const where = t("manual_where", { manual: item.manual, version: item.version, page: item.page });
     return el("article", { class: "card manual", "data-testid": "manual-card" },
       el("div", { class: "card-kind", text: t("manual_card") }),
       el("h4", { text: `${item.fault_code} — ${item.title}` }),
-      el("div", { class: "muted", "data-testid": "manual-where",
-        text: t("manual_where", { manual: item.manual, version: item.version, page: item.page }) }),
-      steps.length ? el("ol", { class: "remedy" }, steps.map((s) => el("li", { text: s.text }))) : null);
+      el("div", { class: "muted", "data-testid": "manual-where", text: where }),
+      steps.length ? el("ol", { class: "remedy" }, steps.map((s) => el("li", { text: s.text }))) : null,
+      item.manual_id && item.page ? pageButton(item, where) : null);
+  }
+
+  // The page as cited, the entry highlighted on it (`?entry=` for an entry hit, not for a page-text hit).
+  function pageButton(item, where) {
+    const entry = item.kind === "entry" && item.fault_code ? "?entry=" + encodeURIComponent(item.fault_code) : "";
+    const url = `/v1/manuals/${encodeURIComponent(item.manual_id)}/pages/${encodeURIComponent(item.page)}.png${entry}`;
+    const ui = addOnUi();
+    const alt = t("viewer_alt", { manual: item.manual, page: item.page });
+    return el("button", { type: "button", class: "secondary", "data-testid": "open-page", text: t("open_page", { page: item.page }),
+      onclick: () => window.FixloopPageViewer.open({ url, token: state.token, title: where, alt, ui }) });
   }
 
   function sensorCard(item) {
@@ -473,10 +667,12 @@
       el("h4", { text: `${sensorName(item.device_id, item.sensor, item.label)} · ${deviceName(item.device_id)}` }),
       el("div", { class: "value", "data-testid": "sensor-value", text: value }),
       el("div", { class: "badges" }, badges, el("span", { class: "muted", text: t("age", { age: age(item.age_s) }) })),
-      el("div", { class: "muted small", text: item.quality || "" }));
+      el("div", { class: "muted small", text: item.quality || "" }),
+      window.FixloopSparkline.element({ deviceId: item.device_id, sensor: item.sensor, key: `${item.device_id}|${item.sensor}|${item.ts_ms}`,
+        label: sensorName(item.device_id, item.sensor, item.label), token: state.token, ui: addOnUi() }));
   }
 
-  function orderCard(order, run) {
+  function orderCard(order, run, past) {
     const pending = order.work_order_status === "pending_confirmation";
     let note = null;
     if (order.confirmedHere) note = el("div", { class: "ok-text", text: t(order.created ? "confirmed" : "confirmed_existing", { id: order.work_order_id }) });
@@ -489,9 +685,51 @@
           text: pending ? t("order_pending") : t("order_status", { status: order.work_order_status }) }),
         el("span", { class: "chip", text: t("priority", { priority: order.priority }) })),
       note,
+      pastFixes(past),
       pending && run.stored && !run.running
         ? el("button", { type: "button", id: "confirm", class: "primary", "data-testid": "confirm", onclick: confirmOrder, text: t("confirm") })
+        : null,
+      order.work_order_id && !pending
+        ? window.FixloopOrderClose.control({ order: { id: order.work_order_id, status: order.work_order_status, device_id: order.device_id },
+          place: "card", token: state.token, ui: addOnUi(), onClosed: orderClosed })
         : null);
+  }
+
+  function pastFixes(past) {
+    if (!past.fixes.length && !past.recurrence) return null;
+    const here = past.fixes.filter((f) => f.same_device);
+    const model = past.fixes.filter((f) => !f.same_device);
+    return el("section", { class: "fixes", "data-testid": "past-fixes" },
+      past.recurrence ? el("div", { class: "recurring", "data-testid": "recurring",
+        text: t("recurring", { count: past.recurrence.recent_orders, days: past.recurrence.window_days }) }) : null,
+      past.fixes.length ? el("h5", { text: t("fixes_title") }) : null,
+      here.length ? fixGroup(here, t("fix_here")) : null,
+      model.length ? fixGroup(model, t("fix_model", { device: deviceName(model[0].device_id) })) : null);
+  }
+
+  // The newest fix in full, the earlier ones by id and date. Dates as ISO days: the same on every tablet.
+  function fixGroup(fixes, heading) {
+    const [last, ...earlier] = fixes;
+    const day = (iso) => (iso || "?").slice(0, 10);
+    const lines = [["fix_cause", last.cause], ["fix_remedy", last.remedy], ["fix_parts", (last.parts || []).join(", ")], ["fix_note", last.note]]
+      .filter(([, text]) => text);
+    return el("div", { class: "fix", "data-testid": "past-fix" },
+      el("div", {}, el("strong", { text: heading }), " ",
+        el("span", { class: "muted", text: t("fix_meta", { id: last.past_work_order_id, date: day(last.closed_at) }) })),
+      lines.length ? el("ul", { class: "fix-lines" }, lines.map(([key, text]) => el("li", { text: t(key, { text }) })))
+        : el("div", { class: "muted", text: t("fix_unrecorded") }),
+      earlier.length ? el("div", { class: "muted small", text: t("fix_earlier", {
+        list: earlier.map((f) => `${f.past_work_order_id} (${day(f.closed_at)})`).join(", ") }) }) : null);
+  }
+
+  // From the card or the side list: the order shown for the run takes its new status, the list drops it.
+  function orderClosed(order) {
+    const run = state.run;
+    if (run && run.order && run.order.work_order_id === order.id) {
+      run.order = Object.assign({}, run.order, { work_order_status: order.status });
+      renderRun();
+    }
+    loadSide().catch(() => {});
   }
 
   function renderTakeover(run, termination) {
@@ -515,8 +753,10 @@
     for (const node of document.querySelectorAll("[data-i18n-placeholder]")) node.placeholder = t(node.dataset.i18nPlaceholder);
     $("lang-switch").textContent = state.lang === "zh" ? "English" : "中文";
     renderDevices();
-    if (state.run) renderRun();
-    else $("now-text").textContent = t("idle");
+    if (state.run) {
+      state.run.lang = state.lang; // picked by the technician: it wins over the question's language
+      renderRun();
+    } else $("now-text").textContent = t("idle");
   }
 
   // -- wiring -----------------------------------------------------------------
@@ -528,6 +768,8 @@
       state.lang = state.lang === "zh" ? "en" : "zh";
       localStorage.setItem("fixloop.lang", state.lang);
       applyLang();
+      renderQueue();
+      renderConnection();
       loadSide().catch(() => {});
     });
     $("token-button").addEventListener("click", () => askForToken(false));
@@ -539,13 +781,14 @@
     $("ask-form").addEventListener("submit", (e) => {
       e.preventDefault();
       const question = $("question").value.trim();
-      if (question) ask(question, $("device").value);
+      if (question) submit(question, $("device").value);
     });
     $("takeover").addEventListener("click", () => takeOver().catch(() => {}));
-    $("retry").addEventListener("click", () => state.lastAsk && ask(state.lastAsk.question, state.lastAsk.deviceId));
+    $("retry").addEventListener("click", () => state.lastAsk && submit(state.lastAsk.question, state.lastAsk.deviceId));
     $("new-session").addEventListener("click", () => {
       state.sessionId = null;
       state.run = null;
+      Connection.shownRun.clear();
       renderRun();
       $("answer-panel").hidden = true;
       $("question").value = "";
@@ -555,6 +798,10 @@
       state.sessionId = null;
       loadSide().catch(() => {});
     });
+    window.addEventListener("offline", renderConnection);
+    window.addEventListener("online", () => { renderConnection(); sendQueued(); });
+    renderConnection();
+    renderQueue();
     checkReady();
     start();
   }
@@ -562,7 +809,10 @@
   function start() {
     if (!state.token) { askForToken(false); return; }
     showError("");
-    loadPlant().then(loadSide).catch(() => {});
+    loadPlant().then(() => {
+      loadSide().catch(() => {});
+      return restoreRun();
+    }).then(sendQueued).catch(() => {});
   }
 
   init();

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from edge.cli.errors import CliError, print_error
 from edge.config import ConfigError, load_config
@@ -33,6 +33,8 @@ def subcommands(parser: argparse.ArgumentParser,
 
     Hidden commands (help=argparse.SUPPRESS: old names kept as aliases, e.g. `plc-sim`) only with `hidden`."""
     for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if not isinstance(action, argparse._SubParsersAction):
+            continue  # the group holding the subcommands also holds a command's positional arguments
         helps = {choice.dest: choice.help for choice in action._choices_actions}
         for name, subparser in action.choices.items():
             if helps.get(name) == argparse.SUPPRESS and not hidden:
@@ -51,7 +53,7 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
 class _HiddenCommandsFormatter(argparse.HelpFormatter):
     """Leaves commands registered with help=argparse.SUPPRESS out of the command list (Python 3.11 prints the marker)."""
 
-    def _iter_indented_subactions(self, action: argparse.Action) -> Iterator[argparse.Action]:
+    def _iter_indented_subactions(self, action: argparse.Action) -> Generator[argparse.Action, None, None]:
         for subaction in super()._iter_indented_subactions(action):
             if subaction.help != argparse.SUPPRESS:
                 yield subaction

@@ -146,7 +146,7 @@ def run_plc_read(args: argparse.Namespace, config: Config) -> int:
         print(output.model_dump_json(indent=2))
         return 0 if output.status in ("ok", "degraded") else 1
     refs = [item for item in output.items if item.kind == "ref"]
-    quality = refs[0].fields.get("quality") if refs else None
+    quality = refs[0].fields.get("quality", "") if refs else ""
     style = _QUALITY_STYLE.get(quality, "red")
     for item in output.items:
         console.print(f"[{style}]{item.text}[/]")

@@ -41,8 +41,8 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
     import uvicorn
 
     from edge.service.app import create_app
-    from edge.service.service import Service
     from edge.service.connections import uvicorn_config
+    from edge.service.service import Service
 
     config = _listening_on(config, args.host, args.port)
     console = Console(stderr=True)
@@ -58,8 +58,8 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
 
 def run_demo(args: argparse.Namespace, config: Config) -> int:
     from edge.service.app import create_app
-    from edge.service.service import Service
     from edge.service.server import ServerThread
+    from edge.service.service import Service
     from knowledge.demo import build_demo_index
     from tools.plc.simulator import start_simulator
 

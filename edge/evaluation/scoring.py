@@ -6,6 +6,7 @@ Each metric is True, False, or None when the case does not ask about it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -53,7 +54,7 @@ class CaseScore(BaseModel):
 
 
 def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfig],
-               earlier: list[RunRecord] = ()) -> CaseScore:
+               earlier: Sequence[RunRecord] = ()) -> CaseScore:
     expect = case.expect
     answer = record.termination.final_answer if record.termination else ""
     observations = record.observations
@@ -83,8 +84,9 @@ def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfi
         got = statuses[0] if statuses else "not called"
         score["manual"] = check("manual", got == expect.manual, f"expected {expect.manual}, got {got}")
     if expect.work_order is not None:
-        got = _work_order_outcome(observations, answer)
-        score["work_order"] = check("work_order", got == expect.work_order, f"expected {expect.work_order}, got {got}")
+        outcome = _work_order_outcome(observations, answer)
+        score["work_order"] = check("work_order", outcome == expect.work_order,
+                                    f"expected {expect.work_order}, got {outcome}")
     evidence = _run_evidence(record, devices, earlier)
     # The loop shows no answer that fails the check; an answer it rejected still counts against the
     # planner that wrote it, so the evaluation judges the model, not only what the technician read.
@@ -121,11 +123,12 @@ def crashed_score(case: EvalCase, error: str) -> CaseScore:
         "fault_code": bool(expect.fault_codes), "sensor": bool(expect.sensors), "manual": expect.manual is not None,
         "work_order": expect.work_order is not None, "termination": expect.termination is not None,
     }
-    return CaseScore(**{name: False for name, on in asked.items() if on}, grounded=False, language=False,
+    failed: dict[str, Any] = {name: False for name, on in asked.items() if on}
+    return CaseScore(**failed, grounded=False, language=False,
                      passed=False, problems=[f"run failed: {error}"])
 
 
-def _run_evidence(record: RunRecord, devices: dict[str, DeviceConfig], earlier: list[RunRecord] = ()) -> Evidence:
+def _run_evidence(record: RunRecord, devices: dict[str, DeviceConfig], earlier: Sequence[RunRecord] = ()) -> Evidence:
     """What an answer may draw on: this run's observations and question, earlier runs of its session, the plant."""
     observations = [obs for run in [*earlier, record] for obs in run.observations]
     return collect_evidence(observations, record.question, devices, [run.question for run in earlier])

@@ -1,8 +1,8 @@
 """What the service refuses, as typed errors, and the one place they become HTTP statuses.
 
-The run manager, the confirmation, the plant and the page renderer raise them with the message the
-client reads; `error_response`,
-installed by `create_app`, answers each with its status in FastAPI's `{"detail": ...}` shape.
+The run manager, the confirmation, the plant, the page renderer and the work-order store raise them with
+the message the client reads; `error_response`, installed by `create_app`, answers each with its status in
+FastAPI's `{"detail": ...}` shape. The MES's status webhook answers the store's refusals the same way.
 """
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from __future__ import annotations
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from knowledge.page_images import (EntryNotFound, IndexUnavailable, ManualNotFound, PageImageError, PageNotFound,
-                                   SourceUnavailable)
+from knowledge.page_images import (
+    EntryNotFound,
+    IndexUnavailable,
+    ManualNotFound,
+    PageImageError,
+    PageNotFound,
+    SourceUnavailable,
+)
 from tools.plant import UnknownDevice
+from tools.work_orders.model import IllegalTransition, WorkOrderError, WorkOrderNotFound
 
 
 class RunError(Exception):
@@ -56,16 +63,22 @@ STATUS: dict[type[Exception], int] = {
     RunNotFound: 404, RunStillRunning: 409, RunFinished: 409, NothingToConfirm: 409, OrderGone: 409,
     UnknownDevice: 422,
     ManualNotFound: 404, PageNotFound: 404, EntryNotFound: 404, SourceUnavailable: 409, IndexUnavailable: 503,
+    # A move the order's lifecycle does not allow now is a conflict with its state (409); a request that
+    # could never be right (a fix on a move that does not close the order, an unknown status) is 422.
+    WorkOrderNotFound: 404, IllegalTransition: 409, WorkOrderError: 422,
 }
 # The work-order tool runs in this process, so its refusals are ours to classify, not a bad gateway's.
 # The stored proposal no longer fits the tool (arguments) or the plant (device removed since the run).
 REFUSAL_STATUS = {"invalid_arguments": 422, "unknown_device": 409, "timeout": 504, "tool_failed": 500}
-HANDLED = (RunError, UnknownDevice, PageImageError)
+HANDLED = (RunError, UnknownDevice, PageImageError, WorkOrderError)
+
+
+def status_of(exc: Exception) -> int | None:
+    """The status of a refusal: its own class's, else its nearest base's (None: not a refusal we know)."""
+    if isinstance(exc, OrderRefused):
+        return REFUSAL_STATUS.get(exc.error_code or "", 500)
+    return next((STATUS[kind] for kind in type(exc).__mro__ if kind in STATUS), None)
 
 
 async def error_response(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, OrderRefused):
-        status = REFUSAL_STATUS.get(exc.error_code or "", 500)
-    else:
-        status = STATUS[type(exc)]
-    return JSONResponse({"detail": str(exc)}, status_code=status)
+    return JSONResponse({"detail": str(exc)}, status_code=status_of(exc) or 500)

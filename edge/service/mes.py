@@ -20,20 +20,18 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import (AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from starlette.concurrency import run_in_threadpool
 
+from edge.service.errors import status_of
+from edge.service.schemas import StatusChange
 from tools.plant import UnknownDevice
-from tools.work_orders.model import (FaultCode, Fix, IllegalTransition, OrderStatus, WorkOrderError,
-                                     WorkOrderNotFound, check_fix)
+from tools.work_orders.model import FaultCode
 from tools.work_orders.signing import SignatureError, check_headers, verify
 from tools.work_orders.store import WebhookInProgress, WorkOrderStore
 
 ALARMS_PATH = "/v1/mes/alarms"
 STATUS_PATH = "/v1/mes/work-order-status"
-# How a status change the store refuses is answered, most specific first; any other failure is a 500.
-REFUSED_STATUS: dict[type[WorkOrderError], int] = {WorkOrderNotFound: 404, IllegalTransition: 409, WorkOrderError: 422}
 
 
 class AlarmsBusy(Exception):
@@ -68,22 +66,13 @@ class MesAlarm(BaseModel):
         return self.model_dump(mode="json")
 
 
-class MesStatusChange(Fix):
-    """A status change from the MES, with the fix fields when it closes the order (`Fix`)."""
+class MesStatusChange(StatusChange):
+    """A status change from the MES: the tablet's body with the order's id, closing fields as `Fix` has them."""
 
     model_config = ConfigDict(extra="ignore")
 
     work_order_id: str = Field(min_length=1, max_length=64, description="the order's id as fixloop gave it, e.g. "
                                                                         "WO-3F9A1C2B7D4E5F60")
-    status: OrderStatus
-
-    @model_validator(mode="after")
-    def _fix_only_when_closing(self) -> MesStatusChange:
-        check_fix(self.status, self.fix())
-        return self
-
-    def fix(self) -> Fix:
-        return Fix.model_validate(self.model_dump(include=set(Fix.model_fields)))
 
 
 def build_mes_router(
@@ -165,7 +154,8 @@ def build_mes_router(
         except Exception as exc:
             # Refused or failed: the claim goes, so a retry of this webhook-id is handled afresh.
             await run_in_threadpool(store.release_webhook, webhook_id)
-            status = next((code for kind, code in REFUSED_STATUS.items() if isinstance(exc, kind)), 500)
+            # A refusal is answered as the tablet's is (edge.service.errors); any other failure is a 500.
+            status = status_of(exc) or 500
             detail = str(exc) if status < 500 else f"status change failed: {type(exc).__name__}: {exc}"
             return JSONResponse({"detail": detail}, status_code=status)
         result = {"work_order": order.model_dump(mode="json")}

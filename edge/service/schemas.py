@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from edge.run_record import RunRecord
 from edge.run_store import Confirmation
+from tools.work_orders.model import Fix, OrderStatus, check_fix
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 
@@ -30,6 +31,22 @@ class AskBody(BaseModel):
         if not value:
             raise ValueError("question is blank")
         return value
+
+
+class StatusChange(Fix):
+    """A work order's next status; closing it (done, cancelled) may say what was found and done (`Fix`).
+    The tablet's body (`POST /v1/work-orders/{id}/status`) as it is; the MES's adds the order's id."""
+
+    status: OrderStatus = Field(description="the status to move to: acknowledged, in_progress, then done; "
+                                            "or cancelled", examples=["done"])
+
+    @model_validator(mode="after")
+    def _fix_only_when_closing(self) -> StatusChange:
+        check_fix(self.status, self.fix())
+        return self
+
+    def fix(self) -> Fix:
+        return Fix.model_validate(self.model_dump(include=set(Fix.model_fields)))
 
 
 class SensorView(BaseModel):

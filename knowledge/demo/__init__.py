@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from knowledge.demo.render import FaultEntry, ManualDoc, render_pdf
 from knowledge.index import build_index
@@ -64,7 +65,7 @@ def build_demo_index(state_dir: Path, model_path: str | None = None, index_path:
     return index_path
 
 
-def _entry(fault: dict, version: str, lang: str) -> FaultEntry:
+def _entry(fault: dict[str, Any], version: str, lang: str) -> FaultEntry:
     text = {**fault[lang], **fault.get("changes", {}).get(version, {}).get(lang, {})}
     return FaultEntry(code=fault["code"], title=text["title"], symptom=text["symptom"],
                       cause=text["cause"], steps=list(text["steps"]))

@@ -9,10 +9,30 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 import pymupdf
 
-LABELS = {
+
+class Labels(TypedDict):
+    """The fixed words of a manual in one language."""
+
+    vendor: str
+    model: str
+    version: str
+    valid_for: str
+    safety: str
+    table: str
+    text: str
+    columns: tuple[str, str, str, str]
+    symptom: str
+    cause: str
+    remedy: str
+    page: str  # with {n} and {total}
+    appendix: str
+
+
+LABELS: dict[str, Labels] = {
     "en": {"vendor": "Vendor", "model": "Model", "version": "Version", "valid_for": "Valid for",
            "safety": "1 Safety notes", "table": "2 Fault code overview", "text": "3 Fault procedures",
            "columns": ("Code", "Name", "Cause", "Remedy"), "symptom": "Symptom", "cause": "Cause",
@@ -82,7 +102,7 @@ def render_pdf(manual: ManualDoc, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _html(manual: ManualDoc, labels: dict) -> str:
+def _html(manual: ManualDoc, labels: Labels) -> str:
     e = html.escape
     parts = [
         f"<h1>{e(manual.title)}</h1>",

@@ -49,10 +49,10 @@ class Breakers:
             if row.state == "closed":
                 continue
             reopen_at_ms = self.reopen_at_ms(row)
-            if reopen_at_ms is not None and now_ms >= reopen_at_ms:
-                if self._store.claim_probe(row, now_ms):
-                    metrics.BREAKER_STATE.labels(row.device_id, row.sensor).set(STATE_VALUE["half_open"])
-                    return "probe", row
+            due = reopen_at_ms is not None and now_ms >= reopen_at_ms
+            if due and self._store.claim_probe(row, now_ms):
+                metrics.BREAKER_STATE.labels(row.device_id, row.sensor).set(STATE_VALUE["half_open"])
+                return "probe", row
             # Open inside its window, or another caller is already probing.
             return "open", row
         return "closed", None

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 
-from tools.plant import DeviceConfig, normalize_name as normalize
+from tools.plant import DeviceConfig
+from tools.plant import normalize_name as normalize
 
 
 def _names(entry_id: str, *others: str, synonyms: list[str]) -> set[str]:

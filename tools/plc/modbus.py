@@ -82,14 +82,15 @@ class ModbusReader:
             return self._attempt(link.client, plc, sensor, deadline, where)
         except ConnectionException as exc:
             link.client.close()
+            lost = exc
             # A reused socket may be stale (PLC restarted): one fresh connection is allowed within the budget.
             if reused and time.monotonic() < deadline - _DEADLINE_SLACK_S:
                 try:
                     return self._attempt(link.client, plc, sensor, deadline, where)
                 except ConnectionException as again:
                     link.client.close()
-                    exc = again
-            raise PlcUnreachable(f"connection to {plc.host}:{plc.port} lost: {exc}") from None
+                    lost = again
+            raise PlcUnreachable(f"connection to {plc.host}:{plc.port} lost: {lost}") from None
 
     def _attempt(self, client: ModbusTcpClient, plc: PlcEndpoint, sensor: SensorConfig, deadline: float, where: str) -> list[int]:
         self._connect(client, plc, deadline)

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tools.plc.gateway import PlcGateway
 from tools.plc.errors import PlcRejected
+from tools.plc.gateway import PlcGateway
 
 log = logging.getLogger("fixloop.plc")
 

@@ -12,9 +12,20 @@ from knowledge.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tools.work_orders.config import MesConfig, WorkOrderConfig
-    from tools.work_orders.model import (ACTIVE_STATUSES, CLOSED_STATUSES, TRANSITIONS, FaultCode, Fix, FixHistory,
-                                         IllegalTransition, OutboxRow, Part, WorkOrder, WorkOrderError,
-                                         WorkOrderNotFound)
+    from tools.work_orders.model import (
+        ACTIVE_STATUSES,
+        CLOSED_STATUSES,
+        TRANSITIONS,
+        FaultCode,
+        Fix,
+        FixHistory,
+        IllegalTransition,
+        OutboxRow,
+        Part,
+        WorkOrder,
+        WorkOrderError,
+        WorkOrderNotFound,
+    )
     from tools.work_orders.outbox import DeliveryStats, deliver_due, run_worker
     from tools.work_orders.signing import SignatureError, check_headers, decode_secret, signed_headers, verify
     from tools.work_orders.store import WebhookInProgress, WorkOrderStore

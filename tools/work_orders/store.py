@@ -19,8 +19,8 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -423,10 +423,9 @@ def _rekey(con: sqlite3.Connection) -> None:
     for row in con.execute("SELECT id, fault_code, fault_key FROM work_orders").fetchall():
         key = fault_key(row["fault_code"])
         if key != row["fault_key"]:
-            try:
+            # Two active orders the old keys kept apart stay apart until one of them closes.
+            with suppress(sqlite3.IntegrityError):
                 con.execute("UPDATE work_orders SET fault_key = ? WHERE id = ?", (key, row["id"]))
-            except sqlite3.IntegrityError:
-                pass  # two active orders the old keys kept apart stay apart until one of them closes
     con.execute(f"PRAGMA user_version = {FAULT_KEY_VERSION}")
     con.execute("COMMIT")
 
@@ -453,7 +452,7 @@ def _add_fix_history(con: sqlite3.Connection) -> None:
 
 
 def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _insert_event(con: sqlite3.Connection, webhook_id: str, event_type: str, data: dict[str, Any], actor: str,

@@ -8,9 +8,8 @@ given URL until the manuals are re-indexed; the ETag lets a tablet revalidate ch
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Query
 from fastapi import Path as PathParam
-from fastapi import Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 

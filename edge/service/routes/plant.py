@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Query
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import Path as PathParam
 from starlette.concurrency import run_in_threadpool
 
-from edge.service.schemas import DeviceView, SensorView, ToolView
+from edge.service.json_body import json_body, json_body_openapi
+from edge.service.schemas import DeviceView, SensorView, StatusChange, ToolView
 from edge.service.service import ServiceDep
 from tools.manual_search.tool import ManualSearchTool
 from tools.plant import UnknownDevice
@@ -15,10 +19,10 @@ from tools.work_orders.model import ACTIVE_STATUSES, WorkOrder
 from tools.work_orders.tool import WorkOrderTool
 
 router = APIRouter(tags=["plant"])
-# The tablet words each tool's steps in its own way: it knows the tools by these roles, not by the
-# names the model sees.
 # A day: the default retention of the PLC cache's history.
 MAX_HISTORY_S = 86_400
+# The tablet words each tool's steps in its own way: it knows the tools by these roles, not by the
+# names the model sees.
 TOOL_ROLES = {ManualSearchTool.name: "manual", PlcReadTool.name: "plc", WorkOrderTool.name: "order"}
 
 
@@ -40,6 +44,8 @@ async def history(service: ServiceDep, device_id: str, sensor: str,
         return await run_in_threadpool(sensor_history, service.plc_history, service.config.devices, device_id,
                                        sensor, window_s)
     except (UnknownDevice, UnknownSensor) as exc:
+        # Named in the path, a device or sensor the plant lacks is a resource that is not there; named in a
+        # body (POST /v1/runs) an unknown device is a bad field, 422 (edge.service.errors).
         raise HTTPException(404, str(exc)) from None
 
 
@@ -53,3 +59,21 @@ async def tools(service: ServiceDep) -> list[ToolView]:
 def work_orders(service: ServiceDep, device_id: str | None = None, active: bool = True,
                 limit: int = Query(default=20, ge=1, le=200)) -> list[WorkOrder]:
     return service.work_orders.list(ACTIVE_STATUSES if active else (), device_id=device_id, limit=limit)
+
+
+@router.post("/v1/work-orders/{work_order_id}/status", openapi_extra=json_body_openapi(StatusChange), responses={
+    404: {"description": "No such work order."},
+    409: {"description": "The order's lifecycle does not allow this move from where it is now (the detail says "
+                         "where it is and what it allows)."},
+    422: {"description": "A bad body: malformed JSON, an unknown status or field, or a fix (cause, remedy, parts, "
+                         "note) on a move that does not close the order."},
+})
+async def set_work_order_status(
+    service: ServiceDep,
+    change: Annotated[StatusChange, Depends(json_body(StatusChange))],
+    work_order_id: str = PathParam(min_length=1, max_length=64, description="the order's id, e.g. WO-3F9A1C2B7D4E5F60"),
+) -> WorkOrder:
+    """A technician moves a work order along its lifecycle (open → acknowledged → in_progress → done, or
+    cancelled); closing it records what was found and done, which the next occurrence of the fault is told."""
+    return await run_in_threadpool(service.work_orders.set_status, work_order_id, change.status, "technician",
+                                   change.fix())
