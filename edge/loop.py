@@ -24,16 +24,26 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from edge import events
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
 from edge.config import LoopConfig
 from edge.planner import Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
-from edge.run_record import (COMPOSER, FALLBACK_SEPARATOR, FallbackReason, RejectedAnswer, RunRecord, Step,
-                             Termination, TerminationReason, cap_text)
+from edge.run_record import (
+    COMPOSER,
+    FALLBACK_SEPARATOR,
+    FallbackReason,
+    RejectedAnswer,
+    RunRecord,
+    Step,
+    Termination,
+    TerminationReason,
+    cap_text,
+)
 from edge.verification import AnswerVerifier
 from tools.contract import ToolContext
 from tools.observation import Observation, now_ms
@@ -137,10 +147,11 @@ class _Run:
             step = Step(n=n, planner=self.planner.name, raw=decision.raw, llm=decision.usage,
                         planner_ms=(time.perf_counter() - step_started) * 1000)
             self.count_tokens(decision)
-            if decision.format_error:
-                step.format_error = decision.format_error
+            action = decision.action
+            if action is None:  # an unreadable reply; the planner says why
+                step.format_error = decision.format_error or "The reply held no action."
                 self.add(step, step_started)
-                self.emit(events.FormatErrorEvent, step=n, error=decision.format_error)
+                self.emit(events.FormatErrorEvent, step=n, error=step.format_error)
                 format_errors += 1
                 if decision.empty:
                     self.fall_back("empty_reply")
@@ -148,7 +159,6 @@ class _Run:
                     self.fall_back("format_errors")
                 continue
             format_errors = 0
-            action = decision.action
             step.thought = action.thought
             if action.thought:
                 self.emit(events.ThoughtEvent, step=n, text=action.thought)
@@ -237,8 +247,8 @@ class _Run:
 
     def repetition(self, action: ToolCall) -> TerminationReason | None:
         key = action.key()
-        previous = next((s for s in reversed(self.record.steps) if s.action), None)
-        if previous is not None and ToolCall("", previous.action, previous.args).key() == key:
+        previous = next(((s.action, s.args) for s in reversed(self.record.steps) if s.action), None)
+        if previous is not None and ToolCall("", *previous).key() == key:
             return "repeated_action"
         self.calls[key] += 1
         if self.calls[key] >= REPEATED_CALL_LIMIT:

@@ -35,10 +35,12 @@ from edge.service.strict_query import known_query_only
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     service: Service = app.state.service
     service.start()
-    # The MCP sessions end before the service closes the tools they call.
-    async with app.state.mcp.running():
-        yield
-    await run_in_threadpool(service.close)
+    try:
+        # The MCP sessions end before the service closes the tools they call.
+        async with app.state.mcp.running():
+            yield
+    finally:
+        await run_in_threadpool(service.close)
 
 
 def create_app(service: Service) -> FastAPI:

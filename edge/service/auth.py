@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
 from fastapi import Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -28,7 +29,7 @@ def token_matches(candidate: str, tokens: Sequence[str]) -> bool:
 def require(role: Role, tokens: Sequence[str]) -> Callable[..., None]:
     """A FastAPI dependency that lets a request through only with one of `tokens`."""
 
-    def check(credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
+    def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
         if credentials is None:
             raise HTTPException(401, f"missing token: send 'Authorization: Bearer <{role} token>'",
                                 headers={"WWW-Authenticate": "Bearer"})

@@ -34,14 +34,15 @@ class RateLimited(logging.Filter):
         key = (record.name, record.levelno, str(record.msg).partition("\n")[0])
         now = self.clock()
         with self._lock:
-            last, held = self._seen.get(key, (None, 0))
-            if last is not None and now - last < self.interval_s:
-                self._seen[key] = (last, held + 1)
+            seen = self._seen.get(key)
+            if seen is not None and now - seen[0] < self.interval_s:
+                self._seen[key] = (seen[0], seen[1] + 1)
                 return False
             if len(self._seen) >= MAX_KINDS:
                 self._seen.clear()
             self._seen[key] = (now, 0)
-        if held:
+        if seen is not None and seen[1]:
+            last, held = seen
             record.msg = f"{record.msg}\n({held} more like this in the last {now - last:.0f} s were not logged)"
         return True
 

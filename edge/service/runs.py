@@ -11,6 +11,7 @@ from the run's event log while it runs, from its record once stored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -64,10 +65,8 @@ class EventLog:
         arrived = asyncio.Event()
 
         def wake() -> None:
-            try:
+            with contextlib.suppress(RuntimeError):  # the event loop is gone (shutdown): the run still finishes
                 loop.call_soon_threadsafe(arrived.set)
-            except RuntimeError:
-                pass  # the event loop is gone (shutdown): the run still finishes and is stored
 
         with self._lock:
             self._wakers.add(wake)

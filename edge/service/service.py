@@ -19,10 +19,10 @@ from edge.service.confirmation import Confirmations
 from edge.service.health import Readiness, Warmup
 from edge.service.runs import LiveRun, RunManager
 from edge.sessions import session_context
-from tools import plant
 from knowledge.page_images import PageImages
-from tools.plc.store import HistoryLimits, PlcStore
+from tools import plant
 from tools.plc.poller import Poller
+from tools.plc.store import HistoryLimits, PlcStore
 
 SESSION_SUMMARY_RUNS = 5
 
