@@ -110,59 +110,55 @@ def build_mes_router(
             return JSONResponse(earlier["body"], status_code=earlier["status_code"], headers={"webhook-replayed": "true"})
         return None
 
-    @router.post(ALARMS_PATH)
-    async def receive_alarm(request: Request) -> JSONResponse:
+    async def handled(request: Request, parse: Callable[[bytes], Any],
+                      act: Callable[[Any], dict[str, Any]], failed: str) -> JSONResponse:
+        """Verify, parse, claim the webhook-id, act once (off the event loop), store the answer for replays.
+        A refused or failed action releases the claim, so a retry of this webhook-id is handled afresh."""
         now = clock()
         signed = await verified(request, now)
         if isinstance(signed, JSONResponse):
             return signed
         webhook_id, body = signed
         try:
-            context = {"devices": set(known_devices)} if known_devices is not None else None
-            alarm = MesAlarm.model_validate_json(body, context=context)
+            parsed = parse(body)
         except ValidationError as exc:
             return JSONResponse({"detail": _field_errors(exc)}, status_code=422)
         if (answered := await claimed(webhook_id, now)) is not None:
             return answered
         try:
-            result = await run_in_threadpool(handle_alarm, alarm)
-        except AlarmsBusy as exc:
-            await run_in_threadpool(store.release_webhook, webhook_id)
-            return JSONResponse({"detail": str(exc)}, status_code=503,
-                                headers={"retry-after": str(exc.retry_after_s)})
+            result = await run_in_threadpool(act, parsed)
         except Exception as exc:
             await run_in_threadpool(store.release_webhook, webhook_id)
-            return JSONResponse({"detail": f"alarm handling failed: {type(exc).__name__}: {exc}"}, status_code=500)
+            return _failure(exc, failed)
         await run_in_threadpool(store.finish_webhook, webhook_id, 200, result)
         return JSONResponse(result, status_code=200)
+
+    alarm_context = {"devices": set(known_devices)} if known_devices is not None else None
+
+    @router.post(ALARMS_PATH)
+    async def receive_alarm(request: Request) -> JSONResponse:
+        return await handled(request, lambda body: MesAlarm.model_validate_json(body, context=alarm_context),
+                             handle_alarm, "alarm handling")
+
+    def change_status(change: MesStatusChange) -> dict[str, Any]:
+        order = store.set_status(change.work_order_id, change.status, "mes", change.fix())
+        return {"work_order": order.model_dump(mode="json")}
 
     @router.post(STATUS_PATH)
     async def receive_status(request: Request) -> JSONResponse:
-        now = clock()
-        signed = await verified(request, now)
-        if isinstance(signed, JSONResponse):
-            return signed
-        webhook_id, body = signed
-        try:
-            change = MesStatusChange.model_validate_json(body)
-        except ValidationError as exc:
-            return JSONResponse({"detail": _field_errors(exc)}, status_code=422)
-        if (answered := await claimed(webhook_id, now)) is not None:
-            return answered
-        try:
-            order = await run_in_threadpool(store.set_status, change.work_order_id, change.status, "mes", change.fix())
-        except Exception as exc:
-            # Refused or failed: the claim goes, so a retry of this webhook-id is handled afresh.
-            await run_in_threadpool(store.release_webhook, webhook_id)
-            # A refusal is answered as the tablet's is (edge.service.errors); any other failure is a 500.
-            status = status_of(exc) or 500
-            detail = str(exc) if status < 500 else f"status change failed: {type(exc).__name__}: {exc}"
-            return JSONResponse({"detail": detail}, status_code=status)
-        result = {"work_order": order.model_dump(mode="json")}
-        await run_in_threadpool(store.finish_webhook, webhook_id, 200, result)
-        return JSONResponse(result, status_code=200)
+        return await handled(request, MesStatusChange.model_validate_json, change_status, "status change")
 
     return router
+
+
+def _failure(exc: Exception, failed: str) -> JSONResponse:
+    """A busy alarm slot is 503 with Retry-After; a refusal is answered as the tablet's is (edge.service.errors);
+    anything else is a 500 naming what failed."""
+    if isinstance(exc, AlarmsBusy):
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"retry-after": str(exc.retry_after_s)})
+    status = status_of(exc) or 500
+    detail = str(exc) if status < 500 else f"{failed} failed: {type(exc).__name__}: {exc}"
+    return JSONResponse({"detail": detail}, status_code=status)
 
 
 def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
