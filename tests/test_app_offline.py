@@ -145,6 +145,10 @@ def test_questions_asked_offline_wait_queued_across_a_reload_and_run_in_order_on
         ["Press-3 shows E102, first question", "Press-3 shows E105, second question"]
     )
     expect(page.get_by_test_id("timeline")).to_be_empty()  # nothing was sent
+    page.get_by_test_id("lang-switch").click()
+    expect(queued.get_by_test_id("queued-chip")).to_have_text(["排队中"] * 2)
+    expect(page.get_by_test_id("link-status")).to_have_text("离线")
+    page.get_by_test_id("lang-switch").click()
 
     # Back online but the service still out of reach: the questions stay queued, a reload keeps them.
     page.route("**/v1/runs", lambda route: route.abort() if route.request.method == "POST" else route.continue_())

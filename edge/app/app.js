@@ -332,7 +332,8 @@
     $("queue").replaceChildren(...items.map((item) => el("li", { "data-testid": "queued-item" },
       el("span", { class: "chip status-degraded", "data-testid": "queued-chip", text: t("queued") }), " ",
       el("span", { "data-testid": "queued-question", text: item.question }),
-      el("div", { class: "muted" }, item.deviceId ? deviceName(item.deviceId) : t("any_device"), " · ", t("queued_note")),
+      el("div", { class: "muted" }, item.deviceId ? deviceName(item.deviceId) : t("any_device"), " · ",
+        t("queued_note", { time: new Date(item.queuedMs).toLocaleTimeString(state.lang === "zh" ? "zh-CN" : undefined) })),
       el("button", { type: "button", class: "ghost", "data-testid": "cancel-queued", text: t("cancel_queued"),
         onclick: () => { Connection.outbox.remove(item.id); renderQueue(); } }))));
   }
@@ -810,6 +811,7 @@
     if (!state.token) { askForToken(false); return; }
     showError("");
     loadPlant().then(() => {
+      renderQueue(); // with the machines' names
       loadSide().catch(() => {});
       return restoreRun();
     }).then(sendQueued).catch(() => {});
