@@ -58,8 +58,10 @@ def parse_action(text: str) -> Action:
     if not isinstance(thought, str):
         raise FormatError('"thought" must be a string.')
     if "final_answer" in obj and "action" in obj:
-        raise FormatError('The reply holds both "action" and "final_answer". Either call one tool and wait for '
-                          'its observation, or give the final answer; never both in one reply.')
+        raise FormatError(
+            'The reply holds both "action" and "final_answer". Either call one tool and wait for '
+            "its observation, or give the final answer; never both in one reply."
+        )
     if "final_answer" in obj:
         answer = obj["final_answer"]
         if not isinstance(answer, str) or not answer.strip():
@@ -89,16 +91,22 @@ def _first_json_object(text: str) -> dict[str, Any]:
     try:
         obj, end = decoder.raw_decode(text[start:])
     except json.JSONDecodeError as exc:
-        raise FormatError(f"Invalid JSON at character {exc.pos}: {exc.msg}. Reply with exactly one JSON object.") from None
+        raise FormatError(
+            f"Invalid JSON at character {exc.pos}: {exc.msg}. Reply with exactly one JSON object."
+        ) from None
     if not isinstance(obj, dict):
-        raise FormatError(f"The reply is a JSON {type(obj).__name__}, not an object. Reply with exactly one JSON object.")
-    rest = _INVENTED_OBSERVATION.split(text[start + end:], maxsplit=1)[0]
+        raise FormatError(
+            f"The reply is a JSON {type(obj).__name__}, not an object. Reply with exactly one JSON object."
+        )
+    rest = _INVENTED_OBSERVATION.split(text[start + end :], maxsplit=1)[0]
     if "{" in rest:
         second = rest.index("{")
         try:
             decoder.raw_decode(rest[second:])
         except json.JSONDecodeError:
             return obj  # braces in trailing prose are no second object
-        raise FormatError("The reply holds two JSON objects. Reply with exactly one: one tool call, "
-                          "or the final answer after the observations.")
+        raise FormatError(
+            "The reply holds two JSON objects. Reply with exactly one: one tool call, "
+            "or the final answer after the observations."
+        )
     return obj

@@ -30,13 +30,23 @@ _MANUAL = ManualSearchTool.name
 
 def build_registry(config: Config) -> ToolRegistry:
     store = work_order_store(config)
-    return ToolRegistry([
-        ManualSearchTool(config.state_path(config.knowledge.index_file), config.devices, config.knowledge.model_path,
-                         tuple(config.knowledge.semantic_languages)),
-        PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file),
-                    on_breaker_open=_breaker_notifier(store)),
-        WorkOrderTool(store, config.devices, config.work_orders),
-    ])
+    return ToolRegistry(
+        [
+            ManualSearchTool(
+                config.state_path(config.knowledge.index_file),
+                config.devices,
+                config.knowledge.model_path,
+                tuple(config.knowledge.semantic_languages),
+            ),
+            PlcReadTool(
+                config.devices,
+                config.plc,
+                config.state_path(config.plc.cache_file),
+                on_breaker_open=_breaker_notifier(store),
+            ),
+            WorkOrderTool(store, config.devices, config.work_orders),
+        ]
+    )
 
 
 def work_order_store(config: Config) -> WorkOrderStore:
@@ -45,8 +55,12 @@ def work_order_store(config: Config) -> WorkOrderStore:
 
 def plc_gateway(config: Config) -> PlcGateway:
     """A gateway for pollers, with the same breaker notification as the tool's."""
-    return PlcGateway(config.devices, config.plc, config.state_path(config.plc.cache_file),
-                      _breaker_notifier(work_order_store(config)))
+    return PlcGateway(
+        config.devices,
+        config.plc,
+        config.state_path(config.plc.cache_file),
+        _breaker_notifier(work_order_store(config)),
+    )
 
 
 def _breaker_notifier(store: WorkOrderStore) -> Callable[[dict[str, Any]], None]:
@@ -54,11 +68,14 @@ def _breaker_notifier(store: WorkOrderStore) -> Callable[[dict[str, Any]], None]
     the counter); the webhook id names the opening, so the tool and a poller reporting it send one.
     The write happens off the read path (a busy work-order database must not eat the read budget), in a
     non-daemon thread so that a one-shot CLI run still queues it before exiting."""
+
     def notify(event: dict[str, Any]) -> None:
         scope = event["sensor"] if event["sensor"] != "*" else "unit"
         webhook_id = f"msg_breaker_{event['device_id']}_{scope}_{event['opened_at_ms']}"
-        threading.Thread(target=store.notify, args=(webhook_id, "plc.breaker_opened", event, "plc"),
-                         name="breaker-notify").start()
+        threading.Thread(
+            target=store.notify, args=(webhook_id, "plc.breaker_opened", event, "plc"), name="breaker-notify"
+        ).start()
+
     return notify
 
 
@@ -75,14 +92,26 @@ class Agent:
             from edge.llm_client import ChatClient  # httpx: only with a language model to call
             from edge.llm_planner import LlmPlanner
 
-            self.client = ChatClient(config.llm.url, config.llm.model, config.llm.timeout_s,
-                                     config.llm.max_tokens_per_step, config.llm.structured_outputs, config.llm.api_key,
-                                     breaker=self.llm_breaker)
-            planner = LlmPlanner(self.client, self.registry, config.devices, config.loop.observation_max_chars,
-                                 config.loop.raw_reply_max_chars)
+            self.client = ChatClient(
+                config.llm.url,
+                config.llm.model,
+                config.llm.timeout_s,
+                config.llm.max_tokens_per_step,
+                config.llm.structured_outputs,
+                config.llm.api_key,
+                breaker=self.llm_breaker,
+            )
+            planner = LlmPlanner(
+                self.client,
+                self.registry,
+                config.devices,
+                config.loop.observation_max_chars,
+                config.loop.raw_reply_max_chars,
+            )
         self.rules = rules
-        self.loop = AgentLoop(self.registry, planner, rules, config.loop,
-                              AnswerVerifier(config.devices, self.needs_evidence))
+        self.loop = AgentLoop(
+            self.registry, planner, rules, config.loop, AnswerVerifier(config.devices, self.needs_evidence)
+        )
 
     @property
     def degraded(self) -> bool:
@@ -110,8 +139,9 @@ class Agent:
         intent = self.rules.analyse(state)
         return bool(intent.codes or intent.sensors or intent.wants_live or intent.wants_work_order or intent.symptom)
 
-    def run(self, request: RunRequest, on_event: EventSink | None = None,
-            cancel: threading.Event | None = None) -> RunRecord:
+    def run(
+        self, request: RunRequest, on_event: EventSink | None = None, cancel: threading.Event | None = None
+    ) -> RunRecord:
         """Raises `tools.plant.UnknownDevice` for a device id the plant does not have."""
         if request.device_id is not None:
             plant.require(self.config.devices, request.device_id)

@@ -58,7 +58,7 @@ PHRASES = {
         "which_code": "work order: which fault code does the machine show?",
         "other_machine": "not a code of this machine: check the device and the code on the HMI",
         "unverified": "The language model's answer could not be verified against the tool results and is not "
-                      "shown; this answer is assembled from the tool results.",
+        "shown; this answer is assembled from the tool results.",
     },
     "zh": {
         "degraded": "降级模式（规则规划器，无语言模型）：答案由工具结果组成。",
@@ -111,8 +111,13 @@ def language_of(text: str) -> str:
     return "zh" if _CJK.search(text) else "en"
 
 
-def compose_answer(question: str, observations: list[Observation], degraded: bool, missing: Sequence[str] = (),
-                   notes: Sequence[str] = ()) -> str:
+def compose_answer(
+    question: str,
+    observations: list[Observation],
+    degraded: bool,
+    missing: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> str:
     """`notes` are what the planner tells the technician instead of a tool result (ask a question,
     an unknown machine), in the question's language (`PHRASES`)."""
     words = PHRASES[language_of(question)]
@@ -139,8 +144,11 @@ def _latest_per_call(observations: list[Observation]) -> list[Observation]:
 def _describe(obs: Observation, words: dict[str, str], language: str) -> list[str]:
     if obs.status == "error" and not any(item.kind == "ref" for item in obs.content):
         text = " ".join(item.text for item in obs.content if item.text)
-        return [words["error"].format(tool=obs.tool, text=text, suggestion=obs.suggestion or "",
-                                      error_code=obs.error_code or obs.status).strip()]
+        return [
+            words["error"]
+            .format(tool=obs.tool, text=text, suggestion=obs.suggestion or "", error_code=obs.error_code or obs.status)
+            .strip()
+        ]
     if obs.status == "not_found":
         what = " ".join(item.text for item in obs.content if item.text) or obs.tool
         return [words["not_found"].format(what=what, suggestion=obs.suggestion or "").strip()]
@@ -163,8 +171,14 @@ def _describe(obs: Observation, words: dict[str, str], language: str) -> list[st
                 fix_groups.add(f.get("same_device"))
                 lines.append(_fix_line(f, words))
         elif f.get("root_cause_candidate"):
-            lines.append(words["root_cause"].format(code=f.get("fault_code"), device=f.get("device_id"),
-                                                    count=f.get("recent_orders"), days=f.get("window_days")))
+            lines.append(
+                words["root_cause"].format(
+                    code=f.get("fault_code"),
+                    device=f.get("device_id"),
+                    count=f.get("recent_orders"),
+                    days=f.get("window_days"),
+                )
+            )
         elif item.text and language == "en":  # the tool's own prose is English
             lines.append(item.text)
     _flush(lines, steps, words)
@@ -181,8 +195,9 @@ def _flush(lines: list[str], steps: list[str], words: dict[str, str]) -> None:
 def _manual_line(f: dict[str, Any], words: dict[str, str]) -> str:
     where = words["where"].format(manual=f.get("manual", "?"), version=f.get("version", "?"), page=f.get("page", "?"))
     if f.get("kind") == "page":  # no structured entry: the page's own words, quoted
-        return words["manual_page"].format(where=where, ocr=words["ocr"] if f.get("ocr") else "",
-                                           snippet=f.get("snippet", ""))
+        return words["manual_page"].format(
+            where=where, ocr=words["ocr"] if f.get("ocr") else "", snippet=f.get("snippet", "")
+        )
     line = words["manual"].format(code=f["fault_code"], title=f["title"], where=where)
     scope = f.get("scope")
     line = f"{line}; {words['scope'].format(scope=scope)}" if scope else line
@@ -196,8 +211,9 @@ def _reading_line(text: str, f: dict[str, Any], words: dict[str, str], language:
         return words["reading_bad"].format(label=label, text=text)
     time_read = str(f.get("timestamp") or "?")
     if f.get("source") == "cache_fallback":
-        line = words["reading_cache"].format(label=label, value=value, unit=unit, quality=quality,
-                                             age=_age(f.get("age_s")), time=time_read)
+        line = words["reading_cache"].format(
+            label=label, value=value, unit=unit, quality=quality, age=_age(f.get("age_s")), time=time_read
+        )
     else:
         line = words["reading_live"].format(label=label, value=value, unit=unit, quality=quality, time=time_read)
     notes = []
@@ -221,19 +237,28 @@ def _trend_note(f: dict[str, Any], words: dict[str, str], unit: str) -> str:
 def _order_line(f: dict[str, Any], words: dict[str, str]) -> str:
     status = f.get("work_order_status")
     key = "order_pending" if status == "pending_confirmation" else "order_new" if f.get("created") else "order_existing"
-    return words[key].format(id=f.get("work_order_id"), device=f.get("device_id"), code=f.get("fault_code"),
-                             priority=f.get("priority"), status=status)
+    return words[key].format(
+        id=f.get("work_order_id"),
+        device=f.get("device_id"),
+        code=f.get("fault_code"),
+        priority=f.get("priority"),
+        status=status,
+    )
 
 
 def _fix_line(f: dict[str, Any], words: dict[str, str]) -> str:
     parts = ", ".join(f.get("parts") or ())
     # The gist of each: the whole text is in the order, and a long one would crowd the answer out.
-    found = [words[key].format(text=cap_text(text, FIX_TEXT_CHARS)) for key, text in
-             (("fix_cause", f.get("cause")), ("fix_remedy", f.get("remedy")), ("fix_parts", parts)) if text]
+    found = [
+        words[key].format(text=cap_text(text, FIX_TEXT_CHARS))
+        for key, text in (("fix_cause", f.get("cause")), ("fix_remedy", f.get("remedy")), ("fix_parts", parts))
+        if text
+    ]
     what = words["fix_sep"].join(found) or words["fix_unrecorded"]
     key = "fix" if f.get("same_device") else "fix_other"
-    return words[key].format(id=f.get("past_work_order_id"), device=f.get("device_id"),
-                             date=str(f.get("closed_at") or "?")[:10], what=what)
+    return words[key].format(
+        id=f.get("past_work_order_id"), device=f.get("device_id"), date=str(f.get("closed_at") or "?")[:10], what=what
+    )
 
 
 def _age(seconds: Any) -> str:

@@ -92,8 +92,10 @@ class ServiceConfig(Strict):
     @model_validator(mode="after")
     def _alarms_within_runs(self) -> ServiceConfig:
         if self.max_concurrent_alarms > self.max_concurrent_runs:
-            raise ValueError(f"max_concurrent_alarms ({self.max_concurrent_alarms}) exceeds max_concurrent_runs "
-                             f"({self.max_concurrent_runs}): alarm runs take their workers from that pool")
+            raise ValueError(
+                f"max_concurrent_alarms ({self.max_concurrent_alarms}) exceeds max_concurrent_runs "
+                f"({self.max_concurrent_runs}): alarm runs take their workers from that pool"
+            )
         return self
 
 
@@ -157,13 +159,17 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
 
 
 def _apply_env(raw: dict[str, Any], env: dict[str, str]) -> None:
-    named = {"FIXLOOP_LLM_URL": ("llm", "url"), "FIXLOOP_LLM_MODEL": ("llm", "model"), "FIXLOOP_STATE_DIR": ("state_dir",)}
+    named = {
+        "FIXLOOP_LLM_URL": ("llm", "url"),
+        "FIXLOOP_LLM_MODEL": ("llm", "model"),
+        "FIXLOOP_STATE_DIR": ("state_dir",),
+    }
     for var, keys in named.items():
         if env.get(var) is not None:
             _set(raw, keys, env[var] or None)
     for var, value in sorted(env.items()):
         if var.startswith("FIXLOOP__"):
-            keys = tuple(part.lower() for part in var[len("FIXLOOP__"):].split("__"))
+            keys = tuple(part.lower() for part in var[len("FIXLOOP__") :].split("__"))
             _set(raw, keys, _parse_value(value))
 
 

@@ -40,8 +40,10 @@ _PROBE_MESSAGES = [
     {"role": "user", "content": 'Reply with exactly this JSON object and nothing else: {"status": "unconstrained"}'},
 ]
 _PROBE_MAX_TOKENS = 16
-_LLM_FIX = ("check the server: `systemctl status fixloop-vllm`, `journalctl -u fixloop-vllm -n 50`; "
-            "llm.url / FIXLOOP_LLM_URL must be its OpenAI base URL, e.g. http://127.0.0.1:8000/v1")
+_LLM_FIX = (
+    "check the server: `systemctl status fixloop-vllm`, `journalctl -u fixloop-vllm -n 50`; "
+    "llm.url / FIXLOOP_LLM_URL must be its OpenAI base URL, e.g. http://127.0.0.1:8000/v1"
+)
 
 
 @dataclass(frozen=True)
@@ -77,16 +79,26 @@ def _check_config(config: Config, source: str) -> Check:
     state = Path(config.state_dir)
     detail = f"{source}: {len(config.devices)} device(s) ({', '.join(config.devices) or 'none'}), state dir {state}"
     if not config.devices:
-        return Check("config", "failure", detail, "add the plant's machines under [devices.<id>] with their PLC and sensors")
+        return Check(
+            "config", "failure", detail, "add the plant's machines under [devices.<id>] with their PLC and sensors"
+        )
     writable_parent = next((p for p in [state, *state.absolute().parents] if p.exists()), None)
     if writable_parent is None or not writable_parent.is_dir() or not _writable(writable_parent):
-        return Check("config", "failure", f"{detail}; not writable",
-                     "point state_dir / FIXLOOP_STATE_DIR at a directory the fixloop user owns (systemd: StateDirectory)")
+        return Check(
+            "config",
+            "failure",
+            f"{detail}; not writable",
+            "point state_dir / FIXLOOP_STATE_DIR at a directory the fixloop user owns (systemd: StateDirectory)",
+        )
     demo = _DEMO_TOKENS & {*config.service.technician_tokens, config.service.admin_token or ""}
     if demo:
         status: Status = "notice" if source == DEMO_SOURCE else "warning"
-        return Check("config", status, f"{detail}; demo tokens in use ({', '.join(sorted(demo))})",
-                     "set your own service.technician_tokens and service.admin_token before the box goes on the line")
+        return Check(
+            "config",
+            status,
+            f"{detail}; demo tokens in use ({', '.join(sorted(demo))})",
+            "set your own service.technician_tokens and service.admin_token before the box goes on the line",
+        )
     return Check("config", "ok", detail)
 
 
@@ -99,15 +111,21 @@ def _writable(path: Path) -> bool:
 
 def _check_index(config: Config) -> Check:
     path = config.state_path(config.knowledge.index_file)
-    fix = ("build it: `fixloop index build <manual PDFs or folders>` (`fixloop demo` builds the demo plant's), "
-           "or install the line's index release at this path")
+    fix = (
+        "build it: `fixloop index build <manual PDFs or folders>` (`fixloop demo` builds the demo plant's), "
+        "or install the line's index release at this path"
+    )
     if not path.exists():
         return Check("index", "failure", f"no manual index at {path}", fix)
     try:
         status = read_status(path)
     except IndexSchemaMismatch as exc:
-        return Check("index", "failure", str(exc),
-                     "rebuild the index with this version: `fixloop index build <manual PDFs or folders>`")
+        return Check(
+            "index",
+            "failure",
+            str(exc),
+            "rebuild the index with this version: `fixloop index build <manual PDFs or folders>`",
+        )
     except BuildError as exc:
         return Check("index", "failure", str(exc), fix)
     # Fault entries and page passages: an index of manuals without fault sections is still searchable.
@@ -116,17 +134,25 @@ def _check_index(config: Config) -> Check:
         return Check("index", "failure", f"{path} holds no fault-code records", fix)
     expected_model = Embedder(config.knowledge.model_path).identity
     if status.model != expected_model:
-        return Check("index", "failure", f"{path}: embedded with {status.model}, but knowledge.model_path says "
-                     f"{expected_model}: queries and records would not be comparable",
-                     "rebuild the index with the configured model, or set knowledge.model_path to the index's model")
-    return Check("index", "ok", f"{path}: {records} records from {len(status.manuals)} manual(s); {_index_version(status)}")
+        return Check(
+            "index",
+            "failure",
+            f"{path}: embedded with {status.model}, but knowledge.model_path says "
+            f"{expected_model}: queries and records would not be comparable",
+            "rebuild the index with the configured model, or set knowledge.model_path to the index's model",
+        )
+    return Check(
+        "index", "ok", f"{path}: {records} records from {len(status.manuals)} manual(s); {_index_version(status)}"
+    )
 
 
 def _index_version(status: IndexStatus) -> str:
     versions = ", ".join(sorted({manual.version for manual in status.manuals})) or "-"
     languages = ", ".join(sorted({manual.language for manual in status.manuals})) or "-"
-    return (f"index schema {SCHEMA_VERSION}, built {status.built_at or '?'}, manual versions {versions} ({languages}), "
-            f"embeddings {status.model or '?'}")
+    return (
+        f"index schema {SCHEMA_VERSION}, built {status.built_at or '?'}, manual versions {versions} ({languages}), "
+        f"embeddings {status.model or '?'}"
+    )
 
 
 # -- PLC ---------------------------------------------------------------------
@@ -143,16 +169,24 @@ def _check_device(device: DeviceConfig, config: Config) -> Check:
     try:
         probes = probe_device(device, config.plc)
     except NoCommunication as exc:
-        return Check(name, "failure", f"{where}: no answer ({exc.reason}: {exc})",
-                     f"check that the PLC is powered and on the network, and [devices.{device.id}.plc] host/port/"
-                     "unit_id; the agent answers from the PLC cache meanwhile (demo: `fixloop plc-sim`)")
+        return Check(
+            name,
+            "failure",
+            f"{where}: no answer ({exc.reason}: {exc})",
+            f"check that the PLC is powered and on the network, and [devices.{device.id}.plc] host/port/"
+            "unit_id; the agent answers from the PLC cache meanwhile (demo: `fixloop plc-sim`)",
+        )
     values = [_shown(device, probe) for probe in probes if probe.value is not None]
     problems = [_problem(device, probe) for probe in probes if probe.rejected or probe.is_outlier]
     detail = f"{where}: {len(values)}/{len(device.sensors)} sensors read ({', '.join(values)})"
     if problems:
-        return Check(name, "warning", f"{detail}; " + "; ".join(problems),
-                     "a value outside its plausible range is usually a broken sensor or wiring; a Modbus exception or "
-                     f"malformed reply means the register map in [devices.{device.id}.sensors] does not fit the PLC")
+        return Check(
+            name,
+            "warning",
+            f"{detail}; " + "; ".join(problems),
+            "a value outside its plausible range is usually a broken sensor or wiring; a Modbus exception or "
+            f"malformed reply means the register map in [devices.{device.id}.sensors] does not fit the PLC",
+        )
     return Check(name, "ok", detail)
 
 
@@ -165,14 +199,22 @@ def _problem(device: DeviceConfig, probe: SensorProbe) -> str:
     if probe.rejected:
         return f"{probe.sensor}: {probe.rejected}"
     sensor = device.sensors[probe.sensor]
-    return f"{sensor.id} reads {probe.value:.4g} {sensor.unit}, outside {sensor.plausible_min:g}..{sensor.plausible_max:g}"
+    return (
+        f"{sensor.id} reads {probe.value:.4g} {sensor.unit}, outside {sensor.plausible_min:g}..{sensor.plausible_max:g}"
+    )
 
 
 def _check_breakers(config: Config) -> list[Check]:
     path = config.state_path(config.plc.cache_file)
     if not path.exists():
-        return [Check("plc breakers", "notice", f"no PLC cache at {path} yet",
-                      "start the poller (`systemctl start fixloop-poller`, or `fixloop poller`) so reads can fall back to the cache")]
+        return [
+            Check(
+                "plc breakers",
+                "notice",
+                f"no PLC cache at {path} yet",
+                "start the poller (`systemctl start fixloop-poller`, or `fixloop poller`) so reads can fall back to the cache",
+            )
+        ]
     rows = breaker_states(config.plc, path)
     opened = [row for row in rows if row.state != "closed"]
     counting = [row for row in rows if row.state == "closed"]
@@ -182,9 +224,15 @@ def _check_breakers(config: Config) -> list[Check]:
             + (f", probes again at {_clock(row.reopen_at_ms)}" if row.reopen_at_ms is not None else "")
             for row in opened
         ]
-        return [Check("plc breakers", "warning", "; ".join(described),
-                      "reads of these answer from the cache until the PLC responds again; fix the PLC link, the breaker "
-                      "closes on the next successful read (the poller tries every cycle)")]
+        return [
+            Check(
+                "plc breakers",
+                "warning",
+                "; ".join(described),
+                "reads of these answer from the cache until the PLC responds again; fix the PLC link, the breaker "
+                "closes on the next successful read (the poller tries every cycle)",
+            )
+        ]
     detail = "all closed" + (f"; {len(counting)} counting recent timeouts" if counting else "")
     return [Check("plc breakers", "ok", f"{path}: {detail}")]
 
@@ -199,16 +247,26 @@ def _clock(ms: int) -> str:
 def _check_llm(config: Config) -> list[Check]:
     llm = config.llm
     if not llm.url:
-        return [Check("llm", "notice", "no LLM configured: degraded rules mode (the rules planner answers)",
-                      "to use the model set llm.url or FIXLOOP_LLM_URL, e.g. http://127.0.0.1:8000/v1")]
+        return [
+            Check(
+                "llm",
+                "notice",
+                "no LLM configured: degraded rules mode (the rules planner answers)",
+                "to use the model set llm.url or FIXLOOP_LLM_URL, e.g. http://127.0.0.1:8000/v1",
+            )
+        ]
     client = ChatClient(llm.url, llm.model, llm.timeout_s, _PROBE_MAX_TOKENS, llm.structured_outputs, llm.api_key)
     try:
         try:
             models = client.models()
         except LlmUnavailable as exc:
             return [Check("llm", "failure", str(exc), _LLM_FIX)]
-        checks = [Check("llm", "ok", f"{llm.url} answers; serves {', '.join(str(m.get('id')) for m in models) or 'no models'}"),
-                  _check_model(config, models)]
+        checks = [
+            Check(
+                "llm", "ok", f"{llm.url} answers; serves {', '.join(str(m.get('id')) for m in models) or 'no models'}"
+            ),
+            _check_model(config, models),
+        ]
         checks.append(_check_structured_outputs(config, client))
         return checks
     finally:
@@ -220,21 +278,37 @@ def _check_model(config: Config, models: list[dict[str, Any]]) -> Check:
     served = {str(m.get("id")): m for m in models}
     entry = served.get(llm.model)
     if entry is None:
-        return Check("llm model", "failure", f"pinned {llm.model!r}, but the server serves {', '.join(served) or 'nothing'}",
-                     "serve the pinned model (`vllm serve ... --served-model-name` from the systemd environment file) "
-                     "or pin what is served in llm.model / FIXLOOP_LLM_MODEL, after running `fixloop eval` against it")
+        return Check(
+            "llm model",
+            "failure",
+            f"pinned {llm.model!r}, but the server serves {', '.join(served) or 'nothing'}",
+            "serve the pinned model (`vllm serve ... --served-model-name` from the systemd environment file) "
+            "or pin what is served in llm.model / FIXLOOP_LLM_MODEL, after running `fixloop eval` against it",
+        )
     notes = []
     limit = entry.get("max_model_len")
     if isinstance(limit, int) and limit < config.loop.max_tokens:
-        return Check("llm model", "failure", f"{llm.model}: max_model_len {limit} is below the loop's token budget "
-                     f"{config.loop.max_tokens}", "start vLLM with --max-model-len at least loop.max_tokens")
+        return Check(
+            "llm model",
+            "failure",
+            f"{llm.model}: max_model_len {limit} is below the loop's token budget {config.loop.max_tokens}",
+            "start vLLM with --max-model-len at least loop.max_tokens",
+        )
     if llm.revision:
         reported = " ".join(str(entry.get(key) or "") for key in ("revision", "root", "parent"))
         if llm.revision not in reported:
-            where = f"the server reports {reported.strip()!r}" if reported.strip() else "the server does not report a revision"
-            return Check("llm model", "warning", f"{llm.model}: pinned revision {llm.revision} not confirmed; {where}",
-                         "serve the model from the pinned snapshot (`vllm serve <path>/snapshots/<revision>` or "
-                         "`--revision`), so /v1/models names it")
+            where = (
+                f"the server reports {reported.strip()!r}"
+                if reported.strip()
+                else "the server does not report a revision"
+            )
+            return Check(
+                "llm model",
+                "warning",
+                f"{llm.model}: pinned revision {llm.revision} not confirmed; {where}",
+                "serve the model from the pinned snapshot (`vllm serve <path>/snapshots/<revision>` or "
+                "`--revision`), so /v1/models names it",
+            )
         notes.append(f"revision {llm.revision}")
     if isinstance(limit, int):
         notes.append(f"max_model_len {limit}")
@@ -244,8 +318,12 @@ def _check_model(config: Config, models: list[dict[str, Any]]) -> Check:
 def _check_structured_outputs(config: Config, client: ChatClient) -> Check:
     mode = config.llm.structured_outputs
     if mode == "none":
-        return Check("llm structured outputs", "warning", "disabled (llm.structured_outputs = none): replies are not "
-                     "constrained to the action schema", "set llm.structured_outputs to the form the server supports")
+        return Check(
+            "llm structured outputs",
+            "warning",
+            "disabled (llm.structured_outputs = none): replies are not constrained to the action schema",
+            "set llm.structured_outputs to the form the server supports",
+        )
     started = time.perf_counter()
     try:
         completion = client.chat(_PROBE_MESSAGES, _PROBE_SCHEMA)
@@ -258,7 +336,10 @@ def _check_structured_outputs(config: Config, client: ChatClient) -> Check:
         reply = None
     if reply == {"status": "ok"}:
         return Check("llm structured outputs", "ok", f"honoured ({mode}); probe answered in {elapsed_ms:.0f} ms")
-    return Check("llm structured outputs", "failure",
-                 f"the server ignored the JSON Schema sent as {mode!r}: it replied {completion.text[:80]!r}",
-                 "vLLM >= 0.12: structured_outputs (backend xgrammar or guidance); vLLM < 0.12: guided_json; "
-                 "llama.cpp and other OpenAI-compatible servers: response_format. Set llm.structured_outputs to match")
+    return Check(
+        "llm structured outputs",
+        "failure",
+        f"the server ignored the JSON Schema sent as {mode!r}: it replied {completion.text[:80]!r}",
+        "vLLM >= 0.12: structured_outputs (backend xgrammar or guidance); vLLM < 0.12: guided_json; "
+        "llama.cpp and other OpenAI-compatible servers: response_format. Set llm.structured_outputs to match",
+    )

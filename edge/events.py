@@ -102,9 +102,20 @@ class ErrorEvent(_Event):
     error: str
 
 
-RunEvent = Annotated[RunStartedEvent | FormatErrorEvent | ThoughtEvent | AnswerRejectedEvent | ActionEvent
-                     | ObservationEvent | WarningEvent | FinalAnswerEvent | TerminationEvent | StoredEvent | ErrorEvent,
-                     Field(discriminator="type")]
+RunEvent = Annotated[
+    RunStartedEvent
+    | FormatErrorEvent
+    | ThoughtEvent
+    | AnswerRejectedEvent
+    | ActionEvent
+    | ObservationEvent
+    | WarningEvent
+    | FinalAnswerEvent
+    | TerminationEvent
+    | StoredEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
 RUN_EVENT = TypeAdapter(RunEvent)
 # After one of these a run has nothing more to say.
 LAST_EVENTS = (StoredEvent, ErrorEvent)
@@ -124,13 +135,23 @@ def events_from_record(record: RunRecord) -> list[RunEvent]:
     run_id = record.run_id
     first_planner = record.planner.split(FALLBACK_SEPARATOR)[0]
     # A run that fell back started undegraded: only the fallback made it so.
-    events: list[RunEvent] = [RunStartedEvent(run_id=run_id, question=record.question, device_id=record.device_id,
-                                              planner=first_planner, degraded=record.degraded and not record.fallback)]
+    events: list[RunEvent] = [
+        RunStartedEvent(
+            run_id=run_id,
+            question=record.question,
+            device_id=record.device_id,
+            planner=first_planner,
+            degraded=record.degraded and not record.fallback,
+        )
+    ]
     # Answers composed at the end are checked in silence; the others were announced.
     rejected = {r.step: r for r in record.rejected_answers if r.planner != COMPOSER}
     # Rejections are warnings in the record but `answer_rejected` events in the stream.
-    pending = [WarningEvent(run_id=run_id, text=text) for text in record.warnings
-               if text not in {r.warning for r in rejected.values()}]
+    pending = [
+        WarningEvent(run_id=run_id, text=text)
+        for text in record.warnings
+        if text not in {r.warning for r in rejected.values()}
+    ]
     for step in record.steps:
         if step.planner != first_planner:
             events += pending
@@ -138,8 +159,10 @@ def events_from_record(record: RunRecord) -> list[RunEvent]:
         events += _step_events(run_id, step, rejected.get(step.n))
     events += pending
     if record.termination is not None:
-        events += [FinalAnswerEvent(run_id=run_id, text=record.termination.final_answer),
-                   TerminationEvent(run_id=run_id, termination=record.termination)]
+        events += [
+            FinalAnswerEvent(run_id=run_id, text=record.termination.final_answer),
+            TerminationEvent(run_id=run_id, termination=record.termination),
+        ]
     return [*events, stored_event(record)]
 
 

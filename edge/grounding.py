@@ -45,9 +45,26 @@ _ENUMERATOR = re.compile(r"(?:(?<=\n)|^|(?<=[.;:。；：]\s)|(?<=[.;:。；：]
 # Digits glued to words count too ("400V", "第12页"); a sign is not kept: values are compared by magnitude.
 _NUMBER = re.compile(r"(?<![\d.,])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
 _DURATION = re.compile(r"^\s*(s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|秒|分钟|分|小时)(?![A-Za-z])", re.I)
-_SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1,
-            "min": 60, "mins": 60, "minute": 60, "minutes": 60, "分钟": 60, "分": 60,
-            "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600, "小时": 3600}
+_SECONDS = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "秒": 1,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "分钟": 60,
+    "分": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "小时": 3600,
+}
 # Strings this short are too common to mask as copied evidence ("ok", "V2", "3").
 MIN_MASK_CHARS = 3
 MASK = "\x00"
@@ -69,8 +86,12 @@ class Evidence:
     pages: frozenset[int] = frozenset()
 
 
-def collect_evidence(observations: Iterable[Observation], question: str = "",
-                     devices: dict[str, DeviceConfig] | None = None, extra: Iterable[str] = ()) -> Evidence:
+def collect_evidence(
+    observations: Iterable[Observation],
+    question: str = "",
+    devices: dict[str, DeviceConfig] | None = None,
+    extra: Iterable[str] = (),
+) -> Evidence:
     strings: set[str] = set()
     numbers: list[float] = []
     order_ids: set[str] = set()
@@ -103,8 +124,14 @@ def collect_evidence(observations: Iterable[Observation], question: str = "",
     strings.update(_vocabulary(devices or {}))
     for text in list(strings):
         numbers.extend(_numbers_in(text))
-    return Evidence(frozenset(s for s in strings if len(s) >= MIN_MASK_CHARS), frozenset(codes),
-                    frozenset(order_ids), tuple(numbers), frozenset(manuals), frozenset(pages))
+    return Evidence(
+        frozenset(s for s in strings if len(s) >= MIN_MASK_CHARS),
+        frozenset(codes),
+        frozenset(order_ids),
+        tuple(numbers),
+        frozenset(manuals),
+        frozenset(pages),
+    )
 
 
 def claims(answer: str, evidence: Evidence) -> list[Claim]:
@@ -117,8 +144,9 @@ def claims(answer: str, evidence: Evidence) -> list[Claim]:
     found += [Claim("page", m.group(1) or m.group(2)) for m in _PAGE.finditer(answer)]
     found += [Claim("work_order", m.group(0).upper()) for m in ORDER_ID.finditer(answer)]
     text = _MANUAL_NAME.sub(lambda m: MASK * len(m.group(0)), answer)
-    text = _PAGE.sub(lambda m: m.group(0) if int(m.group(1) or m.group(2)) in evidence.pages else MASK * len(m.group(0)),
-                     text)
+    text = _PAGE.sub(
+        lambda m: m.group(0) if int(m.group(1) or m.group(2)) in evidence.pages else MASK * len(m.group(0)), text
+    )
     # NFKC turns a full-width colon into ":", which would glue "液位：71" into a code shape.
     text = _mask(ORDER_ID.sub(lambda m: MASK * len(m.group(0)), text), evidence.strings).replace("：", ": ")
     linker = CodeMentions(_bare_codes(evidence.codes))
@@ -152,8 +180,9 @@ def ungrounded(answer: str, evidence: Evidence) -> list[str]:
 
 def _order_exists(obs: Observation, fields: dict[str, Any]) -> bool:
     """Only a work-order call that created or found an order backs its id."""
-    return (obs.tool == WORK_ORDER_TOOL and obs.status == "ok"
-            and fields.get("work_order_status") != "pending_confirmation")
+    return (
+        obs.tool == WORK_ORDER_TOOL and obs.status == "ok" and fields.get("work_order_status") != "pending_confirmation"
+    )
 
 
 def _walk(value: Any, strings: set[str], numbers: list[float]) -> None:
@@ -230,7 +259,7 @@ def _number_backed(claim: str, numbers: tuple[float, ...]) -> bool:
     if value is None:
         return True
     decimals = len(number.partition(".")[2])
-    half_step = 0.5 * 10 ** -decimals + 1e-9
+    half_step = 0.5 * 10**-decimals + 1e-9
     scale = _SECONDS.get(unit.lower(), 1) if unit else 1
     low, high = (value - half_step) * scale, (value + half_step) * scale
     if any(low <= abs(n) <= high for n in numbers):

@@ -90,16 +90,30 @@ class Lexicon:
             for word in {device.id, device.name, device.name_zh, *device.synonyms} - {""}:
                 terms.setdefault(word.lower(), []).append(("DEVICE", device.id, None))
             for sensor in device.sensors.values():
-                for word in {sensor.id, sensor.id.replace("_", " "), sensor.label, sensor.label_zh, *sensor.synonyms} - {""}:
+                for word in {
+                    sensor.id,
+                    sensor.id.replace("_", " "),
+                    sensor.label,
+                    sensor.label_zh,
+                    *sensor.synonyms,
+                } - {""}:
                     terms.setdefault(word.lower(), []).append(("SENSOR", sensor.id, device.id))
         self._terms = terms
-        self._numbered_names = {normalize_name(word) for device in devices.values()
-                                for word in (device.id, device.name, device.name_zh, *device.synonyms)
-                                if any(char.isdigit() for char in word)}
+        self._numbered_names = {
+            normalize_name(word)
+            for device in devices.values()
+            for word in (device.id, device.name, device.name_zh, *device.synonyms)
+            if any(char.isdigit() for char in word)
+        }
         # The word part of the plant's own ids ("press", "cnc"): "press 9" and "CNC-12" are machines too.
-        stems = sorted({match.group(0).lower() for device_id in devices if (match := re.match(r"[A-Za-z]{2,}", device_id))})
-        self._stem_pattern = (re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, stems))})[\s_-]?\d{{1,2}}(?![\w-])", re.I)
-                              if stems else None)
+        stems = sorted(
+            {match.group(0).lower() for device_id in devices if (match := re.match(r"[A-Za-z]{2,}", device_id))}
+        )
+        self._stem_pattern = (
+            re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, stems))})[\s_-]?\d{{1,2}}(?![\w-])", re.I)
+            if stems
+            else None
+        )
         # Longest first, so "coolant level" wins over "coolant" and "3号液压机" over "液压机".
         alternatives = sorted(terms, key=len, reverse=True)
         self._pattern = re.compile("|".join(_term_regex(term) for term in alternatives)) if alternatives else None
@@ -113,20 +127,33 @@ class Lexicon:
         unknown = self._unknown_devices(text, terms)
         terms = [t for t in terms if _apart(t, unknown)]
         # A device id such as "Press-3" also has the shape of a code; the plant's own words win.
-        codes = [Mention("FAULT_CODE", code.canonical_id, self._as_known(_as_printed(code.code, code.canonical_id)),
-                         code.start, code.end)
-                 for code in self._code_mentions(text) if _apart(code, terms + unknown)]
-        codes += [Mention("FAULT_CODE", canonical_id(code.code), code.code, code.start, code.end)
-                  for code in self._loose.find(text) if _apart(code, terms + unknown + codes)]
+        codes = [
+            Mention(
+                "FAULT_CODE",
+                code.canonical_id,
+                self._as_known(_as_printed(code.code, code.canonical_id)),
+                code.start,
+                code.end,
+            )
+            for code in self._code_mentions(text)
+            if _apart(code, terms + unknown)
+        ]
+        codes += [
+            Mention("FAULT_CODE", canonical_id(code.code), code.code, code.start, code.end)
+            for code in self._loose.find(text)
+            if _apart(code, terms + unknown + codes)
+        ]
         mentions = sorted(terms + codes + unknown, key=lambda m: m.start)
         return _collect(mentions, _entities(text, mentions))
 
     def _numbered_name_is_known(self, name: str) -> bool:
-        """"the press 3" ends in "press 3", "machining centre 7" ends "CNC machining centre 7": names of the
+        """ "the press 3" ends in "press 3", "machining centre 7" ends "CNC machining centre 7": names of the
         plant's machines. "5号液压机" ends in "液压机" too, but that names no number."""
         wanted = normalize_name(name)
-        return any(known.endswith(wanted) or (wanted.endswith(known) and any(char.isdigit() for char in known))
-                   for known in self._numbered_names)
+        return any(
+            known.endswith(wanted) or (wanted.endswith(known) and any(char.isdigit() for char in known))
+            for known in self._numbered_names
+        )
 
     def _as_known(self, printed: str) -> str:
         """A code shape the manuals do not know, that is a known code typed loosely (`O4101` for `04101`),
@@ -138,8 +165,11 @@ class Lexicon:
     def _unknown_devices(self, text: str, terms: list[Mention]) -> list[Mention]:
         """Machines with a number that the plant does not have: "line-4", "press 9", "hydraulic press 9",
         "5号液压机". Named in the answer as unknown, never looked up as fault codes."""
-        spans = [m.span() for m in _NUMBERED_NAME.finditer(text)
-                 if not _CODE_CUE.fullmatch(m.group(1)) and code_key(m.group(0)) not in self._known_keys]
+        spans = [
+            m.span()
+            for m in _NUMBERED_NAME.finditer(text)
+            if not _CODE_CUE.fullmatch(m.group(1)) and code_key(m.group(0)) not in self._known_keys
+        ]
         if self._stem_pattern is not None:
             spans += [m.span() for m in self._stem_pattern.finditer(text)]
         for term in terms:
@@ -167,7 +197,9 @@ class Lexicon:
         found = []
         for match in self._pattern.finditer(text.lower()):
             for label, canonical, device_id in self._terms[match.group(0)]:
-                found.append(Mention(label, canonical, text[match.start():match.end()], match.start(), match.end(), device_id))
+                found.append(
+                    Mention(label, canonical, text[match.start() : match.end()], match.start(), match.end(), device_id)
+                )
         return found
 
 
@@ -182,8 +214,10 @@ def _entities(text: str, mentions: list[Mention]) -> tuple[Entity, ...]:
         if first not in seen and stop - 1 not in seen:
             kept.append((first, stop, mention))
             seen.update(range(first, stop))
-    return tuple(Entity(m.label, m.canonical, m.start, m.end, text[m.start:m.end])
-                 for _, _, m in sorted(kept, key=lambda s: s[0]))
+    return tuple(
+        Entity(m.label, m.canonical, m.start, m.end, text[m.start : m.end])
+        for _, _, m in sorted(kept, key=lambda s: s[0])
+    )
 
 
 def _char_tokens(text: str) -> tuple[dict[int, int], dict[int, int]]:
@@ -242,8 +276,12 @@ def _without_overlaps(mentions: list[Mention]) -> list[Mention]:
     several sensors keeps all of them, and the device decides between them later."""
     kept: list[Mention] = []
     for mention in sorted(mentions, key=lambda m: (-(m.end - m.start), m.start)):
-        if all(mention.end <= other.start or mention.start >= other.end or
-               (mention.start, mention.end) == (other.start, other.end) for other in kept):
+        if all(
+            mention.end <= other.start
+            or mention.start >= other.end
+            or (mention.start, mention.end) == (other.start, other.end)
+            for other in kept
+        ):
             kept.append(mention)
     return sorted(kept, key=lambda m: m.start)
 

@@ -69,5 +69,9 @@ class LlmBreaker:
         with self._lock:
             state = self._state()
             retry_in = 0.0 if self._opened_at is None else max(0.0, self.open_s - (self._clock() - self._opened_at))
-            return {"state": state, "consecutive_failures": self._failures, "retry_in_s": round(retry_in, 1),
-                    "last_error": self._last_error if state != "closed" else ""}
+            return {
+                "state": state,
+                "consecutive_failures": self._failures,
+                "retry_in_s": round(retry_in, 1),
+                "last_error": self._last_error if state != "closed" else "",
+            }

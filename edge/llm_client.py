@@ -49,9 +49,16 @@ class Completion:
 
 
 class ChatClient:
-    def __init__(self, url: str, model: str, timeout_s: float, max_tokens: int,
-                 structured_outputs: str = "structured_outputs", api_key: str | None = None,
-                 breaker: LlmBreaker | None = None):
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        timeout_s: float,
+        max_tokens: int,
+        structured_outputs: str = "structured_outputs",
+        api_key: str | None = None,
+        breaker: LlmBreaker | None = None,
+    ):
         self.url = url.rstrip("/")
         self.model = model
         self.timeout_s = timeout_s
@@ -81,16 +88,19 @@ class ChatClient:
                 body["guided_json"] = schema
         return body
 
-    def chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None,
-             time_left_s: float | None = None) -> Completion:
+    def chat(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None, time_left_s: float | None = None
+    ) -> Completion:
         """One completion, finished within `time_left_s` (and `timeout_s`) or LlmUnavailable."""
         total_s = self.timeout_s if time_left_s is None else min(self.timeout_s, time_left_s)
         if total_s <= 0:
             raise LlmUnavailable("no time left in the run for another LLM request")
         if self.breaker is not None and not self.breaker.allow():
             snapshot = self.breaker.snapshot()
-            raise LlmCircuitOpen(f"LLM circuit breaker open after {snapshot['consecutive_failures']} failures "
-                                 f"(next probe in {snapshot['retry_in_s']:g} s)")
+            raise LlmCircuitOpen(
+                f"LLM circuit breaker open after {snapshot['consecutive_failures']} failures "
+                f"(next probe in {snapshot['retry_in_s']:g} s)"
+            )
         try:
             completion = self._chat(messages, schema, total_s)
         except LlmUnavailable as exc:
@@ -121,7 +131,9 @@ class ChatClient:
             choice = data["choices"][0]
             text = choice["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError):
-            raise LlmUnavailable(f"LLM at {self.url} sent a reply that is not a chat completion: {text_of_reply}") from None
+            raise LlmUnavailable(
+                f"LLM at {self.url} sent a reply that is not a chat completion: {text_of_reply}"
+            ) from None
         usage = data.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         return Completion(
@@ -143,8 +155,9 @@ class ChatClient:
 
         def work() -> None:
             try:
-                with self._http.stream("POST", f"{self.url}/chat/completions", json=body,
-                                       timeout=httpx.Timeout(total_s)) as response:
+                with self._http.stream(
+                    "POST", f"{self.url}/chat/completions", json=body, timeout=httpx.Timeout(total_s)
+                ) as response:
                     chunks: list[bytes] = []
                     size = 0
                     for chunk in response.iter_bytes():
@@ -152,7 +165,8 @@ class ChatClient:
                         size += len(chunk)
                         if size > MAX_REPLY_BYTES:
                             outcome["error"] = LlmUnavailable(
-                                f"LLM at {self.url} sent a reply over {MAX_REPLY_BYTES // 1024} KiB")
+                                f"LLM at {self.url} sent a reply over {MAX_REPLY_BYTES // 1024} KiB"
+                            )
                             return
                         if time.monotonic() > deadline:
                             return

@@ -18,8 +18,14 @@ class LlmPlanner:
     name = "llm"
     degraded = False
 
-    def __init__(self, client: ChatClient, registry: ToolRegistry, devices: dict[str, DeviceConfig],
-                 observation_max_chars: int, raw_reply_max_chars: int):
+    def __init__(
+        self,
+        client: ChatClient,
+        registry: ToolRegistry,
+        devices: dict[str, DeviceConfig],
+        observation_max_chars: int,
+        raw_reply_max_chars: int,
+    ):
         self.client = client
         self._devices = list(devices)
         self._observation_max_chars = observation_max_chars
@@ -31,8 +37,12 @@ class LlmPlanner:
         device_id = state.device_id or state.session.device_id
         messages = [
             {"role": "system", "content": self._system},
-            {"role": "user", "content": question_message(state.question, device_id, state.session.summary,
-                                                         self._devices, from_session=not state.device_id)},
+            {
+                "role": "user",
+                "content": question_message(
+                    state.question, device_id, state.session.summary, self._devices, from_session=not state.device_id
+                ),
+            },
         ]
         for step in state.steps:
             if step.planner != self.name:
@@ -41,7 +51,12 @@ class LlmPlanner:
             if step.format_error:
                 messages.append({"role": "user", "content": format_error_message(step.format_error)})
             elif step.observation is not None:
-                messages.append({"role": "user", "content": observation_message(step.observation.render(self._observation_max_chars))})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": observation_message(step.observation.render(self._observation_max_chars)),
+                    }
+                )
         return messages
 
     def decide(self, state: RunState) -> Decision:
@@ -68,9 +83,15 @@ class LlmPlanner:
         if not completion.text.strip():
             return Decision(action=None, format_error="The reply was empty.", raw=raw, usage=usage, empty=True)
         if completion.finish_reason == "length":
-            return Decision(action=None, raw=raw, usage=usage, format_error=(
-                f"The reply was cut at the limit of {self.client.max_tokens} tokens before it was complete. "
-                "Keep the thought to one short sentence and reply with one complete JSON object."))
+            return Decision(
+                action=None,
+                raw=raw,
+                usage=usage,
+                format_error=(
+                    f"The reply was cut at the limit of {self.client.max_tokens} tokens before it was complete. "
+                    "Keep the thought to one short sentence and reply with one complete JSON object."
+                ),
+            )
         try:
             action = parse_action(completion.text)
         except FormatError as exc:

@@ -92,16 +92,18 @@ class RunRequest:
 
 
 class AgentLoop:
-    def __init__(self, registry: ToolRegistry, planner: Planner, fallback: Planner, limits: LoopConfig,
-                 verifier: AnswerVerifier):
+    def __init__(
+        self, registry: ToolRegistry, planner: Planner, fallback: Planner, limits: LoopConfig, verifier: AnswerVerifier
+    ):
         self.registry = registry
         self.planner = planner
         self.fallback = fallback
         self.limits = limits
         self.verifier = verifier
 
-    def run(self, request: RunRequest, on_event: EventSink | None = None,
-            cancel: threading.Event | None = None) -> RunRecord:
+    def run(
+        self, request: RunRequest, on_event: EventSink | None = None, cancel: threading.Event | None = None
+    ) -> RunRecord:
         return _Run(self, request, on_event or (lambda event: None), cancel or threading.Event()).execute()
 
 
@@ -117,13 +119,26 @@ class _Run:
         self.started = time.perf_counter()
         deadline = time.monotonic() + loop.limits.max_wall_s
         self.record = RunRecord(
-            run_id=request.run_id, request_id=request.request_id, session_id=request.session_id,
-            question=request.question, device_id=request.device_id, actor=request.actor, alarm=request.alarm,
-            planner=self.planner.name, degraded=self.planner.degraded, started_ms=now_ms(),
+            run_id=request.run_id,
+            request_id=request.request_id,
+            session_id=request.session_id,
+            question=request.question,
+            device_id=request.device_id,
+            actor=request.actor,
+            alarm=request.alarm,
+            planner=self.planner.name,
+            degraded=self.planner.degraded,
+            started_ms=now_ms(),
         )
-        self.state = RunState(question=request.question, device_id=request.device_id, session=request.session,
-                              actor=request.actor, propose_work_order=request.propose_work_order,
-                              alarm=request.alarm, deadline=deadline)
+        self.state = RunState(
+            question=request.question,
+            device_id=request.device_id,
+            session=request.session,
+            actor=request.actor,
+            propose_work_order=request.propose_work_order,
+            alarm=request.alarm,
+            deadline=deadline,
+        )
         self.calls: Counter[str] = Counter()
         self.unknown_tools = 0
 
@@ -131,8 +146,13 @@ class _Run:
         self.emit_raw(event(run_id=self.record.run_id, **fields))
 
     def execute(self) -> RunRecord:
-        self.emit(events.RunStartedEvent, question=self.request.question, device_id=self.request.device_id,
-                  planner=self.planner.name, degraded=self.record.degraded)
+        self.emit(
+            events.RunStartedEvent,
+            question=self.request.question,
+            device_id=self.request.device_id,
+            planner=self.planner.name,
+            degraded=self.record.degraded,
+        )
         format_errors = 0
         limits = self.loop.limits
         for n in range(1, limits.max_steps + 1):
@@ -144,8 +164,13 @@ class _Run:
             decision = self.decide()
             if decision is None:
                 return self.finish("time_budget")
-            step = Step(n=n, planner=self.planner.name, raw=decision.raw, llm=decision.usage,
-                        planner_ms=(time.perf_counter() - step_started) * 1000)
+            step = Step(
+                n=n,
+                planner=self.planner.name,
+                raw=decision.raw,
+                llm=decision.usage,
+                planner_ms=(time.perf_counter() - step_started) * 1000,
+            )
             self.count_tokens(decision)
             action = decision.action
             if action is None:  # an unreadable reply; the planner says why
@@ -165,9 +190,12 @@ class _Run:
             if isinstance(action, FinalAnswer):
                 answer = step.final_answer = cap_text(action.text, limits.answer_max_chars)
                 self.add(step, step_started)
-                problems = (self.loop.verifier.unbacked(answer, self.state) if self.planner is self.loop.fallback
-                            # the rules planner composes from whatever the tools said, not-found and errors too
-                            else self.loop.verifier.problems(answer, action.evidence, self.state))
+                problems = (
+                    self.loop.verifier.unbacked(answer, self.state)
+                    if self.planner is self.loop.fallback
+                    # the rules planner composes from whatever the tools said, not-found and errors too
+                    else self.loop.verifier.problems(answer, action.evidence, self.state)
+                )
                 if not problems:
                     return self.finish("final_answer", answer=answer, evidence=action.evidence)
                 self.reject(step, answer, problems)
@@ -257,13 +285,17 @@ class _Run:
 
     def observe(self, action: ToolCall, n: int) -> Observation:
         ctx = ToolContext(
-            request_id=self.request.request_id, run_id=self.request.run_id, loop_step=n,
+            request_id=self.request.request_id,
+            run_id=self.request.run_id,
+            loop_step=n,
             actor=self.request.actor,  # type: ignore[arg-type]
             require_confirmation=self.request.require_confirmation,
-            alarm=self.request.alarm, evidence=tuple(evidence_of(self.state.observations)),
+            alarm=self.request.alarm,
+            evidence=tuple(evidence_of(self.state.observations)),
         )
-        observation = self.loop.registry.call(action.tool, action.args, ctx, observation_id=f"obs-{n}",
-                                              time_left_s=self.state.time_left())
+        observation = self.loop.registry.call(
+            action.tool, action.args, ctx, observation_id=f"obs-{n}", time_left_s=self.state.time_left()
+        )
         previous = self.state.observations[-1] if self.state.observations else None
         if previous is not None and previous.fingerprint() == observation.fingerprint():
             observation.no_new_information = True
@@ -274,8 +306,13 @@ class _Run:
         self.record.steps.append(step)
         self.state.steps.append(step)
 
-    def finish(self, reason: TerminationReason, answer: str | None = None, evidence: list[str] | None = None,
-               pending: ToolCall | None = None) -> RunRecord:
+    def finish(
+        self,
+        reason: TerminationReason,
+        answer: str | None = None,
+        evidence: list[str] | None = None,
+        pending: ToolCall | None = None,
+    ) -> RunRecord:
         observations = self.state.observations
         known = {obs.id for obs in observations}
         supporting = [e for e in (evidence or []) if e in known] or supporting_ids(observations)
@@ -289,9 +326,14 @@ class _Run:
         if reason != "final_answer":
             confidence /= 2
         self.record.termination = Termination(
-            reason=reason, final_answer=answer, supporting_observations=supporting, confidence=round(confidence, 3),
+            reason=reason,
+            final_answer=answer,
+            supporting_observations=supporting,
+            confidence=round(confidence, 3),
             missing=missing,
-            pending_action={"tool": pending.tool, "args": pending.args, "thought": pending.thought} if pending else None,
+            pending_action={"tool": pending.tool, "args": pending.args, "thought": pending.thought}
+            if pending
+            else None,
         )
         self.record.elapsed_ms = (time.perf_counter() - self.started) * 1000
         self.emit(events.FinalAnswerEvent, text=answer)
@@ -300,18 +342,25 @@ class _Run:
 
     def composed(self, missing: list[str]) -> str:
         """The answer of a run stopped early, from its observations; it passes the same check."""
-        answer = cap_text(compose_answer(self.request.question, self.state.observations, self.record.degraded, missing),
-                          self.loop.limits.answer_max_chars)
+        answer = cap_text(
+            compose_answer(self.request.question, self.state.observations, self.record.degraded, missing),
+            self.loop.limits.answer_max_chars,
+        )
         problems = self.loop.verifier.unbacked(answer, self.state)
         if not problems:
             return answer
-        self.record.rejected_answers.append(RejectedAnswer(step=len(self.record.steps), planner=COMPOSER,
-                                                           text=answer, problems=problems))
+        self.record.rejected_answers.append(
+            RejectedAnswer(step=len(self.record.steps), planner=COMPOSER, text=answer, problems=problems)
+        )
         return self.fact_free_answer()
 
 
 def evidence_of(observations: list[Observation]) -> list[dict[str, Any]]:
     """Manual refs and sensor readings gathered so far: the trace a work order keeps."""
-    return [{"tool": obs.tool, "observation": obs.id, **item.fields}
-            for obs in observations if obs.status in ("ok", "degraded")
-            for item in obs.content if item.kind == "ref"]
+    return [
+        {"tool": obs.tool, "observation": obs.id, **item.fields}
+        for obs in observations
+        if obs.status in ("ok", "degraded")
+        for item in obs.content
+        if item.kind == "ref"
+    ]

@@ -37,10 +37,13 @@ def ensure_index(config: Config, announce: Callable[[str], None] | None = None) 
     if path.exists():
         return path
     if not config.is_embedded_demo:
-        raise IndexNotBuilt(f"no manual index at {path} ({config.source}); "
-                            "build it with `fixloop index build <manual PDFs or folders>`")
-    (announce or _to_stderr)(f"fixloop: first use of the demo plant: building its manual index at {path} "
-                             f"(demo PDFs in {Path(config.state_dir) / 'manuals'}) …")
+        raise IndexNotBuilt(
+            f"no manual index at {path} ({config.source}); build it with `fixloop index build <manual PDFs or folders>`"
+        )
+    (announce or _to_stderr)(
+        f"fixloop: first use of the demo plant: building its manual index at {path} "
+        f"(demo PDFs in {Path(config.state_dir) / 'manuals'}) …"
+    )
     from knowledge.demo import build_demo_index  # renders PDFs and embeds: only when there is work to do
 
     return build_demo_index(Path(config.state_dir), config.knowledge.model_path, path)

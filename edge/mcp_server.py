@@ -48,10 +48,16 @@ OUTPUT_SCHEMA = Observation.model_json_schema(mode="serialization")
 
 
 def mcp_tools(registry: ToolRegistry) -> list[types.Tool]:
-    return [types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema(),
-                       output_schema=OUTPUT_SCHEMA,
-                       annotations=types.ToolAnnotations(read_only_hint=not tool.side_effect))
-            for tool in registry]
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema(),
+            output_schema=OUTPUT_SCHEMA,
+            annotations=types.ToolAnnotations(read_only_hint=not tool.side_effect),
+        )
+        for tool in registry
+    ]
 
 
 def call_result(observation: Observation) -> types.CallToolResult:
@@ -61,43 +67,63 @@ def call_result(observation: Observation) -> types.CallToolResult:
         text = " ".join(part for part in (text, observation.suggestion) if part)
     else:
         text = observation.payload_json()
-    return types.CallToolResult(content=[types.TextContent(text=text)],
-                                structured_content=observation.model_dump(mode="json"),
-                                is_error=observation.status == "error")
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=observation.model_dump(mode="json"),
+        is_error=observation.status == "error",
+    )
 
 
 def instructions(config: Config) -> str:
     if config.work_orders.require_confirmation:
-        policy = ("generate_work_order only proposes an order here (work_order_status pending_confirmation; "
-                  "nothing is created) or returns the order already open for the device and fault code. An MCP "
-                  "client cannot confirm: tell a technician, who confirms orders on the fixloop tablet.")
+        policy = (
+            "generate_work_order only proposes an order here (work_order_status pending_confirmation; "
+            "nothing is created) or returns the order already open for the device and fault code. An MCP "
+            "client cannot confirm: tell a technician, who confirms orders on the fixloop tablet."
+        )
     else:
-        policy = ("generate_work_order creates the order, or returns the one already open for the device and "
-                  "fault code; call it once per fault.")
-    about = ("The tools of one plant: its maintenance manuals, live PLC readings and work orders. "
-             "Every result is an observation with a status and a suggestion to follow when a call fails.")
+        policy = (
+            "generate_work_order creates the order, or returns the one already open for the device and "
+            "fault code; call it once per fault."
+        )
+    about = (
+        "The tools of one plant: its maintenance manuals, live PLC readings and work orders. "
+        "Every result is an observation with a status and a suggestion to follow when a call fails."
+    )
     return "\n\n".join([about, policy, plant_section(config.devices)])
 
 
 def mcp_server(registry: ToolRegistry, config: Config) -> Server[Any]:
     tools = mcp_tools(registry)
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-                         ) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        tool_ctx = ToolContext(request_id=new_id("req"), run_id=new_id(ACTOR), loop_step=1,
-                               actor=ACTOR,
-                               require_confirmation=config.work_orders.require_confirmation)
+        tool_ctx = ToolContext(
+            request_id=new_id("req"),
+            run_id=new_id(ACTOR),
+            loop_step=1,
+            actor=ACTOR,
+            require_confirmation=config.work_orders.require_confirmation,
+        )
         # The registry blocks up to the tool's timeout; a worker thread keeps other sessions answering.
-        observation = await anyio.to_thread.run_sync(registry.call, params.name, params.arguments or {}, tool_ctx,
-                                                     new_id("obs"))
+        observation = await anyio.to_thread.run_sync(
+            registry.call, params.name, params.arguments or {}, tool_ctx, new_id("obs")
+        )
         return call_result(observation)
 
     schemas = {tool.name: tool.input_schema for tool in tools}
-    return Server(SERVER_NAME, version="0.1.0", instructions=instructions(config), on_list_tools=list_tools,
-                  on_call_tool=call_tool, get_tool_input_schema=schemas.get)
+    return Server(
+        SERVER_NAME,
+        version="0.1.0",
+        instructions=instructions(config),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=schemas.get,
+    )
 
 
 async def serve_stdio(registry: ToolRegistry, config: Config) -> None:
@@ -118,8 +144,12 @@ class TechnicianTokens:
     async def verify_token(self, token: str) -> AccessToken | None:
         if not token_matches(token, self.tokens):
             return None
-        return AccessToken(token=token, client_id="technician", scopes=["technician"],
-                           subject=hashlib.sha256(token.encode()).hexdigest()[:16])
+        return AccessToken(
+            token=token,
+            client_id="technician",
+            scopes=["technician"],
+            subject=hashlib.sha256(token.encode()).hexdigest()[:16],
+        )
 
 
 class McpHttpApp:
@@ -129,8 +159,10 @@ class McpHttpApp:
 
     def __init__(self, registry: ToolRegistry, config: Config):
         self.sessions = StreamableHTTPSessionManager(app=mcp_server(registry, config))
-        self.app = AuthenticationMiddleware(RequireAuthMiddleware(self.sessions.handle_request, required_scopes=[]),
-                                            backend=BearerAuthBackend(TechnicianTokens(config.service.technician_tokens)))
+        self.app = AuthenticationMiddleware(
+            RequireAuthMiddleware(self.sessions.handle_request, required_scopes=[]),
+            backend=BearerAuthBackend(TechnicianTokens(config.service.technician_tokens)),
+        )
 
     def running(self) -> AbstractAsyncContextManager[None]:
         return self.sessions.run()

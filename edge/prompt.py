@@ -71,21 +71,25 @@ Observation: {"id": "obs-2", "tool": "generate_work_order", "status": "ok", "con
 
 
 def system_prompt(registry: ToolRegistry, devices: dict[str, DeviceConfig]) -> str:
-    return "\n\n".join([ROLE, RULES, "Tools:\n" + registry.prompt_tool_list(), plant_section(devices), FORMAT, EXAMPLES])
+    return "\n\n".join(
+        [ROLE, RULES, "Tools:\n" + registry.prompt_tool_list(), plant_section(devices), FORMAT, EXAMPLES]
+    )
 
 
 def plant_section(devices: dict[str, DeviceConfig]) -> str:
     """The plant's devices and their exact sensor ids, in config order: the same bytes in every request."""
     lines = ["Plant devices and their sensor ids (use these ids exactly):"]
     for device_id, device in devices.items():
-        sensors = ", ".join(f"{sensor_id} ({sensor.unit})" if sensor.unit else sensor_id
-                            for sensor_id, sensor in device.sensors.items())
+        sensors = ", ".join(
+            f"{sensor_id} ({sensor.unit})" if sensor.unit else sensor_id for sensor_id, sensor in device.sensors.items()
+        )
         lines.append(f"- {device_id} ({device.name}, {device.vendor} {device.model}): {sensors}")
     return "\n".join(lines)
 
 
-def question_message(question: str, device_id: str | None, session_summary: list[str], devices: list[str],
-                     from_session: bool = False) -> str:
+def question_message(
+    question: str, device_id: str | None, session_summary: list[str], devices: list[str], from_session: bool = False
+) -> str:
     lines = [f"Question: {question}"]
     if device_id:
         lines.append(f"Device: {device_id}" + (" (from earlier in this session)" if from_session else ""))

@@ -36,8 +36,9 @@ _ANSWERED = ("ok", "degraded")
 _MAX_CODES = 2
 _MAX_FOLLOW_UP_READINGS = 2
 # The manual tool refuses a longer symptom query; a longer question is cut down to its symptom.
-QUERY_MAX_CHARS = next(rule.max_length for rule in ManualSearchInput.model_fields["query"].metadata
-                       if getattr(rule, "max_length", None))
+QUERY_MAX_CHARS = next(
+    rule.max_length for rule in ManualSearchInput.model_fields["query"].metadata if getattr(rule, "max_length", None)
+)
 
 _LIVE = re.compile(r"\b(now|current(ly)?|right now|real[- ]?time|live|at the moment)\b|现在|当前|目前|实时", re.I)
 _WORK_ORDER_WORDS = re.compile(r"\b(work[- ]?orders?|dispatch|ticket|maintenance request)\b|工单|派单|报修", re.I)
@@ -95,8 +96,13 @@ class RulesPlanner:
                 self._lexicon = Lexicon(self._devices, self._known_codes())
             return self._lexicon
 
-    def searches_by_symptom(self, question: str, device_id: str | None = None, actor: str = "technician",
-                            session: SessionContext | None = None) -> bool:
+    def searches_by_symptom(
+        self,
+        question: str,
+        device_id: str | None = None,
+        actor: str = "technician",
+        session: SessionContext | None = None,
+    ) -> bool:
         """Whether this question gets a symptom search of the manuals (the semantic search that needs
         the SBERT model); a fault-code or live-reading question does not."""
         state = RunState(question=question, device_id=device_id, session=session or SessionContext(), actor=actor)
@@ -106,15 +112,26 @@ class RulesPlanner:
         question = state.question
         alarm = state.alarm or {}
         if not alarm and not _CONTENT.search(question):
-            return Intent(device_id=None, codes=[], sensors=[], wants_live=False, wants_work_order=False, symptom=False,
-                          blank=True)
+            return Intent(
+                device_id=None,
+                codes=[],
+                sensors=[],
+                wants_live=False,
+                wants_work_order=False,
+                symptom=False,
+                blank=True,
+            )
         found = self.lexicon.find(question)
         unknown = () if alarm else tuple(found.unknown_devices)
         # A machine the plant does not have, named on its own, is what the question is about: not the tablet's
         # or the session's machine. Nothing is looked up or read for it.
         elsewhere = bool(unknown) and not found.devices
-        device_id = (alarm.get("device_id") or (None if elsewhere else state.device_id)
-                     or (found.devices[0] if found.devices else None) or (None if elsewhere else state.session.device_id))
+        device_id = (
+            alarm.get("device_id")
+            or (None if elsewhere else state.device_id)
+            or (found.devices[0] if found.devices else None)
+            or (None if elsewhere else state.session.device_id)
+        )
         sensors = [sensor for owner, sensor in found.sensors if device_id is None or owner == device_id]
         # An alarm names its code; its text may hold none the lexicon can recognise (`K179A-0`, `OVERTEMP`).
         codes = [str(alarm["fault_code"])] if alarm.get("fault_code") else found.fault_codes[:_MAX_CODES]
@@ -141,7 +158,9 @@ class RulesPlanner:
             sensors=list(dict.fromkeys(sensors)),
             wants_live=bool(_LIVE.search(question)),
             wants_work_order=wants_work_order,
-            symptom=not codes and not elsewhere and not (wants_work_order and state.session.fault_codes)
+            symptom=not codes
+            and not elsewhere
+            and not (wants_work_order and state.session.fault_codes)
             and (described or not other_intent),
             unknown_devices=unknown,
             unclear_value=unclear_value,
@@ -155,10 +174,14 @@ class RulesPlanner:
         for call in self._calls(intent, state):
             if call.key() not in done:
                 return Decision(action=call)
-        answer = compose_answer(state.question, state.observations, self.degraded, self.missing(intent, state),
-                                self.notes(intent, state))
-        return Decision(action=FinalAnswer(thought="All triggered tools have answered.", text=answer,
-                                           evidence=supporting_ids(state.observations)))
+        answer = compose_answer(
+            state.question, state.observations, self.degraded, self.missing(intent, state), self.notes(intent, state)
+        )
+        return Decision(
+            action=FinalAnswer(
+                thought="All triggered tools have answered.", text=answer, evidence=supporting_ids(state.observations)
+            )
+        )
 
     def _calls(self, intent: Intent, state: RunState):
         if intent.blank or (intent.unknown_devices and not intent.device_id):
@@ -166,24 +189,44 @@ class RulesPlanner:
         device = {"device_id": intent.device_id} if intent.device_id else {}
         edition = {"language": "zh"} if language_of(state.question) == "zh" else {}
         for code in intent.codes:
-            yield ToolCall(f"Fault code {code}: look it up in the manual first.", _MANUAL,
-                           {"fault_code": code, **device, **edition})
+            yield ToolCall(
+                f"Fault code {code}: look it up in the manual first.",
+                _MANUAL,
+                {"fault_code": code, **device, **edition},
+            )
         if intent.symptom:
-            yield ToolCall("A symptom without a code: search the manual by description.", _MANUAL,
-                           {"query": _symptom_query(state.question), **device})
+            yield ToolCall(
+                "A symptom without a code: search the manual by description.",
+                _MANUAL,
+                {"query": _symptom_query(state.question), **device},
+            )
         if intent.device_id:
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
-                yield ToolCall(f"Read {sensor} on {intent.device_id} live.", _PLC, {"device_id": intent.device_id, "sensor": sensor})
+                yield ToolCall(
+                    f"Read {sensor} on {intent.device_id} live.",
+                    _PLC,
+                    {"device_id": intent.device_id, "sensor": sensor},
+                )
         reported = self._reported_code(intent, state)
         # Asked for, an order is opened on the code the technician reads off the HMI; proposed unasked,
         # only for a fault the manual lists for this very machine.
-        wants_order = intent.wants_work_order or (state.propose_work_order and bool(intent.codes)
-                                                  and reported is not None and self._listed_for_device(reported, state))
+        wants_order = intent.wants_work_order or (
+            state.propose_work_order
+            and bool(intent.codes)
+            and reported is not None
+            and self._listed_for_device(reported, state)
+        )
         if wants_order and intent.device_id and reported:
-            thought = ("A work order is asked for and the fault is known." if intent.wants_work_order else
-                       "A known fault on a known machine: propose a work order for the technician to confirm.")
-            yield ToolCall(thought, _WORK_ORDER,
-                           {"device_id": intent.device_id, "fault_code": reported, "summary": _summary(reported, state)})
+            thought = (
+                "A work order is asked for and the fault is known."
+                if intent.wants_work_order
+                else "A known fault on a known machine: propose a work order for the technician to confirm."
+            )
+            yield ToolCall(
+                thought,
+                _WORK_ORDER,
+                {"device_id": intent.device_id, "fault_code": reported, "summary": _summary(reported, state)},
+            )
 
     def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:
         """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them.
@@ -205,10 +248,14 @@ class RulesPlanner:
     def _listed_for_device(code: str, state: RunState) -> bool:
         """Whether this run's manual lookup found `code` for the asked machine (not for another one)."""
         keys = set(lookup_keys(code))
-        return any(item.kind == "ref" and code_key(str(item.fields.get("fault_code") or "")) in keys
-                   and item.fields.get("applies_to_device") is not False
-                   for obs in state.observations if obs.tool == _MANUAL and obs.status in _ANSWERED
-                   for item in obs.content)
+        return any(
+            item.kind == "ref"
+            and code_key(str(item.fields.get("fault_code") or "")) in keys
+            and item.fields.get("applies_to_device") is not False
+            for obs in state.observations
+            if obs.tool == _MANUAL and obs.status in _ANSWERED
+            for item in obs.content
+        )
 
     def _reported_code(self, intent: Intent, state: RunState) -> str | None:
         """The fault a technician or the MES reported (now or earlier in the session), in the manual's
@@ -232,8 +279,10 @@ class RulesPlanner:
         if (intent.sensors or intent.wants_live) and not intent.device_id and not intent.unknown_devices:
             missing.append(words["which_machine"].format(known=", ".join(self._devices)))
         if intent.unclear_value and intent.device_id:
-            labels = [(language_of(state.question) == "zh" and sensor.label_zh) or sensor.label or sensor.id
-                      for sensor in self._devices[intent.device_id].sensors.values()]
+            labels = [
+                (language_of(state.question) == "zh" and sensor.label_zh) or sensor.label or sensor.id
+                for sensor in self._devices[intent.device_id].sensors.values()
+            ]
             missing.append(words["which_sensor"].format(device=intent.device_id, sensors=", ".join(labels)))
         if intent.wants_work_order and not intent.unknown_devices and not self._reported_code(intent, state):
             missing.append(words["which_code"])
@@ -244,7 +293,9 @@ class RulesPlanner:
         if intent.blank:
             return [words["ask"]]
         if intent.unknown_devices:
-            return [words["unknown_device"].format(names=", ".join(intent.unknown_devices), known=", ".join(self._devices))]
+            return [
+                words["unknown_device"].format(names=", ".join(intent.unknown_devices), known=", ".join(self._devices))
+            ]
         return []
 
 

@@ -10,25 +10,25 @@ from tools.observation import Observation
 
 # Why a run went on with the rules planner (the answer then says it is degraded).
 FallbackReason = Literal[
-    "llm_unavailable",   # the server failed, timed out or missed the run's deadline
-    "circuit_open",      # the LLM breaker is open: no request was sent
-    "format_errors",     # too many unreadable replies in a row
-    "empty_reply",       # the model replied with nothing
-    "unknown_tool",      # the model asked for a tool that does not exist, twice
-    "answer_rejected",   # the model's final answer failed verification
-    "token_budget",      # the LLM used up the run's tokens (the rules planner uses none)
+    "llm_unavailable",  # the server failed, timed out or missed the run's deadline
+    "circuit_open",  # the LLM breaker is open: no request was sent
+    "format_errors",  # too many unreadable replies in a row
+    "empty_reply",  # the model replied with nothing
+    "unknown_tool",  # the model asked for a tool that does not exist, twice
+    "answer_rejected",  # the model's final answer failed verification
+    "token_budget",  # the LLM used up the run's tokens (the rules planner uses none)
 ]
 
 TerminationReason = Literal[
-    "final_answer",        # strong: the planner answered
-    "repeated_action",     # weak: same call with the same arguments twice in a row
+    "final_answer",  # strong: the planner answered
+    "repeated_action",  # weak: same call with the same arguments twice in a row
     "repeated_observation",  # weak: the same observation twice in a row
-    "repeated_call_limit",   # weak: the same call three times in one run
-    "format_errors",       # older records: the model could not produce a readable step (now: rules fallback)
-    "max_steps",           # budget
-    "token_budget",        # older records: tokens ran out (now: rules fallback)
-    "time_budget",         # budget
-    "takeover",            # a technician took over
+    "repeated_call_limit",  # weak: the same call three times in one run
+    "format_errors",  # older records: the model could not produce a readable step (now: rules fallback)
+    "max_steps",  # budget
+    "token_budget",  # older records: tokens ran out (now: rules fallback)
+    "time_budget",  # budget
+    "takeover",  # a technician took over
 ]
 
 

@@ -169,15 +169,24 @@ class RunStore:
         ref = work_order_ref(record)
         order = ref[1] if ref else {}
         row = {
-            "run_id": record.run_id, "request_id": record.request_id, "session_id": record.session_id,
-            "device_id": device_of(record), "actor": record.actor, "question": record.question,
-            "planner": record.planner, "degraded": int(record.degraded), "started_ms": record.started_ms,
-            "elapsed_ms": record.elapsed_ms, "steps": len(record.steps),
+            "run_id": record.run_id,
+            "request_id": record.request_id,
+            "session_id": record.session_id,
+            "device_id": device_of(record),
+            "actor": record.actor,
+            "question": record.question,
+            "planner": record.planner,
+            "degraded": int(record.degraded),
+            "started_ms": record.started_ms,
+            "elapsed_ms": record.elapsed_ms,
+            "steps": len(record.steps),
             "reason": record.termination.reason if record.termination else None,
             "confidence": record.termination.confidence if record.termination else None,
-            "prompt_tokens": record.prompt_tokens, "completion_tokens": record.completion_tokens,
+            "prompt_tokens": record.prompt_tokens,
+            "completion_tokens": record.completion_tokens,
             "format_errors": sum(1 for step in record.steps if step.format_error),
-            "work_order_id": order.get("work_order_id"), "work_order_status": order.get("work_order_status"),
+            "work_order_id": order.get("work_order_id"),
+            "work_order_status": order.get("work_order_status"),
             "record": record.model_dump_json(),
         }
         columns = ", ".join(row)
@@ -185,8 +194,10 @@ class RunStore:
         with self._transaction() as con:
             con.execute("DELETE FROM run_codes WHERE run_id = ?", (record.run_id,))
             con.execute(f"INSERT OR REPLACE INTO runs ({columns}) VALUES ({marks})", row)
-            con.executemany("INSERT INTO run_codes (run_id, fault_code) VALUES (?, ?)",
-                            [(record.run_id, code) for code in fault_codes_of(record)])
+            con.executemany(
+                "INSERT INTO run_codes (run_id, fault_code) VALUES (?, ?)",
+                [(record.run_id, code) for code in fault_codes_of(record)],
+            )
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._connect() as con:
@@ -196,9 +207,11 @@ class RunStore:
     def list(self, where: RunFilter | None = None) -> list[RunSummary]:
         where = where or RunFilter()
         clauses, params = _clauses(where)
-        sql = (f"SELECT runs.*, (SELECT group_concat(fault_code, ',') FROM run_codes c WHERE c.run_id = runs.run_id)"
-               f" AS codes FROM runs {'WHERE ' + ' AND '.join(clauses) if clauses else ''}"
-               f" ORDER BY started_ms DESC LIMIT ?")
+        sql = (
+            f"SELECT runs.*, (SELECT group_concat(fault_code, ',') FROM run_codes c WHERE c.run_id = runs.run_id)"
+            f" AS codes FROM runs {'WHERE ' + ' AND '.join(clauses) if clauses else ''}"
+            f" ORDER BY started_ms DESC LIMIT ?"
+        )
         with self._connect() as con:
             rows = con.execute(sql, [*params, where.limit]).fetchall()
         return [_summary(row) for row in rows]
@@ -206,8 +219,9 @@ class RunStore:
     def session_records(self, session_id: str, limit: int = 5) -> builtins.list[RunRecord]:
         """The session's latest runs, oldest first: the order a summary is read in."""
         with self._connect() as con:
-            rows = con.execute("SELECT record FROM runs WHERE session_id = ? ORDER BY started_ms DESC LIMIT ?",
-                               (session_id, limit)).fetchall()
+            rows = con.execute(
+                "SELECT record FROM runs WHERE session_id = ? ORDER BY started_ms DESC LIMIT ?", (session_id, limit)
+            ).fetchall()
         return [RunRecord.model_validate_json(row["record"]) for row in reversed(rows)]
 
     def codes_by_steps(self, limit: int = 20, since_ms: int | None = None) -> builtins.list[CodeSteps]:
@@ -222,23 +236,38 @@ class RunStore:
         return [CodeSteps(**dict(row)) for row in rows]
 
     def add_confirmation(self, run_id: str, work_order: dict[str, Any]) -> Confirmation:
-        confirmation = Confirmation(run_id=run_id, work_order_id=str(work_order["work_order_id"]),
-                                    work_order_status=str(work_order["work_order_status"]),
-                                    created=bool(work_order.get("created")), confirmed_ms=int(time.time() * 1000))
+        confirmation = Confirmation(
+            run_id=run_id,
+            work_order_id=str(work_order["work_order_id"]),
+            work_order_status=str(work_order["work_order_status"]),
+            created=bool(work_order.get("created")),
+            confirmed_ms=int(time.time() * 1000),
+        )
         with self._transaction() as con:
             con.execute(
                 "INSERT INTO confirmations (run_id, work_order_id, work_order_status, created, confirmed_ms)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (run_id, confirmation.work_order_id, confirmation.work_order_status, int(confirmation.created),
-                 confirmation.confirmed_ms))
-            con.execute("UPDATE runs SET work_order_id = ?, work_order_status = ? WHERE run_id = ?",
-                        (confirmation.work_order_id, confirmation.work_order_status, run_id))
+                (
+                    run_id,
+                    confirmation.work_order_id,
+                    confirmation.work_order_status,
+                    int(confirmation.created),
+                    confirmation.confirmed_ms,
+                ),
+            )
+            con.execute(
+                "UPDATE runs SET work_order_id = ?, work_order_status = ? WHERE run_id = ?",
+                (confirmation.work_order_id, confirmation.work_order_status, run_id),
+            )
         return confirmation
 
     def confirmations(self, run_id: str) -> builtins.list[Confirmation]:
         with self._connect() as con:
-            rows = con.execute("SELECT run_id, work_order_id, work_order_status, created, confirmed_ms"
-                               " FROM confirmations WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+            rows = con.execute(
+                "SELECT run_id, work_order_id, work_order_status, created, confirmed_ms"
+                " FROM confirmations WHERE run_id = ? ORDER BY id",
+                (run_id,),
+            ).fetchall()
         return [Confirmation(**{**dict(row), "created": bool(row["created"])}) for row in rows]
 
 
@@ -247,9 +276,18 @@ def fault_codes_of(record: RunRecord) -> list[str]:
     codes: list[str] = []
     for step in record.steps:
         obs = step.observation
-        resolved = next((str(item.fields["fault_code"]) for item in obs.content
-                         if item.kind == "ref" and item.fields.get("fault_code")), None) \
-            if obs is not None and obs.status in ("ok", "degraded") else None
+        resolved = (
+            next(
+                (
+                    str(item.fields["fault_code"])
+                    for item in obs.content
+                    if item.kind == "ref" and item.fields.get("fault_code")
+                ),
+                None,
+            )
+            if obs is not None and obs.status in ("ok", "degraded")
+            else None
+        )
         if resolved:
             codes.append(resolved)
         elif isinstance(step.args, dict) and isinstance(step.args.get("fault_code"), str):

@@ -25,8 +25,14 @@ Script = list[dict[str, Any]] | Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class ScriptedLlmServer:
-    def __init__(self, script: Script, model: str = "Qwen/Qwen2-7B-Instruct-AWQ", host: str = "127.0.0.1",
-                 port: int = 0, root: str = "/v1"):
+    def __init__(
+        self,
+        script: Script,
+        model: str = "Qwen/Qwen2-7B-Instruct-AWQ",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        root: str = "/v1",
+    ):
         self.script = script
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -105,14 +111,23 @@ class ScriptedLlmServer:
                     return
                 content = entry.get("content", "")
                 reply: dict[str, Any] = {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "model": server.model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": entry.get("finish_reason", "stop")}],
+                    "id": f"chatcmpl-{len(server.requests)}",
+                    "object": "chat.completion",
+                    "model": server.model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": entry.get("finish_reason", "stop"),
+                        }
+                    ],
                 }
                 if not entry.get("omit_usage"):
                     prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
-                    usage = entry.get("usage") or {"prompt_tokens": prompt_chars // 4 + 1,
-                                                   "completion_tokens": len(content or "") // 4 + 1}
+                    usage = entry.get("usage") or {
+                        "prompt_tokens": prompt_chars // 4 + 1,
+                        "completion_tokens": len(content or "") // 4 + 1,
+                    }
                     reply["usage"] = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
                 self._send(200, reply, entry.get("trickle_s"))
 
@@ -127,7 +142,7 @@ class ScriptedLlmServer:
                         self.wfile.write(data)
                         return
                     for i in range(len(data)):
-                        self.wfile.write(data[i:i + 1])
+                        self.wfile.write(data[i : i + 1])
                         self.wfile.flush()
                         time.sleep(trickle_s)
                 except OSError:  # the client gave up waiting, as it should

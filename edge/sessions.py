@@ -32,7 +32,11 @@ def session_context(records: list[RunRecord]) -> SessionContext:
 
 
 def summarize_run(record: RunRecord) -> list[str]:
-    question = record.question if len(record.question) <= MAX_QUESTION_CHARS else record.question[:MAX_QUESTION_CHARS - 1] + "…"
+    question = (
+        record.question
+        if len(record.question) <= MAX_QUESTION_CHARS
+        else record.question[: MAX_QUESTION_CHARS - 1] + "…"
+    )
     where = f" ({record.device_id})" if record.device_id else ""
     lines = [f"Asked{where}: {question}"]
     lines.extend(line for step in record.steps if (line := summarize_step(step)))
@@ -43,8 +47,15 @@ def summarize_step(step: Step) -> str | None:
     if not step.action or step.observation is None:
         return None
     obs = step.observation
-    args = ", ".join(f"{key}={value}" for key, value in (step.args or {}).items()
-                     if key in ("device_id", "fault_code", "sensor", "query")) if isinstance(step.args, dict) else ""
+    args = (
+        ", ".join(
+            f"{key}={value}"
+            for key, value in (step.args or {}).items()
+            if key in ("device_id", "fault_code", "sensor", "query")
+        )
+        if isinstance(step.args, dict)
+        else ""
+    )
     results = [result for item in obs.content if item.kind == "ref" and (result := _key_result(item.fields))]
     if obs.status in ("error", "not_found") and not results:
         return f"{step.action}({args}) -> {obs.status}{f' ({obs.error_code})' if obs.error_code else ''}"

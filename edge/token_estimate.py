@@ -32,5 +32,6 @@ def estimate_text_tokens(text: str) -> int:
 
 
 def estimate_prompt_tokens(messages: list[dict[str, str]]) -> int:
-    return REPLY_PRIMER_TOKENS + sum(MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(m.get("content") or "")
-                                     for m in messages)
+    return REPLY_PRIMER_TOKENS + sum(
+        MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(m.get("content") or "") for m in messages
+    )

@@ -35,12 +35,19 @@ VALUE_PHRASE = re.compile(
 # quantity words are matched anywhere, so they are the ones that cannot stand for anything else
 # (not 冷 alone: 冷却液 is coolant, not cold).
 _QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
-    (frozenset({"°c", "℃", "degc", "°f", "℉", "k"}),
-     r"\b(?:temp\w*|warm\w*|hot\w*|cold\w*|cool(?:er|ing)?|heat\w*|degrees?)\b|温|热|烫|多冷|冷不冷|几度|多少度|度数"),
-    (frozenset({"rpm", "1/min", "r/min", "min-1", "min⁻¹"}),
-     r"\b(?:speed\w*|fast\w*|quick\w*|slow\w*|turn\w*|rotat\w*|spin\w*|revs?|revolutions?)\b|转|速|快|慢"),
+    (
+        frozenset({"°c", "℃", "degc", "°f", "℉", "k"}),
+        r"\b(?:temp\w*|warm\w*|hot\w*|cold\w*|cool(?:er|ing)?|heat\w*|degrees?)\b|温|热|烫|多冷|冷不冷|几度|多少度|度数",
+    ),
+    (
+        frozenset({"rpm", "1/min", "r/min", "min-1", "min⁻¹"}),
+        r"\b(?:speed\w*|fast\w*|quick\w*|slow\w*|turn\w*|rotat\w*|spin\w*|revs?|revolutions?)\b|转|速|快|慢",
+    ),
     (frozenset({"bar", "mbar", "psi", "pa", "kpa", "mpa"}), r"\b(?:pressure|pressurised|pressurized)\b|压力|压强"),
-    (frozenset({"%"}), r"\b(?:level|full|empty|left|remaining|enough|tank|top(?:ped)?\s+up)\b|液位|剩|还有多少|满|空|够"),
+    (
+        frozenset({"%"}),
+        r"\b(?:level|full|empty|left|remaining|enough|tank|top(?:ped)?\s+up)\b|液位|剩|还有多少|满|空|够",
+    ),
     (frozenset({"mm/s", "in/s", "g", "µm", "um"}), r"\b(?:vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*)\b|振|抖|晃"),
     (frozenset({"a", "ma"}), r"\b(?:current|amps?|amperage)\b|电流"),
     (frozenset({"v", "kv", "mv"}), r"\b(?:voltage|volts?)\b|电压"),
@@ -71,7 +78,9 @@ def sensors_asked(text: str, device: DeviceConfig) -> list[str]:
     for sensor in device.sensors.values():
         quantity = _measures(sensor.unit, lowered)
         # Synonyms are the lexicon's; they also hold phrases ("how fast") whose words name nothing.
-        subject = sum(1 for word in _subject_words(sensor.id, sensor.label, sensor.label_zh) if _mentions(lowered, word))
+        subject = sum(
+            1 for word in _subject_words(sensor.id, sensor.label, sensor.label_zh) if _mentions(lowered, word)
+        )
         if quantity or subject:
             scores[sensor.id] = (quantity and subject > 0, quantity, subject)
     if not scores:
@@ -98,7 +107,7 @@ def _subject_words(*names: str) -> set[str]:
         lowered = name.lower().replace("_", " ")
         words.update(_WORD.findall(lowered))
         for run in _CJK_RUN.findall(lowered):
-            words.update(run[i:i + 2] for i in range(len(run) - 1))
+            words.update(run[i : i + 2] for i in range(len(run) - 1))
     return {word for word in words if not _is_quantity_word(word)}
 
 

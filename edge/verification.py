@@ -23,8 +23,11 @@ from tools.plant import DeviceConfig
 USABLE = ("ok", "degraded", "not_found")
 # A sentence that says an order exists. A proposal ("confirm to create it", "请确认后创建") is not a claim.
 _ORDER_WORD = re.compile(r"work[- ]?orders?|tickets?|工单", re.I)
-_ORDER_DONE = re.compile(r"\b(created|opened|raised|submitted|dispatched|logged|is open|has been opened)\b"
-                         r"|已创建|创建了|已开|已派|已提交|已生成|已建立|已为[^。；]{0,40}创建", re.I)
+_ORDER_DONE = re.compile(
+    r"\b(created|opened|raised|submitted|dispatched|logged|is open|has been opened)\b"
+    r"|已创建|创建了|已开|已派|已提交|已生成|已建立|已为[^。；]{0,40}创建",
+    re.I,
+)
 _SENTENCE = re.compile(r"[^.!?。！？\n]+")
 
 # Whether a question can be answered only from tool results (a fault code, a reading, a symptom, an order).
@@ -63,6 +66,9 @@ def claims_an_order(answer: str) -> bool:
 
 
 def _order_made(observations: list[Observation]) -> bool:
-    return any(obs.tool == WORK_ORDER_TOOL and obs.status == "ok"
-               and any(item.fields.get("work_order_id") for item in obs.content)
-               for obs in observations)
+    return any(
+        obs.tool == WORK_ORDER_TOOL
+        and obs.status == "ok"
+        and any(item.fields.get("work_order_id") for item in obs.content)
+        for obs in observations
+    )

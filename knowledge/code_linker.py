@@ -84,8 +84,9 @@ def _link_codes(doc: Doc) -> Doc:
     for match in MENTION.finditer(doc.text):
         group = "bare" if match.group("bare") else "cued"
         # A cued span keeps its cue (`ALARM 1`): the cue may be part of the code; lookup_keys tries both.
-        span = doc.char_span(match.start(), match.end(), label=LABEL,
-                             kb_id=canonical_id(match.group(group)), alignment_mode="expand")
+        span = doc.char_span(
+            match.start(), match.end(), label=LABEL, kb_id=canonical_id(match.group(group)), alignment_mode="expand"
+        )
         if span is not None:
             spans.append(span)
     doc.ents = filter_spans(spans)

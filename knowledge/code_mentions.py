@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # Around a code: prefixes and suffixes that spaCy's English tokenizer splits off in any
 # context, so the code's own characters are the span the linker would find.
 _OPENERS = frozenset("([{\"'")
-_CLOSERS = frozenset(")]}\",;:!?")
+_CLOSERS = frozenset(')]}",;:!?')
 
 
 class CodeMention(NamedTuple):

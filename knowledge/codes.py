@@ -29,21 +29,23 @@ _CUE = rf"(?:{CUE_EN}|{CUE_ZH})"
 _SEP = r"\s*[:：#]?\s*"
 
 _HEADING_CUED = re.compile(
-    rf"^\s*(?:(?P<self>{_CUE}[-:]\d{{1,5}})|{_CUE}{_SEP}(?P<code>{_STRONG}|{_SHORT}|{_NUMERIC}))(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.I | re.S
+    rf"^\s*(?:(?P<self>{_CUE}[-:]\d{{1,5}})|{_CUE}{_SEP}(?P<code>{_STRONG}|{_SHORT}|{_NUMERIC}))(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$",
+    re.I | re.S,
 )
-_HEADING_BARE = re.compile(
-    rf"^\s*(?P<code>{_STRONG}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S
-)
+_HEADING_BARE = re.compile(rf"^\s*(?P<code>{_STRONG}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S)
 MENTION = re.compile(
     # ASCII boundaries, not \w: Chinese runs straight into codes ("出现E102故障", "加工中心报警号 9999"),
     # and a colon after a code ends the code ("shows E103: what now") unless a number follows ("ALARM:1").
-    rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![A-Za-z0-9_]|:\d)", re.I
+    rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![A-Za-z0-9_]|:\d)",
+    re.I,
 )
 # In a code column a display's letters with a dot or dash are a code too: O-I, P-LOSS, OL-br, SC-trP.
 _DISPLAY = r"[A-Za-z]{1,4}\.?\s?[.\-][A-Za-z0-9]{1,6}(?:-[A-Za-z0-9]{1,4})?|[A-Za-z]\.\s?[A-Za-z0-9\-]{2,8}"
 # A display code as typed in a question (`U.Volt`, `P-LOSS`, `OL-br`): looked up, never guessed.
 DISPLAY_TOKEN = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{_DISPLAY})(?![A-Za-z0-9\-]|\.[A-Za-z0-9])")
-_CELL = re.compile(rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I)
+_CELL = re.compile(
+    rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I
+)
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
 _SEPARATORS = re.compile(r"[\s\-_:：#.]+")
 # The same cue inside a key, where separators are gone: `ALARM1`, `ERR07`, `报警号6065` (not `ERROR`, `ALMOST`).
@@ -112,7 +114,10 @@ def parse_heading(text: str, emphasized: bool) -> Heading | None:
         match = _HEADING_BARE.match(text)
     if match is None:
         return None
-    return Heading(code=_tidy_code(match.groupdict().get("self") or match.group("code")), title=" ".join(match.group("title").split()))
+    return Heading(
+        code=_tidy_code(match.groupdict().get("self") or match.group("code")),
+        title=" ".join(match.group("title").split()),
+    )
 
 
 def parse_code_cell(text: str) -> str | None:

@@ -66,8 +66,9 @@ class Embedder:
             threads = 1 if len(texts) == 1 else _free_cores()
             if torch.get_num_threads() != threads:
                 torch.set_num_threads(threads)
-            vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                                   convert_to_numpy=True, show_progress_bar=False)
+            vectors = model.encode(
+                texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 

@@ -37,19 +37,27 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def extract_manual(path: Path, sha256: str | None = None, overrides: dict[str, str | None] | None = None,
-                   ocr: bool = True) -> Extraction:
+def extract_manual(
+    path: Path, sha256: str | None = None, overrides: dict[str, str | None] | None = None, ocr: bool = True
+) -> Extraction:
     """`overrides`: the operator's word on vendor, model, version, device… (command-line options),
     over a sidecar file beside the PDF, over what the pages say."""
     raw = read_manual(path, ocr=ocr)
     info = manual_info(path, sha256 or file_sha256(path), raw, merge_overrides(read_sidecar(path), overrides or {}))
-    info = info.model_copy(update={
-        "ocr_pages": [page.number for page in raw.pages if page.ocr],
-        "fault_sections": raw.sections.count,
-    })
-    assembly = assemble(raw.pages, raw.body_size, raw.sections.pages,
-                        frozenset(code_key(name) for name in (info.model,) if name))
-    return Extraction(info=info, records=assembly.records, duplicates=assembly.duplicates,
-                      passages=page_passages(raw.pages, raw.sections,
-                                             {page for record in assembly.records for page in record.pages}),
-                      ocr_seconds=raw.ocr_seconds, warnings=raw.warnings)
+    info = info.model_copy(
+        update={
+            "ocr_pages": [page.number for page in raw.pages if page.ocr],
+            "fault_sections": raw.sections.count,
+        }
+    )
+    assembly = assemble(
+        raw.pages, raw.body_size, raw.sections.pages, frozenset(code_key(name) for name in (info.model,) if name)
+    )
+    return Extraction(
+        info=info,
+        records=assembly.records,
+        duplicates=assembly.duplicates,
+        passages=page_passages(raw.pages, raw.sections, {page for record in assembly.records for page in record.pages}),
+        ocr_seconds=raw.ocr_seconds,
+        warnings=raw.warnings,
+    )

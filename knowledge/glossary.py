@@ -43,8 +43,11 @@ def expand(text: str) -> str:
 @lru_cache(maxsize=1024)
 def translations(text: str) -> tuple[tuple[str, ...], ...]:
     """Per concept found in `text`, in order, the other language's variants of it."""
-    return tuple(dict.fromkeys(concept.en if CJK.search(match.group()) else concept.zh
-                               for match, concept in _matches(_normalize(text))))
+    return tuple(
+        dict.fromkeys(
+            concept.en if CJK.search(match.group()) else concept.zh for match, concept in _matches(_normalize(text))
+        )
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -83,8 +86,9 @@ def _matcher() -> tuple[re.Pattern[str], tuple[Concept, ...]]:
     position the longest variant wins ("温度过高" before "温度")."""
     data = tomllib.loads(resources.files("knowledge").joinpath("glossary.toml").read_text(encoding="utf-8"))
     concepts = [Concept(name, tuple(entry["en"]), tuple(entry["zh"])) for name, entry in data["concepts"].items()]
-    variants = sorted({(v, i) for i, c in enumerate(concepts) for v in (*c.en, *c.zh)},
-                      key=lambda pair: (-len(pair[0]), pair))
+    variants = sorted(
+        {(v, i) for i, c in enumerate(concepts) for v in (*c.en, *c.zh)}, key=lambda pair: (-len(pair[0]), pair)
+    )
     pattern = re.compile("|".join(f"({_variant_regex(v)})" for v, _ in variants), re.IGNORECASE)
     return pattern, tuple(concepts[i] for _, i in variants)
 

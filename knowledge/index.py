@@ -129,9 +129,15 @@ def collect_pdfs(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def build_index(paths: Iterable[Path], db_path: Path, model_path: str | None = None,
-                progress: Progress | None = None, embedder: Embedder | None = None,
-                overrides: dict[str, str | None] | None = None, ocr: bool = True) -> BuildReport:
+def build_index(
+    paths: Iterable[Path],
+    db_path: Path,
+    model_path: str | None = None,
+    progress: Progress | None = None,
+    embedder: Embedder | None = None,
+    overrides: dict[str, str | None] | None = None,
+    ocr: bool = True,
+) -> BuildReport:
     """`overrides`: the operator's vendor, model, version or device for every manual of this build.
     `ocr=False` leaves scanned pages unread (reported as without text): a quick rebuild."""
     started = time.perf_counter()
@@ -165,15 +171,24 @@ def _export_encoder(report: BuildReport, embedder: Embedder, db_path: Path) -> N
     try:
         path = question_encoder.export(embedder, db_path)
     except Exception as exc:
-        report.warnings.append(f"question encoder not exported ({type(exc).__name__}: {exc}); "
-                               "searches embed questions with PyTorch")
+        report.warnings.append(
+            f"question encoder not exported ({type(exc).__name__}: {exc}); searches embed questions with PyTorch"
+        )
         return
     report.encoder = str(path or "")
     report.encoder_s = time.perf_counter() - started
 
 
-def _build(files: list[Path], db_path: Path, tmp: Path, reusable: dict[str, ManualInfo],
-           embedder: Embedder, emit: Progress, overrides: dict[str, str | None], ocr: bool) -> BuildReport:
+def _build(
+    files: list[Path],
+    db_path: Path,
+    tmp: Path,
+    reusable: dict[str, ManualInfo],
+    embedder: Embedder,
+    emit: Progress,
+    overrides: dict[str, str | None],
+    ocr: bool,
+) -> BuildReport:
     db = sqlite_utils.Database(tmp)
     try:
         return _fill(db, files, db_path, reusable, embedder, emit, overrides, ocr)
@@ -181,8 +196,16 @@ def _build(files: list[Path], db_path: Path, tmp: Path, reusable: dict[str, Manu
         db.close()  # also when the build fails: the caller then unlinks the file
 
 
-def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable: dict[str, ManualInfo],
-          embedder: Embedder, emit: Progress, overrides: dict[str, str | None], ocr: bool) -> BuildReport:
+def _fill(
+    db: sqlite_utils.Database,
+    files: list[Path],
+    db_path: Path,
+    reusable: dict[str, ManualInfo],
+    embedder: Embedder,
+    emit: Progress,
+    overrides: dict[str, str | None],
+    ocr: bool,
+) -> BuildReport:
     _create_schema(db)
     manuals: list[ManualReport] = []
     fresh: list[tuple[Extraction, Path]] = []
@@ -223,8 +246,17 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
         elif isinstance(outcome, Extraction):
             outcome.info.overrides = override_keys[path]
             fresh.append((outcome, path))
-            manuals.append(_report(path, "indexed", outcome.info, len(outcome.records), outcome.duplicates,
-                                   len(outcome.passages), outcome.warnings))
+            manuals.append(
+                _report(
+                    path,
+                    "indexed",
+                    outcome.info,
+                    len(outcome.records),
+                    outcome.duplicates,
+                    len(outcome.passages),
+                    outcome.warnings,
+                )
+            )
             ocr_s += outcome.ocr_seconds
         elif isinstance(outcome, str):  # the sha of a manual reused from the live index
             manuals.append(reused[outcome])
@@ -234,18 +266,33 @@ def _fill(db: sqlite_utils.Database, files: list[Path], db_path: Path, reusable:
         _copy_manuals(db, db_path, reused)
     embedded = _insert_fresh(db, fresh, embedder, emit)
     db["records"].enable_fts(["lex_head", "lex_body"], tokenize=FTS_TOKENIZER, replace=True)
-    db["meta"].insert_all([
-        {"key": "schema", "value": SCHEMA_VERSION},
-        {"key": "model", "value": embedder.identity},
-        {"key": "built_at", "value": datetime.now(UTC).isoformat(timespec="seconds")},
-    ], pk="key", replace=True)
+    db["meta"].insert_all(
+        [
+            {"key": "schema", "value": SCHEMA_VERSION},
+            {"key": "model", "value": embedder.identity},
+            {"key": "built_at", "value": datetime.now(UTC).isoformat(timespec="seconds")},
+        ],
+        pk="key",
+        replace=True,
+    )
     db.conn.commit()
-    return BuildReport(index=str(db_path), manuals=manuals, pages=sum(m.pages for m in manuals),
-                       records=sum(m.records for m in manuals), embedded=embedded, elapsed_s=0.0, ocr_s=ocr_s)
+    return BuildReport(
+        index=str(db_path),
+        manuals=manuals,
+        pages=sum(m.pages for m in manuals),
+        records=sum(m.records for m in manuals),
+        embedded=embedded,
+        elapsed_s=0.0,
+        ocr_s=ocr_s,
+    )
 
 
-def _extract_all(jobs: list[tuple[Path, str]], overrides: dict[str, str | None], ocr: bool,
-                 done: Callable[[Path, Extraction | ManualError], None]) -> dict[Path, Extraction | ManualError]:
+def _extract_all(
+    jobs: list[tuple[Path, str]],
+    overrides: dict[str, str | None],
+    ocr: bool,
+    done: Callable[[Path, Extraction | ManualError], None],
+) -> dict[Path, Extraction | ManualError]:
     """Manuals are extracted one per core: PyMuPDF holds one core per document. Workers are forked
     (spawned ones would re-run a caller's script that lacks a `__main__` guard); they run only
     PyMuPDF and Tesseract, never torch, whose threads do not survive a fork."""
@@ -271,31 +318,97 @@ def _extract(path: Path, sha: str, overrides: dict[str, str | None], ocr: bool) 
         return exc
 
 
-def _report(path: Path, status: Literal["indexed", "reused"], info: ManualInfo, records: int, duplicates: int = 0, passages: int = 0,
-            warnings: list[str] | None = None) -> ManualReport:
-    return ManualReport(file=path.name, path=str(path), status=status, title=info.title, vendor=info.vendor,
-                        model=info.model, version=info.version, language=info.language, pages=info.pages,
-                        records=records, passages=passages, scanned_pages=info.scanned_pages,
-                        ocr_pages=info.ocr_pages, fault_sections=info.fault_sections, device=info.device,
-                        duplicates=duplicates, warnings=warnings or [])
+def _report(
+    path: Path,
+    status: Literal["indexed", "reused"],
+    info: ManualInfo,
+    records: int,
+    duplicates: int = 0,
+    passages: int = 0,
+    warnings: list[str] | None = None,
+) -> ManualReport:
+    return ManualReport(
+        file=path.name,
+        path=str(path),
+        status=status,
+        title=info.title,
+        vendor=info.vendor,
+        model=info.model,
+        version=info.version,
+        language=info.language,
+        pages=info.pages,
+        records=records,
+        passages=passages,
+        scanned_pages=info.scanned_pages,
+        ocr_pages=info.ocr_pages,
+        fault_sections=info.fault_sections,
+        device=info.device,
+        duplicates=duplicates,
+        warnings=warnings or [],
+    )
 
 
 def _create_schema(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to swap in
     db["meta"].create({"key": str, "value": str}, pk="key")
-    db["manuals"].create({
-        "sha256": str, "file": str, "path": str, "title": str, "vendor": str, "model": str, "version": str,
-        "language": str, "valid_for": str, "pages": int, "scanned_pages": str, "ocr_pages": str,
-        "fault_sections": int, "device": str, "overrides": str, "records": int, "size": int,
-        "mtime": float, "indexed_at": str,
-    }, pk="sha256")
-    db["records"].create({
-        "id": int, "manual_sha256": str, "kind": str, "code": str, "code_key": str, "loose_key": str,
-        "code_pattern": str, "canonical_id": str, "title": str, "symptom": str, "cause": str, "steps": str,
-        "snippet": str, "page": int, "pages": str, "boxes": str, "source": str, "ocr": int, "fault": int,
-        "vendor": str, "model": str, "vendor_key": str, "model_key": str, "version": str, "language": str,
-        "lex_head": str, "lex_body": str, "vector": bytes,
-    }, pk="id", foreign_keys=[("manual_sha256", "manuals", "sha256")])
+    db["manuals"].create(
+        {
+            "sha256": str,
+            "file": str,
+            "path": str,
+            "title": str,
+            "vendor": str,
+            "model": str,
+            "version": str,
+            "language": str,
+            "valid_for": str,
+            "pages": int,
+            "scanned_pages": str,
+            "ocr_pages": str,
+            "fault_sections": int,
+            "device": str,
+            "overrides": str,
+            "records": int,
+            "size": int,
+            "mtime": float,
+            "indexed_at": str,
+        },
+        pk="sha256",
+    )
+    db["records"].create(
+        {
+            "id": int,
+            "manual_sha256": str,
+            "kind": str,
+            "code": str,
+            "code_key": str,
+            "loose_key": str,
+            "code_pattern": str,
+            "canonical_id": str,
+            "title": str,
+            "symptom": str,
+            "cause": str,
+            "steps": str,
+            "snippet": str,
+            "page": int,
+            "pages": str,
+            "boxes": str,
+            "source": str,
+            "ocr": int,
+            "fault": int,
+            "vendor": str,
+            "model": str,
+            "vendor_key": str,
+            "model_key": str,
+            "version": str,
+            "language": str,
+            "lex_head": str,
+            "lex_body": str,
+            "vector": bytes,
+        },
+        pk="id",
+        foreign_keys=[("manual_sha256", "manuals", "sha256")],
+    )
     db["records"].create_index(["code_key"])
     db["records"].create_index(["loose_key"])
     db["records"].create_index(["code_pattern"])
@@ -308,32 +421,44 @@ def _copy_manuals(db: sqlite_utils.Database, live: Path, reused: dict[str, Manua
     shas = tuple(reused)
     marks = ",".join("?" * len(shas))
     columns = ", ".join(c.name for c in db["manuals"].columns)
-    db.conn.execute(f"INSERT INTO main.manuals ({columns}) SELECT {columns} FROM live.manuals WHERE sha256 IN ({marks})",
-                    shas)
+    db.conn.execute(
+        f"INSERT INTO main.manuals ({columns}) SELECT {columns} FROM live.manuals WHERE sha256 IN ({marks})", shas
+    )
     record_columns = ", ".join(c.name for c in db["records"].columns if c.name != "id")
-    db.conn.execute(f"INSERT INTO main.records ({record_columns}) SELECT {record_columns} FROM live.records "
-                    f"WHERE manual_sha256 IN ({marks}) ORDER BY id", shas)
+    db.conn.execute(
+        f"INSERT INTO main.records ({record_columns}) SELECT {record_columns} FROM live.records "
+        f"WHERE manual_sha256 IN ({marks}) ORDER BY id",
+        shas,
+    )
     for sha, report in reused.items():  # the same content may now live under another name or folder
         stat = Path(report.path).stat()
-        db.conn.execute("UPDATE main.manuals SET file = ?, path = ?, size = ?, mtime = ? WHERE sha256 = ?",
-                        (report.file, report.path, stat.st_size, stat.st_mtime, sha))
+        db.conn.execute(
+            "UPDATE main.manuals SET file = ?, path = ?, size = ?, mtime = ? WHERE sha256 = ?",
+            (report.file, report.path, stat.st_size, stat.st_mtime, sha),
+        )
     db.conn.commit()
     db.conn.execute("DETACH DATABASE live")
 
 
-def _insert_fresh(db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]], embedder: Embedder,
-                  emit: Progress) -> int:
+def _insert_fresh(
+    db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]], embedder: Embedder, emit: Progress
+) -> int:
     rows: list[dict[str, Any]] = []
     for extraction, path in fresh:
         info = extraction.info
         stat = path.stat()
-        db["manuals"].insert({
-            **info.model_dump(exclude={"scanned_pages", "ocr_pages"}), "path": str(path),
-            "scanned_pages": json.dumps(info.scanned_pages), "ocr_pages": json.dumps(info.ocr_pages),
-            "records": len(extraction.records),
-            "size": stat.st_size, "mtime": stat.st_mtime,
-            "indexed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        })
+        db["manuals"].insert(
+            {
+                **info.model_dump(exclude={"scanned_pages", "ocr_pages"}),
+                "path": str(path),
+                "scanned_pages": json.dumps(info.scanned_pages),
+                "ocr_pages": json.dumps(info.ocr_pages),
+                "records": len(extraction.records),
+                "size": stat.st_size,
+                "mtime": stat.st_mtime,
+                "indexed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        )
         rows.extend(_record_row(record, info) for record in extraction.records)
         rows.extend(_passage_row(passage, info) for passage in extraction.passages)
     row_texts = [row.pop("embed_text") for row in rows]
@@ -343,7 +468,7 @@ def _insert_fresh(db: sqlite_utils.Database, fresh: list[tuple[Extraction, Path]
     emit(BuildEvent("embeddings", 0, len(texts)))
     vectors: dict[str, bytes] = {}
     for start in range(0, len(texts), EMBED_BATCH):
-        batch = texts[start:start + EMBED_BATCH]
+        batch = texts[start : start + EMBED_BATCH]
         for text, vector in zip(batch, embedder.encode(batch)):
             vectors[text] = vector.astype(np.float32).tobytes()
         emit(BuildEvent("embeddings", len(batch), len(texts)))
@@ -360,14 +485,29 @@ def embed_text(record: FaultRecord) -> str:
 
 def _record_row(record: FaultRecord, info: ManualInfo) -> dict[str, Any]:
     return {
-        **_manual_columns(info), "kind": "entry", "code": record.code, "code_key": code_key(record.code),
-        "loose_key": loose_key(record.code), "code_pattern": glob_pattern(record.code),
-        "canonical_id": canonical_id(record.code), "title": record.title, "symptom": record.symptom,
-        "cause": record.cause, "steps": json.dumps(record.steps, ensure_ascii=False), "snippet": "",
-        "page": record.page, "pages": json.dumps(record.pages), "boxes": json.dumps(record.boxes),
-        "source": record.source, "ocr": 0, "fault": 1,
-        "lex_head": " ".join(terms(f"{record.code} {code_key(record.code)} {record.title}")
-                             + code_terms(record.code, every_token=True) + code_terms(record.title)),
+        **_manual_columns(info),
+        "kind": "entry",
+        "code": record.code,
+        "code_key": code_key(record.code),
+        "loose_key": loose_key(record.code),
+        "code_pattern": glob_pattern(record.code),
+        "canonical_id": canonical_id(record.code),
+        "title": record.title,
+        "symptom": record.symptom,
+        "cause": record.cause,
+        "steps": json.dumps(record.steps, ensure_ascii=False),
+        "snippet": "",
+        "page": record.page,
+        "pages": json.dumps(record.pages),
+        "boxes": json.dumps(record.boxes),
+        "source": record.source,
+        "ocr": 0,
+        "fault": 1,
+        "lex_head": " ".join(
+            terms(f"{record.code} {code_key(record.code)} {record.title}")
+            + code_terms(record.code, every_token=True)
+            + code_terms(record.title)
+        ),
         "lex_body": " ".join(terms(f"{record.symptom} {record.cause} {' '.join(record.steps)}")),
         "embed_text": embed_text(record),
     }
@@ -375,24 +515,46 @@ def _record_row(record: FaultRecord, info: ManualInfo) -> dict[str, Any]:
 
 def _passage_row(passage: Passage, info: ManualInfo) -> dict[str, Any]:
     return {
-        **_manual_columns(info), "kind": "page", "code": "", "code_key": "", "loose_key": "", "code_pattern": None,
-        "canonical_id": "", "title": passage.section, "symptom": "", "cause": "", "steps": "[]",
-        "snippet": passage.text, "page": passage.page, "pages": json.dumps([passage.page]), "boxes": "[]",
+        **_manual_columns(info),
+        "kind": "page",
+        "code": "",
+        "code_key": "",
+        "loose_key": "",
+        "code_pattern": None,
+        "canonical_id": "",
+        "title": passage.section,
+        "symptom": "",
+        "cause": "",
+        "steps": "[]",
+        "snippet": passage.text,
+        "page": passage.page,
+        "pages": json.dumps([passage.page]),
+        "boxes": "[]",
         "source": "page",
-        "ocr": int(passage.ocr), "fault": int(passage.fault),
+        "ocr": int(passage.ocr),
+        "fault": int(passage.fault),
         "lex_head": " ".join(terms(passage.section)),
         "lex_body": " ".join(terms(passage.text) + code_terms(passage.text)),
         # The section heading tells the model what a short passage is about. Passages deep in a page
         # outside the fault sections are searched by their words only: embedding is most of a build.
-        "embed_text": None if not passage.embedded else
-        f"{passage.section}. {passage.text}" if passage.section else passage.text,
+        "embed_text": None
+        if not passage.embedded
+        else f"{passage.section}. {passage.text}"
+        if passage.section
+        else passage.text,
     }
 
 
 def _manual_columns(info: ManualInfo) -> dict[str, str]:
-    return {"manual_sha256": info.sha256, "vendor": info.vendor, "model": info.model,
-            "vendor_key": scope_key(info.vendor), "model_key": scope_key(info.model),
-            "version": info.version, "language": info.language}
+    return {
+        "manual_sha256": info.sha256,
+        "vendor": info.vendor,
+        "model": info.model,
+        "vendor_key": scope_key(info.vendor),
+        "model_key": scope_key(info.model),
+        "version": info.version,
+        "language": info.language,
+    }
 
 
 def _override_key(path: Path, overrides: dict[str, str | None]) -> str:
@@ -411,11 +573,20 @@ def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
             if meta.get("schema") != SCHEMA_VERSION or meta.get("model") != model:
                 return {}
             conn.row_factory = sqlite3.Row
-            return {row["sha256"]: ManualInfo(**{**dict(row), "scanned_pages": json.loads(row["scanned_pages"]),
-                                                 "ocr_pages": json.loads(row["ocr_pages"])})
-                    for row in conn.execute("SELECT sha256, file, title, vendor, model, version, language, valid_for,"
-                                            " pages, scanned_pages, ocr_pages, fault_sections, device, overrides"
-                                            " FROM manuals")}
+            return {
+                row["sha256"]: ManualInfo(
+                    **{
+                        **dict(row),
+                        "scanned_pages": json.loads(row["scanned_pages"]),
+                        "ocr_pages": json.loads(row["ocr_pages"]),
+                    }
+                )
+                for row in conn.execute(
+                    "SELECT sha256, file, title, vendor, model, version, language, valid_for,"
+                    " pages, scanned_pages, ocr_pages, fault_sections, device, overrides"
+                    " FROM manuals"
+                )
+            }
         finally:
             conn.close()
     except sqlite3.DatabaseError:
@@ -425,8 +596,9 @@ def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
 def _count_records(db_path: Path, sha: str) -> int:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        count: int = conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'entry'",
-                                  (sha,)).fetchone()[0]
+        count: int = conn.execute(
+            "SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'entry'", (sha,)
+        ).fetchone()[0]
         return count
     finally:
         conn.close()
@@ -501,7 +673,9 @@ def read_status(db_path: Path) -> IndexStatus:
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema") != SCHEMA_VERSION:
-            raise IndexSchemaMismatch(f"{db_path}: index schema {meta.get('schema')}, this fixloop reads {SCHEMA_VERSION}")
+            raise IndexSchemaMismatch(
+                f"{db_path}: index schema {meta.get('schema')}, this fixloop reads {SCHEMA_VERSION}"
+            )
         manuals = []
         for row in conn.execute("SELECT * FROM manuals ORDER BY vendor, model, version, language, file"):
             path = Path(row["path"])
@@ -511,16 +685,41 @@ def read_status(db_path: Path) -> IndexStatus:
             else:
                 stat = path.stat()
                 on_disk = "unchanged" if (stat.st_size, stat.st_mtime) == (row["size"], row["mtime"]) else "changed"
-            passages = conn.execute("SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'page'",
-                                    (row["sha256"],)).fetchone()[0]
-            manuals.append(IndexedManual(**{k: row[k] for k in ("file", "path", "title", "vendor", "model", "version",
-                                                               "language", "pages", "records", "fault_sections",
-                                                               "device")},
-                                         passages=passages, scanned_pages=json.loads(row["scanned_pages"]),
-                                         ocr_pages=json.loads(row["ocr_pages"]), on_disk=on_disk))
+            passages = conn.execute(
+                "SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'page'", (row["sha256"],)
+            ).fetchone()[0]
+            manuals.append(
+                IndexedManual(
+                    **{
+                        k: row[k]
+                        for k in (
+                            "file",
+                            "path",
+                            "title",
+                            "vendor",
+                            "model",
+                            "version",
+                            "language",
+                            "pages",
+                            "records",
+                            "fault_sections",
+                            "device",
+                        )
+                    },
+                    passages=passages,
+                    scanned_pages=json.loads(row["scanned_pages"]),
+                    ocr_pages=json.loads(row["ocr_pages"]),
+                    on_disk=on_disk,
+                )
+            )
     except sqlite3.DatabaseError as exc:
         raise BuildError(f"{db_path} is not a manual index ({exc})") from None
     finally:
         conn.close()
-    return IndexStatus(index=str(db_path), built_at=meta.get("built_at", ""), model=meta.get("model", ""),
-                       size_bytes=db_path.stat().st_size, manuals=manuals)
+    return IndexStatus(
+        index=str(db_path),
+        built_at=meta.get("built_at", ""),
+        model=meta.get("model", ""),
+        size_bytes=db_path.stat().st_size,
+        manuals=manuals,
+    )

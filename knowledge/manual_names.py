@@ -21,11 +21,13 @@ PREFIX_LETTERS = 4  # `gecko` names `Geckodrive`, `opti` nothing
 _GENERIC_ZH = ("手册", "说明书", "使用", "用户")
 # Words of document titles and kinds of equipment: they name no product. (One string reads better than
 # 56 quoted words, hence the noqa.)
-_GENERIC = frozenset("manual manuals user guide quick quickguide instruction instructions series rev revision version "  # noqa: SIM905
-                     "pdf the and for with maint maintenance handbook datasheet english chinese drive drives servo "
-                     "motor motors spindle inverter controller control system unit amplifier stepper technology "
-                     "electric electronics inc ltd corporation company axis digital joint actuator alarm list "
-                     "error fault type code codes".split())
+_GENERIC = frozenset(
+    "manual manuals user guide quick quickguide instruction instructions series rev revision version "  # noqa: SIM905
+    "pdf the and for with maint maintenance handbook datasheet english chinese drive drives servo "
+    "motor motors spindle inverter controller control system unit amplifier stepper technology "
+    "electric electronics inc ltd corporation company axis digital joint actuator alarm list "
+    "error fault type code codes".split()
+)
 
 
 class ManualNames:
@@ -97,8 +99,12 @@ class ManualNames:
 
     def _names_only(self, token: str, names: set[str]) -> bool:
         """Whether every part of a token names one of `names` (`FR-SX`, `EP100`), not just one part."""
-        parts = {name for t in _TOKEN.findall(token) for name in [_SEPARATOR.sub("", t), *_SEPARATOR.split(t)]
-                 if len(name) >= MIN_LETTERS}
+        parts = {
+            name
+            for t in _TOKEN.findall(token)
+            for name in [_SEPARATOR.sub("", t), *_SEPARATOR.split(t)]
+            if len(name) >= MIN_LETTERS
+        }
         return bool(parts) and all(self._named_by(part) & names for part in parts)
 
 
@@ -108,8 +114,11 @@ def _names(manual: Mapping[str, Any]) -> set[str]:
     words (general, purpose, installation) name nothing."""
     text = " ".join(str(manual.get(key) or "") for key in ("vendor", "model", "device"))
     text += " " + re.sub(r"\.pdf$", "", str(manual.get("file") or ""), flags=re.I)
-    title = [t for t in re.findall(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*|[\u3400-\u9fff]{2,}", str(manual.get("title") or ""))
-             if any(c.isdigit() for c in t) or (t.isupper() and len(t) >= PREFIX_LETTERS) or not t.isascii()]
+    title = [
+        t
+        for t in re.findall(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*|[\u3400-\u9fff]{2,}", str(manual.get("title") or ""))
+        if any(c.isdigit() for c in t) or (t.isupper() and len(t) >= PREFIX_LETTERS) or not t.isascii()
+    ]
     out: set[str] = set()
     for token in _TOKEN.findall(f"{text} {' '.join(title)}".lower()):
         parts = _SEPARATOR.split(token)
@@ -121,14 +130,23 @@ def _names(manual: Mapping[str, Any]) -> set[str]:
 def _usable(name: str) -> bool:
     if re.fullmatch(r"[\u3400-\u9fff]+", name):
         return not any(word in name for word in _GENERIC_ZH) or len(name) > 6
-    return len(name) >= MIN_LETTERS and not name.isdigit() and name not in _GENERIC and not re.fullmatch(r"v?\d+(\.\d+)*", name)
+    return (
+        len(name) >= MIN_LETTERS
+        and not name.isdigit()
+        and name not in _GENERIC
+        and not re.fullmatch(r"v?\d+(\.\d+)*", name)
+    )
 
 
 def _question_tokens(question: str) -> set[str]:
     tokens = [t for t in _TOKEN.findall(question.lower()) if not re.fullmatch(r"[\u3400-\u9fff]+", t)]
     joined = [a + b for a, b in itertools.pairwise(tokens)]  # `fr sx` is FR-SX
-    return {name for token in tokens + joined for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]
-            if len(name) >= MIN_LETTERS}
+    return {
+        name
+        for token in tokens + joined
+        for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]
+        if len(name) >= MIN_LETTERS
+    }
 
 
 def _is_cjk(name: str) -> bool:

@@ -49,10 +49,15 @@ TITLE_PRINT = 1.25  # cover text this much larger than the body belongs to the t
 MAX_TITLE = 160
 
 # Large print on a first page that is not a title: section headings of a manual without a cover.
-_NOT_TITLE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?\s|chapter\s|第.{1,3}章)|^(?:introduction|contents|table of contents|preface|foreword|目\s*录|前\s*言)$", re.I)
+_NOT_TITLE = re.compile(
+    r"^(?:\d{1,2}(?:\.\d{1,2})*\.?\s|chapter\s|第.{1,3}章)|^(?:introduction|contents|table of contents|preface|foreword|目\s*录|前\s*言)$",
+    re.I,
+)
 _CONTACT = re.compile(r"www\.|https?:|@|\btel\b|\bfax\b|电话", re.I)
 _WORDS = re.compile(r"[A-Za-z]{2}|[\u4e00-\u9fff]")  # logo letters ("M M", "TM") are no title
-_FILE_LIKE = re.compile(r"\.(?:docx?|pdf|indd|xlsx?|rtf|txt|wpd)$|^microsoft\s+\w+\s+-|^<[0-9a-f]+>$|^untitled|[\\/]", re.I)
+_FILE_LIKE = re.compile(
+    r"\.(?:docx?|pdf|indd|xlsx?|rtf|txt|wpd)$|^microsoft\s+\w+\s+-|^<[0-9a-f]+>$|^untitled|[\\/]", re.I
+)
 
 # A company is named with its legal form. Words before it, capitalised (or a CJK run), are the name.
 _LEGAL_EN = r"(?i:co\.?,?\s*ltd\.?|company\s+limited|corporation|corp\.|inc\.|ltd\.|gmbh|llc|s\.a\.|s\.p\.a\.|b\.v\.)"
@@ -96,8 +101,8 @@ def manual_info(path: Path, sha256: str, raw: RawManual, overrides: dict[str, st
         title=title,
         vendor=labelled.get("vendor") or _vendor(raw),
         model=labelled.get("model") or _model(raw, path, big_print, header, cover_blocks, body),
-        version=normalize_version(labelled.get("version", "")) or _first_version(
-            big_print, *raw.bands.texts, cover, doc_title, stem),
+        version=normalize_version(labelled.get("version", ""))
+        or _first_version(big_print, *raw.bands.texts, cover, doc_title, stem),
         language=language(cover + "\n".join(b.text for page in raw.pages[:6] for b in page.blocks)),
         valid_for=labelled.get("valid_for", ""),
         pages=len(raw.pages),
@@ -186,8 +191,11 @@ def _cover_title(raw: RawManual) -> str:
     if biggest < COVER_TITLE * raw.body_size or _NOT_TITLE.search(_tidy(max(blocks, key=lambda b: b.size).text)):
         return ""
     for floor in (TITLE_PRINT * raw.body_size, biggest):  # all large print, else only the largest
-        parts = [_tidy(b.text) for b in blocks if b.size >= floor and _WORDS.search(b.text)
-                 and not _NOT_TITLE.search(_tidy(b.text))]
+        parts = [
+            _tidy(b.text)
+            for b in blocks
+            if b.size >= floor and _WORDS.search(b.text) and not _NOT_TITLE.search(_tidy(b.text))
+        ]
         title = " ".join(parts)
         if len(title) <= MAX_TITLE:
             return title
@@ -295,8 +303,12 @@ def _model(raw: RawManual, path: Path, big_print: str, header: str, cover: list[
     # A designation only in the body is believed when the file is named after it too (EP100 in
     # "CNCmakers-EP100_B__QuickGuide-EN.pdf"); the body alone holds too many codes and part numbers.
     stem = path.stem.upper()
-    named = {t for b in cover for t in _designations(b.text)
-             if len(t) >= MIN_BODY_MODEL and re.search(rf"(?<![A-Z0-9]){re.escape(t.upper())}(?![A-Z0-9])", stem)}
+    named = {
+        t
+        for b in cover
+        for t in _designations(b.text)
+        if len(t) >= MIN_BODY_MODEL and re.search(rf"(?<![A-Z0-9]){re.escape(t.upper())}(?![A-Z0-9])", stem)
+    }
     if named:
         return max(named, key=lambda t: (count(t), _print_size(t, cover)))
     return _file_model(path)
@@ -318,6 +330,10 @@ def _file_model(path: Path) -> str:
     """A designation in the file name ("gsk980mdi_alarm_list"), when the text has none."""
     for part in re.split(r"[-_\s.()（）]+", path.stem):
         # A few letters then digits ("ep100", "gsk980mdi"), not a word with a year ("manual2021").
-        if re.fullmatch(r"[A-Za-z]{1,4}\d+[A-Za-z0-9]*", part) and len(part) >= MIN_BODY_MODEL and not _VERSION.fullmatch(part):
+        if (
+            re.fullmatch(r"[A-Za-z]{1,4}\d+[A-Za-z0-9]*", part)
+            and len(part) >= MIN_BODY_MODEL
+            and not _VERSION.fullmatch(part)
+        ):
             return part.upper()
     return ""

@@ -46,16 +46,20 @@ class FaultRecord(BaseModel):
 
     def merge(self, other: FaultRecord) -> FaultRecord:
         """The same code twice in one manual (overview table and detail section): keep the richer parts."""
+
         def longer(a: str, b: str) -> str:
             return a if len(a) >= len(b) else b
-        return self.model_copy(update={
-            "title": longer(self.title, other.title),
-            "symptom": longer(self.symptom, other.symptom),
-            "cause": longer(self.cause, other.cause),
-            "steps": self.steps if len(self.steps) >= len(other.steps) else other.steps,
-            "pages": sorted(set(self.pages) | set(other.pages)),
-            "boxes": self.boxes + [box for box in other.boxes if box not in self.boxes],
-        })
+
+        return self.model_copy(
+            update={
+                "title": longer(self.title, other.title),
+                "symptom": longer(self.symptom, other.symptom),
+                "cause": longer(self.cause, other.cause),
+                "steps": self.steps if len(self.steps) >= len(other.steps) else other.steps,
+                "pages": sorted(set(self.pages) | set(other.pages)),
+                "boxes": self.boxes + [box for box in other.boxes if box not in self.boxes],
+            }
+        )
 
 
 class Scope(BaseModel):

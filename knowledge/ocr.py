@@ -90,7 +90,9 @@ def ocr_pages(pdf_path: Path, numbers: list[int], languages: str = LANGUAGES, dp
     """OCR the given 1-based pages of a PDF, one tesseract process per core."""
     if not numbers:
         return {}
-    which = f"{pdf_path.name}: cannot OCR page {numbers[0]}" + (f" and {len(numbers) - 1} more" if len(numbers) > 1 else "")
+    which = f"{pdf_path.name}: cannot OCR page {numbers[0]}" + (
+        f" and {len(numbers) - 1} more" if len(numbers) > 1 else ""
+    )
     if shutil.which("tesseract") is None:
         raise OcrError(f"{which}: tesseract is not on PATH; {INSTALL_HINT}")
     missing = _missing_languages(languages)
@@ -134,8 +136,17 @@ def _read(png: Path, number: int, languages: str, dpi: int, to_points: pymupdf.M
     # One thread per process: N single-threaded processes beat OpenMP's threads ~7x on the edge box.
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
     command = [
-        "tesseract", str(png), "stdout", "-l", languages, "--psm", PAGE_SEGMENTATION, "--dpi", str(dpi),
-        "-c", "tessedit_char_blacklist=£€",  # what it reads for the E of "E102"; manuals quote no prices
+        "tesseract",
+        str(png),
+        "stdout",
+        "-l",
+        languages,
+        "--psm",
+        PAGE_SEGMENTATION,
+        "--dpi",
+        str(dpi),
+        "-c",
+        "tessedit_char_blacklist=£€",  # what it reads for the E of "E102"; manuals quote no prices
         "tsv",
     ]
     try:

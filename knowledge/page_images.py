@@ -106,8 +106,9 @@ class _Manual:
 
 
 class PageImages:
-    def __init__(self, index_path: Path, cache_dir: Path, width_px: int = WIDTH_PX,
-                 max_cache_bytes: int = MAX_CACHE_BYTES):
+    def __init__(
+        self, index_path: Path, cache_dir: Path, width_px: int = WIDTH_PX, max_cache_bytes: int = MAX_CACHE_BYTES
+    ):
         self.index_path = Path(index_path)
         self.cache_dir = Path(cache_dir)
         self.width_px = width_px
@@ -128,8 +129,13 @@ class PageImages:
         self._check_source(manual)
         drawn = json.dumps([manual.sha256, page, self.width_px, boxes, STYLE])
         digest = hashlib.sha256(drawn.encode()).hexdigest()[:24]
-        return PageRef(file=manual.file, pdf=manual.path, page=page, boxes=tuple(boxes),
-                       key=f"{manual.sha256[:16]}-p{page}-{digest}")
+        return PageRef(
+            file=manual.file,
+            pdf=manual.path,
+            page=page,
+            boxes=tuple(boxes),
+            key=f"{manual.sha256[:16]}-p{page}-{digest}",
+        )
 
     def render(self, ref: PageRef) -> Path:
         path = self.cache_dir / f"{ref.key}.png"
@@ -152,11 +158,14 @@ class PageImages:
         except sqlite3.Error as exc:
             raise IndexUnavailable(f"the manual index cannot be opened ({exc})") from None
         try:
-            row = conn.execute("SELECT sha256, file, path, pages, size, mtime FROM manuals WHERE sha256 = ?",
-                               (manual_id,)).fetchone()
+            row = conn.execute(
+                "SELECT sha256, file, path, pages, size, mtime FROM manuals WHERE sha256 = ?", (manual_id,)
+            ).fetchone()
             if row is None:
-                raise ManualNotFound(f"no manual {manual_id!r} in the index (it may have been re-indexed: "
-                                     "ask the question again for a fresh reference)")
+                raise ManualNotFound(
+                    f"no manual {manual_id!r} in the index (it may have been re-indexed: "
+                    "ask the question again for a fresh reference)"
+                )
             manual = _Manual(row[0], row[1], Path(row[2]), row[3], row[4], row[5])
             if not 1 <= page <= manual.pages:
                 raise PageNotFound(f"{manual.file} has no page {page} (it has {manual.pages})")
@@ -170,8 +179,10 @@ class PageImages:
     def _boxes(conn: sqlite3.Connection, manual: _Manual, page: int, entry: str) -> list[Box]:
         columns = {name for _, name, *_ in conn.execute("PRAGMA table_info(records)")}
         boxes = "boxes" if "boxes" in columns else "'[]'"  # an index built before boxes were kept
-        row = conn.execute(f"SELECT {boxes} FROM records WHERE manual_sha256 = ? AND kind = 'entry' AND code_key = ?",
-                           (manual.sha256, code_key(entry))).fetchone()
+        row = conn.execute(
+            f"SELECT {boxes} FROM records WHERE manual_sha256 = ? AND kind = 'entry' AND code_key = ?",
+            (manual.sha256, code_key(entry)),
+        ).fetchone()
         if row is None:
             raise EntryNotFound(f"{manual.file} has no entry {entry!r}")
         return [(x0, y0, x1, y1) for on, x0, y0, x1, y1 in json.loads(row[0] or "[]") if on == page]
@@ -180,8 +191,9 @@ class PageImages:
         try:
             stat = manual.path.stat()
         except OSError:
-            raise SourceUnavailable(f"the PDF of {manual.file} is no longer where it was indexed; "
-                                    "an operator must re-index the manuals") from None
+            raise SourceUnavailable(
+                f"the PDF of {manual.file} is no longer where it was indexed; an operator must re-index the manuals"
+            ) from None
         if (stat.st_size, stat.st_mtime) == (manual.size, manual.mtime):
             return
         seen = (stat.st_size, stat.st_mtime_ns, manual.sha256)
@@ -192,8 +204,9 @@ class PageImages:
         except ManualError:
             same = False
         if not same:
-            raise SourceUnavailable(f"{manual.file} has changed since it was indexed; "
-                                    "an operator must re-index the manuals")
+            raise SourceUnavailable(
+                f"{manual.file} has changed since it was indexed; an operator must re-index the manuals"
+            )
         self._verified[manual.path] = seen
 
     # -- drawing -------------------------------------------------------------
@@ -217,8 +230,13 @@ class PageImages:
                 to_pixels = page.rotation_matrix * matrix
                 pixels = np.frombuffer(pixmap.samples_mv, dtype=np.uint8).reshape(pixmap.height, pixmap.width, 3)
                 # Rect + tuple moves the edges out (not a concatenation, whatever RUF005 thinks).
-                _highlight(pixels, [(pymupdf.Rect(box) + (-PAD_PT, -PAD_PT, PAD_PT, PAD_PT)) * to_pixels  # noqa: RUF005
-                                    for box in ref.boxes])
+                _highlight(
+                    pixels,
+                    [
+                        (pymupdf.Rect(box) + (-PAD_PT, -PAD_PT, PAD_PT, PAD_PT)) * to_pixels  # noqa: RUF005
+                        for box in ref.boxes
+                    ],
+                )
                 scanlines = np.zeros((pixmap.height, 1 + 3 * pixmap.width), dtype=np.uint8)  # filter 0: none
                 scanlines[:, 1:] = pixels.reshape(pixmap.height, -1)
                 return scanlines
@@ -285,12 +303,13 @@ def _highlight(pixels: np.ndarray, rects: list[pymupdf.Rect]) -> None:
     boxes = [box for box in (rect.irect & bounds for rect in rects) if not box.is_empty]
     if not boxes:
         return
-    area = pymupdf.IRect(min(b.x0 for b in boxes), min(b.y0 for b in boxes),
-                         max(b.x1 for b in boxes), max(b.y1 for b in boxes))
+    area = pymupdf.IRect(
+        min(b.x0 for b in boxes), min(b.y0 for b in boxes), max(b.x1 for b in boxes), max(b.y1 for b in boxes)
+    )
     mask = np.zeros((area.height, area.width), dtype=bool)
     for box in boxes:
-        mask[box.y0 - area.y0:box.y1 - area.y0, box.x0 - area.x0:box.x1 - area.x0] = True
-    region = pixels[area.y0:area.y1, area.x0:area.x1]
+        mask[box.y0 - area.y0 : box.y1 - area.y0, box.x0 - area.x0 : box.x1 - area.x0] = True
+    region = pixels[area.y0 : area.y1, area.x0 : area.x1]
     for channel in range(3):
         values = region[..., channel]
         values[mask] = TINT[values[mask], channel]
@@ -298,7 +317,7 @@ def _highlight(pixels: np.ndarray, rects: list[pymupdf.Rect]) -> None:
     for box in boxes:
         x1 = box.x0 - gap
         if x1 - width >= 0:
-            pixels[box.y0:box.y1, x1 - width:x1] = MARK
+            pixels[box.y0 : box.y1, x1 - width : x1] = MARK
 
 
 def _png(scanlines: np.ndarray) -> bytes:
@@ -306,8 +325,10 @@ def _png(scanlines: np.ndarray) -> bytes:
     10% larger, and zlib lets go of the GIL (and needs no PyMuPDF lock) while it works."""
     height, width = scanlines.shape[0], (scanlines.shape[1] - 1) // 3
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits per channel, RGB, no interlace
-    return b"\x89PNG\r\n\x1a\n" + b"".join(_chunk(kind, data) for kind, data in (
-        (b"IHDR", header), (b"IDAT", zlib.compress(scanlines.tobytes(), 1)), (b"IEND", b"")))
+    return b"\x89PNG\r\n\x1a\n" + b"".join(
+        _chunk(kind, data)
+        for kind, data in ((b"IHDR", header), (b"IDAT", zlib.compress(scanlines.tobytes(), 1)), (b"IEND", b""))
+    )
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -74,8 +74,10 @@ def page_passages(pages: list[Page], sections: FaultSections, entry_pages: set[i
             else:
                 chunks.extend((section, piece) for piece in _split(text, width))
             heading_only = False
-        out.extend(Passage(page.number, chunk_section, chunk, page.ocr, fault, embedded=described or n < EMBEDDED_PER_PAGE)
-                   for n, (chunk_section, chunk) in enumerate(chunks))
+        out.extend(
+            Passage(page.number, chunk_section, chunk, page.ocr, fault, embedded=described or n < EMBEDDED_PER_PAGE)
+            for n, (chunk_section, chunk) in enumerate(chunks)
+        )
     return out
 
 

@@ -75,18 +75,25 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
     doc = _open(path)
     try:
         raw = [_page_blocks(page) for page in doc]
-        manual = RawManual(metadata={k: v for k, v in (doc.metadata or {}).items() if isinstance(v, str) and v},
-                           pages=[], bands=Bands(), body_size=10.0)
+        manual = RawManual(
+            metadata={k: v for k, v in (doc.metadata or {}).items() if isinstance(v, str) and v},
+            pages=[],
+            bands=Bands(),
+            body_size=10.0,
+        )
         # Bands are found line by line (a header and a footer may come out as one text block), and
         # before OCR: a scan's running header is in the text layer, its content is not.
         lines = [
             PositionedText(page.number, text, bbox[1], bbox[3], page.rect.height)
-            for page, blocks in zip(doc, raw) for block in blocks for text, bbox in block.lines
+            for page, blocks in zip(doc, raw)
+            for block in blocks
+            for text, bbox in block.lines
         ]
         manual.bands = find_bands(lines, doc.page_count)
         manual.pages = [_content(page, blocks, manual.bands) for page, blocks in zip(doc, raw)]
-        scanned = [content.number for page, content in zip(doc, manual.pages)
-                   if needs_ocr(content.text, shows_images(page))]
+        scanned = [
+            content.number for page, content in zip(doc, manual.pages) if needs_ocr(content.text, shows_images(page))
+        ]
         ocr_done = _ocr(path, doc, raw, scanned, manual) if ocr and scanned else set()
         for number in ocr_done:
             manual.pages[number - 1] = _content(doc[number - 1], raw[number - 1], manual.bands)
@@ -131,8 +138,12 @@ class _RawBlock:
 
     @property
     def bbox(self) -> pymupdf.Rect:
-        return pymupdf.Rect(min(b[0] for _, b in self.lines), min(b[1] for _, b in self.lines),
-                            max(b[2] for _, b in self.lines), max(b[3] for _, b in self.lines))
+        return pymupdf.Rect(
+            min(b[0] for _, b in self.lines),
+            min(b[1] for _, b in self.lines),
+            max(b[2] for _, b in self.lines),
+            max(b[3] for _, b in self.lines),
+        )
 
 
 def decode_text(text: str) -> str:
@@ -162,11 +173,13 @@ def _page_blocks(page: pymupdf.Page) -> list[_RawBlock]:
         lines = [(_line_text(line), tuple(line["bbox"])) for line in block["lines"]]
         lines = [(text, bbox) for text, bbox in lines if text]
         if lines:
-            out.append(_RawBlock(
-                lines=lines,
-                size=max(span["size"] for span in spans),
-                bold=all(span["flags"] & BOLD_FLAG or "bold" in span["font"].lower() for span in spans),
-            ))
+            out.append(
+                _RawBlock(
+                    lines=lines,
+                    size=max(span["size"] for span in spans),
+                    bold=all(span["flags"] & BOLD_FLAG or "bold" in span["font"].lower() for span in spans),
+                )
+            )
     return _reading_order(out, page.rect.width)
 
 
@@ -192,8 +205,11 @@ class _Respacer:
         if not _letter_spaced(text):
             return text
         x0, y0, x1, y1 = rect
-        inside = [g for g in self._all()
-                  if x0 <= (g["bbox"][0] + g["bbox"][2]) / 2 <= x1 and y0 <= (g["bbox"][1] + g["bbox"][3]) / 2 <= y1]
+        inside = [
+            g
+            for g in self._all()
+            if x0 <= (g["bbox"][0] + g["bbox"][2]) / 2 <= x1 and y0 <= (g["bbox"][1] + g["bbox"][3]) / 2 <= y1
+        ]
         lines: list[list[_RawDict]] = []
         for glyph in sorted(inside, key=lambda g: (round(g["bbox"][3]), g["bbox"][0])):
             if lines and abs(lines[-1][-1]["bbox"][3] - glyph["bbox"][3]) < 2:
@@ -205,8 +221,13 @@ class _Respacer:
 
     def _all(self) -> list[_RawDict]:
         if self._glyphs is None:
-            self._glyphs = [c for block in self._page.get_text("rawdict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]
-                            for line in block.get("lines", []) for span in line["spans"] for c in span["chars"]]
+            self._glyphs = [
+                c
+                for block in self._page.get_text("rawdict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]
+                for line in block.get("lines", [])
+                for span in line["spans"]
+                for c in span["chars"]
+            ]
         return self._glyphs
 
 
@@ -215,8 +236,9 @@ def _letter_spaced(text: str) -> bool:
     costs only time: rebuilding a normal line from its glyphs gives the same text."""
     tokens = text.split()
     stray = sum(len(t) == 1 and t.isalpha() and t not in "aAI" for t in tokens)
-    return len(tokens) >= 3 and (sum(map(len, tokens)) <= LETTER_SPACED_TOKEN * len(tokens)
-                                 or stray >= max(2, STRAY_LETTER_SHARE * len(tokens)))
+    return len(tokens) >= 3 and (
+        sum(map(len, tokens)) <= LETTER_SPACED_TOKEN * len(tokens) or stray >= max(2, STRAY_LETTER_SHARE * len(tokens))
+    )
 
 
 def _words(glyphs: list[_RawDict]) -> str:
@@ -255,8 +277,9 @@ def _chars(blocks: list[_RawBlock]) -> int:
     return sum(len(text) for block in blocks for text, _ in block.lines)
 
 
-def _ocr(path: Path, doc: pymupdf.Document, raw: list[list[_RawBlock]], numbers: list[int],
-         manual: RawManual) -> set[int]:
+def _ocr(
+    path: Path, doc: pymupdf.Document, raw: list[list[_RawBlock]], numbers: list[int], manual: RawManual
+) -> set[int]:
     """Replace the blocks of scanned pages by their OCR text and return those pages; pages OCR
     could not read stay scanned."""
     started = time.perf_counter()
@@ -270,8 +293,11 @@ def _ocr(path: Path, doc: pymupdf.Document, raw: list[list[_RawBlock]], numbers:
         manual.ocr_seconds = time.perf_counter() - started
     for number, page in read.items():
         size = _body_size([raw[number - 1]]) if raw[number - 1] else 10.0
-        raw[number - 1] = [_RawBlock(lines=[(decode_text(text), bbox)], size=size, bold=False)
-                           for text, bbox in page.lines if text.strip()]
+        raw[number - 1] = [
+            _RawBlock(lines=[(decode_text(text), bbox)], size=size, bold=False)
+            for text, bbox in page.lines
+            if text.strip()
+        ]
     return set(read)
 
 
@@ -279,12 +305,22 @@ def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
     height = page.rect.height
     kept: list[Block] = []
     for block in blocks:
-        lines = [(text, bbox) for text, bbox in block.lines
-                 if not bands.contains(PositionedText(page.number, text, bbox[1], bbox[3], height))]
+        lines = [
+            (text, bbox)
+            for text, bbox in block.lines
+            if not bands.contains(PositionedText(page.number, text, bbox[1], bbox[3], height))
+        ]
         if lines:
             box = _RawBlock(lines=lines, size=block.size, bold=block.bold).bbox
-            kept.append(Block(text="\n".join(text for text, _ in lines), size=block.size, bold=block.bold,
-                              bbox=tuple(box), line_x=tuple(bbox[0] for _, bbox in lines)))
+            kept.append(
+                Block(
+                    text="\n".join(text for text, _ in lines),
+                    size=block.size,
+                    bold=block.bold,
+                    bbox=tuple(box),
+                    line_x=tuple(bbox[0] for _, bbox in lines),
+                )
+            )
     return Page(number=page.number + 1, blocks=kept, text_blocks=[block.text for block in kept])
 
 
@@ -301,14 +337,17 @@ def _add_tables(page: pymupdf.Page, content: Page, bands: Bands) -> None:
     for found in page.find_tables(clip=clip, use_layout=False).tables:
         words = words if words is not None else page.get_text("words", flags=pymupdf.TEXTFLAGS_TEXT)
         respaced = respaced or _Respacer(page)
-        rows = [[respaced.region(_cell_text(words, cell), pymupdf.Rect(cell)) if cell else ""
-                 for cell in row.cells] for row in found.rows]
+        rows = [
+            [respaced.region(_cell_text(words, cell), pymupdf.Rect(cell)) if cell else "" for cell in row.cells]
+            for row in found.rows
+        ]
         if rows and len(rows[0]) >= 2:
             content.tables.append(Table(rows=rows, row_boxes=[tuple(row.bbox) for row in found.rows]))
             boxes.append(pymupdf.Rect(found.bbox))
     if boxes:
-        content.blocks = [b for b in content.blocks
-                          if not any(t.contains(_centre(pymupdf.Rect(b.bbox))) for t in boxes)]
+        content.blocks = [
+            b for b in content.blocks if not any(t.contains(_centre(pymupdf.Rect(b.bbox))) for t in boxes)
+        ]
 
 
 def _centre(box: pymupdf.Rect) -> pymupdf.Point:

@@ -62,8 +62,13 @@ def _export(embedder: Embedder, path: Path) -> bool:
 
     model = embedder.load()
     modules = list(model)
-    if not (isinstance(modules[0], Transformer) and len(modules) >= 2 and isinstance(modules[1], Pooling)
-            and _mean_pooling(modules[1].get_config_dict()) and all(isinstance(m, Normalize) for m in modules[2:])):
+    if not (
+        isinstance(modules[0], Transformer)
+        and len(modules) >= 2
+        and isinstance(modules[1], Pooling)
+        and _mean_pooling(modules[1].get_config_dict())
+        and all(isinstance(m, Normalize) for m in modules[2:])
+    ):
         return False
     tokenizer = Tokenizer.from_str(model.tokenizer.backend_tokenizer.to_str())
     tokenizer.enable_truncation(max_length=model.max_seq_length)
@@ -74,10 +79,12 @@ def _export(embedder: Embedder, path: Path) -> bool:
             super().__init__()
             self.transformer = transformer
 
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                    token_type_ids: torch.Tensor) -> torch.Tensor:
-            tokens = self.transformer(input_ids=input_ids, attention_mask=attention_mask,
-                                      token_type_ids=token_type_ids).last_hidden_state
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+        ) -> torch.Tensor:
+            tokens = self.transformer(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
             return torch.nn.functional.normalize((tokens * mask).sum(1) / mask.sum(1), dim=1)
 
@@ -87,11 +94,16 @@ def _export(embedder: Embedder, path: Path) -> bool:
     # no padding, which is the only input `QuestionEncoder` ever gives it.
     with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(MeanPooled(modules[0].auto_model.eval()),
-                          (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]), str(path),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["embedding"],
-                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            MeanPooled(modules[0].auto_model.eval()),
+            (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
+            str(path),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["embedding"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes},
+            opset_version=17,
+            dynamo=False,
+        )
     exported = onnx.load(str(path))
     exported.metadata_props.add(key=TOKENIZER_KEY, value=tokenizer.to_str())
     onnx.save(exported, str(path))
@@ -122,8 +134,13 @@ class QuestionEncoder:
 
     def encode(self, text: str) -> np.ndarray:
         encoding = self._tokenizer.encode(text)
-        feed = {name: np.asarray([values], dtype=np.int64) for name, values in (
-            ("input_ids", encoding.ids), ("attention_mask", encoding.attention_mask),
-            ("token_type_ids", encoding.type_ids))}
+        feed = {
+            name: np.asarray([values], dtype=np.int64)
+            for name, values in (
+                ("input_ids", encoding.ids),
+                ("attention_mask", encoding.attention_mask),
+                ("token_type_ids", encoding.type_ids),
+            )
+        }
         vector: np.ndarray = self._session.run(None, feed)[0][0]
         return vector

@@ -31,7 +31,6 @@ CROSS_WEIGHT = 0.7
 SNIPPET_CHARS = 280
 
 
-
 class IndexRow(TypedDict):
     """A row of the index's records with the file, title and validity of its manual, as
     `ManualIndex` reads them (JSON lists as stored: `steps`, `pages`; flags as 0 or 1)."""
@@ -65,15 +64,19 @@ class IndexRow(TypedDict):
 # What ranks count per: (vendor key, model key, code key) for an entry, ("page", manual, page) for a passage.
 Group = tuple[str, str, str | int]
 Ranked = list[tuple[IndexRow, float, Match]]
-_FAULT_WORDS = re.compile(r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪",
-                          re.I)
+_FAULT_WORDS = re.compile(
+    r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪", re.I
+)
 # A token with a letter and a digit, a zero-padded number, or a display code: how codes are printed.
-CODE_LIKE_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+[.\-]?\d+|\d+[A-Za-z]+|0\d+|[A-Za-z]{1,4}[.\-][A-Za-z0-9]{2,})"
-                            r"(?![A-Za-z0-9])")
+CODE_LIKE_WORD = re.compile(
+    r"(?<![A-Za-z0-9])(?:[A-Za-z]+[.\-]?\d+|\d+[A-Za-z]+|0\d+|[A-Za-z]{1,4}[.\-][A-Za-z0-9]{2,})"
+    r"(?![A-Za-z0-9])"
+)
 
 
-def fuse(own: list[tuple[Match, list[IndexRow]]], cross: list[list[IndexRow]], language: str,
-         about_a_fault: bool) -> Ranked:
+def fuse(
+    own: list[tuple[Match, list[IndexRow]]], cross: list[list[IndexRow]], language: str, about_a_fault: bool
+) -> Ranked:
     """The question's own rankings (words, meaning, printed codes) and the cross-language ones
     (merged into one, weighted less) as one list of (row, score, how it matched), best first."""
     rankings = [(1.0, how, _group_ranks(rows)) for how, rows in own]
@@ -135,7 +138,9 @@ def entry_pages(rows: Iterable[IndexRow]) -> dict[Group, set[tuple[str, int]]]:
     pages: dict[Group, set[tuple[str, int]]] = {}
     for row in rows:
         if row["kind"] == "entry":
-            pages.setdefault(group(row), set()).update((row["manual_sha256"], page) for page in json.loads(row["pages"]))
+            pages.setdefault(group(row), set()).update(
+                (row["manual_sha256"], page) for page in json.loads(row["pages"])
+            )
     return pages
 
 
@@ -175,10 +180,10 @@ def snippet(row: IndexRow, words: frozenset[str]) -> str:
     if row["kind"] == "page":
         lines = [line for line in row["snippet"].splitlines() if line.strip()] or [""]
         best = max(range(len(lines)), key=lambda i: len(words & _words(lines[i])))
-        text = " ".join(" ".join(lines[max(0, best - 1):]).split())
+        text = " ".join(" ".join(lines[max(0, best - 1) :]).split())
     else:
         text = " — ".join(part for part in (f"{row['code']} {row['title']}".strip(), row["cause"]) if part)
-    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
 
 
 def codes_or_fault_words(text: str) -> bool:

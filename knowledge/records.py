@@ -17,24 +17,71 @@ from knowledge.text import join_lines
 _FIELD_WORDS = {
     "symptom": ("symptom", "symptoms", "phenomenon", "现象", "故障现象", "症状"),
     "cause": ("cause", "causes", "possible cause", "possible causes", "reason", "原因", "故障原因", "可能原因"),
-    "remedy": ("remedy", "remedies", "action", "actions", "solution", "corrective action", "countermeasure",
-               "troubleshooting", "recovery procedure", "处理方法", "处理办法", "处理", "排除方法", "解决方法", "措施",
-               "对策", "解除", "报警解除"),
+    "remedy": (
+        "remedy",
+        "remedies",
+        "action",
+        "actions",
+        "solution",
+        "corrective action",
+        "countermeasure",
+        "troubleshooting",
+        "recovery procedure",
+        "处理方法",
+        "处理办法",
+        "处理",
+        "排除方法",
+        "解决方法",
+        "措施",
+        "对策",
+        "解除",
+        "报警解除",
+    ),
 }
 _LABEL = re.compile(
-    r"^\s*(?P<label>" + "|".join(sorted((re.escape(w) for ws in _FIELD_WORDS.values() for w in ws), key=len, reverse=True))
-    + r")\s*[:：]\s*(?P<rest>.*)$", re.I | re.S,
+    r"^\s*(?P<label>"
+    + "|".join(sorted((re.escape(w) for ws in _FIELD_WORDS.values() for w in ws), key=len, reverse=True))
+    + r")\s*[:：]\s*(?P<rest>.*)$",
+    re.I | re.S,
 )
 # Numbered (1. 2) ①) and lettered (a) b.) steps; a letter needs its bracket or dot right after it.
-_STEP = re.compile(r"^\s*(?:step\s*|步骤\s*)?(?P<n>\d{1,2}\s*[.)．、]|[a-hA-H][.)）])\s*(?=\S)(?P<rest>.*)$", re.I | re.S)
+_STEP = re.compile(
+    r"^\s*(?:step\s*|步骤\s*)?(?P<n>\d{1,2}\s*[.)．、]|[a-hA-H][.)）])\s*(?=\S)(?P<rest>.*)$", re.I | re.S
+)
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 MAX_TITLE_CHARS = 120
 MAX_HEADER_CHARS = 30
 _COLUMN_WORDS = {
-    "code": ("fault code", "error code", "alarm code", "alarm no", "alarm", "code", "no.", "代码", "故障代码", "报警号",
-             "错误代码", "编号", "故障码", "报警代码"),
-    "title": ("name", "title", "description", "message", "meaning", "fault", "名称", "描述", "故障名称", "内容", "含义",
-              "意义"),
+    "code": (
+        "fault code",
+        "error code",
+        "alarm code",
+        "alarm no",
+        "alarm",
+        "code",
+        "no.",
+        "代码",
+        "故障代码",
+        "报警号",
+        "错误代码",
+        "编号",
+        "故障码",
+        "报警代码",
+    ),
+    "title": (
+        "name",
+        "title",
+        "description",
+        "message",
+        "meaning",
+        "fault",
+        "名称",
+        "描述",
+        "故障名称",
+        "内容",
+        "含义",
+        "意义",
+    ),
     "symptom": _FIELD_WORDS["symptom"],
     "cause": _FIELD_WORDS["cause"] + ("content", "explanation", "details"),
     "remedy": _FIELD_WORDS["remedy"],
@@ -77,8 +124,14 @@ class _Draft:
 
     def record(self) -> FaultRecord:
         return FaultRecord(
-            code=self.code, title=self.title, symptom=" ".join(self.symptom), cause=" ".join(self.cause),
-            steps=self.steps, page=self.page, pages=sorted(self.pages | {self.page}), source=self.source,
+            code=self.code,
+            title=self.title,
+            symptom=" ".join(self.symptom),
+            cause=" ".join(self.cause),
+            steps=self.steps,
+            page=self.page,
+            pages=sorted(self.pages | {self.page}),
+            source=self.source,
             boxes=self.boxes,
         )
 
@@ -89,8 +142,9 @@ class Assembly:
     duplicates: int
 
 
-def assemble(pages: list[Page], body_size: float, fault_pages: set[int],
-             not_codes: frozenset[str] = frozenset()) -> Assembly:
+def assemble(
+    pages: list[Page], body_size: float, fault_pages: set[int], not_codes: frozenset[str] = frozenset()
+) -> Assembly:
     """Entries come from fault-section pages only: elsewhere codes are cross-references and
     numbers are parameters. `not_codes`: keys that look like codes but name something else
     (the machine model `HP-200`)."""
@@ -123,8 +177,12 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
                 current.mark(page.number, block.bbox)
                 drafts.append(current)
                 continue
-            if (current is not None and not current.title and len(block.text) <= MAX_TITLE_CHARS
-                    and not _LABEL.match(unicodedata.normalize("NFKC", block.text))):
+            if (
+                current is not None
+                and not current.title
+                and len(block.text) <= MAX_TITLE_CHARS
+                and not _LABEL.match(unicodedata.normalize("NFKC", block.text))
+            ):
                 current.title = join_lines(block.text)  # a code printed alone, its message below it
                 current.mark(page.number, block.bbox)
                 continue
@@ -213,8 +271,8 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
             header_at = next((i for i, row in enumerate(rows[:3]) if "code" in _column_roles(row).values()), None)
             if header_at is not None:
                 header = rows[header_at]
-                roles, rows, headed, columns = _column_roles(header), rows[header_at + 1:], True, len(header)
-                boxes = boxes[header_at + 1:]
+                roles, rows, headed, columns = _column_roles(header), rows[header_at + 1 :], True, len(header)
+                boxes = boxes[header_at + 1 :]
                 code_header = header[next(i for i, role in roles.items() if role == "code")]
                 named = bool(FAULT_WORDS.search(code_header))  # "Alarm", "Fault": names may stand for codes
             elif roles is None or len(rows[0]) != columns:
@@ -242,7 +300,9 @@ def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
     return [["\n".join(row[i] for i in group if row[i].strip()) for group in groups] for row in rows]
 
 
-_PARAMETER_WORDS = re.compile(r"\b(?:range|default|unit|factory setting|setting range)\b|范围|缺省|默认|出厂|单位", re.I)
+_PARAMETER_WORDS = re.compile(
+    r"\b(?:range|default|unit|factory setting|setting range)\b|范围|缺省|默认|出厂|单位", re.I
+)
 
 
 def _is_parameter_header(row: list[str]) -> bool:
@@ -254,8 +314,10 @@ def _roles_from_content(rows: list[list[str]]) -> dict[int, str] | None:
     width = len(rows[0])
     if width < 2:
         return None
-    shares = [sum(parse_code_cell(join_lines(row[i])) is not None for row in rows if i < len(row)) / len(rows)
-              for i in range(width)]
+    shares = [
+        sum(parse_code_cell(join_lines(row[i])) is not None for row in rows if i < len(row)) / len(rows)
+        for i in range(width)
+    ]
     code_columns = [i for i in range(width) if shares[i] >= 0.5]
     if not code_columns:
         return None
@@ -280,14 +342,23 @@ def _column_roles(header: list[str]) -> dict[int, str]:
         if len(name) > MAX_HEADER_CHARS:
             continue  # a data cell that happens to say "cause" or "解除"
         for role in _COLUMN_ORDER:
-            if role not in roles.values() and any(name == w or name.startswith(w + " ") or w in name for w in _COLUMN_WORDS[role]):
+            if role not in roles.values() and any(
+                name == w or name.startswith(w + " ") or w in name for w in _COLUMN_WORDS[role]
+            ):
                 roles[index] = role
                 break
     return roles
 
 
-def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: int, headed: bool,
-             named: bool, box: tuple[float, float, float, float] | None) -> None:
+def _add_row(
+    drafts: list[_Draft],
+    roles: dict[int, str],
+    row: list[str],
+    page: int,
+    headed: bool,
+    named: bool,
+    box: tuple[float, float, float, float] | None,
+) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
     code = parse_code_cell(join_lines(cells.get("code", "")))
     if code is None and named:
@@ -309,8 +380,9 @@ def _add_row(drafts: list[_Draft], roles: dict[int, str], row: list[str], page: 
     drafts.append(draft)
 
 
-def _continue_row(draft: _Draft, cells: dict[str, str], page: int,
-                  box: tuple[float, float, float, float] | None) -> None:
+def _continue_row(
+    draft: _Draft, cells: dict[str, str], page: int, box: tuple[float, float, float, float] | None
+) -> None:
     draft.pages.add(page)
     draft.mark(page, box)
     for role in ("title", "symptom", "cause"):

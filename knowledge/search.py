@@ -99,8 +99,13 @@ class ManualIndex:
     all-MiniLM-L6-v2 is English-only: its vote on a Chinese query is noise that
     outranks good keyword matches, so other languages are searched lexically."""
 
-    def __init__(self, path: Path, model_path: str | None = None, embedder: Embedder | None = None,
-                 semantic_languages: tuple[str, ...] = ("en",)):
+    def __init__(
+        self,
+        path: Path,
+        model_path: str | None = None,
+        embedder: Embedder | None = None,
+        semantic_languages: tuple[str, ...] = ("en",),
+    ):
         self.path = Path(path)
         self.embedder = embedder or Embedder(model_path)
         self.semantic_languages = semantic_languages
@@ -112,8 +117,11 @@ class ManualIndex:
     def codes(self) -> set[str]:
         """Every code in the index as printed; empty while there is no index."""
         try:
-            return {row["code"] for row in self._current().rows.values()
-                    if row["kind"] == "entry" and not is_named(row["code"])}
+            return {
+                row["code"]
+                for row in self._current().rows.values()
+                if row["kind"] == "entry" and not is_named(row["code"])
+            }
         except IndexMissing:
             return set()
 
@@ -143,19 +151,30 @@ class ManualIndex:
         snap = self._current()
         mentioned = snap.names.mentioned(text)
         lang = language(text)
-        codes = list(dict.fromkeys([m.group(0) for m in MENTION.finditer(text)]  # with its cue: `err 07`
-                                   + [m.group(0) for m in DISPLAY_TOKEN.finditer(text)]))
-        code_results = [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
-                        for code in codes]
+        codes = list(
+            dict.fromkeys(
+                [m.group(0) for m in MENTION.finditer(text)]  # with its cue: `err 07`
+                + [m.group(0) for m in DISPLAY_TOKEN.finditer(text)]
+            )
+        )
+        code_results = [
+            self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang) for code in codes
+        ]
         answered = next((r for r in code_results if _answers(r, mentioned)), None)
         if answered is None:
             with self._lock:
                 # A short bare number is a code only after a cue word (which the pattern above saw):
                 # `blinks 6 times` is no alarm 6.
-                linked = [m.code for m in self._linker(snap).mentions(text, lang)
-                          if not (m.code.isdigit() and len(m.code) < 3)]
-            code_results += [self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
-                             for code in linked if code not in codes]
+                linked = [
+                    m.code
+                    for m in self._linker(snap).mentions(text, lang)
+                    if not (m.code.isdigit() and len(m.code) < 3)
+                ]
+            code_results += [
+                self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
+                for code in linked
+                if code not in codes
+            ]
             answered = next((r for r in code_results if _answers(r, mentioned)), None)
             if answered is None and not linked and _short(text) and self._known(snap, text):
                 answered = self._prefer(self.lookup(text, scope, version, language=lang, k=k), mentioned, lang)
@@ -183,19 +202,32 @@ class ManualIndex:
 
     @staticmethod
     def _ids_for(snap: _Snapshot, key: str) -> list[int]:
-        ids = [i for (i,) in snap.conn.execute(
-            "SELECT id FROM records WHERE code_key = ? AND kind = 'entry' ORDER BY id", (key,))]
+        ids = [
+            i
+            for (i,) in snap.conn.execute(
+                "SELECT id FROM records WHERE code_key = ? AND kind = 'entry' ORDER BY id", (key,)
+            )
+        ]
         if not ids and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
-            ids = [i for (i,) in snap.conn.execute(
-                "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,))]
+            ids = [
+                i
+                for (i,) in snap.conn.execute(
+                    "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,)
+                )
+            ]
         if not ids or key.isdigit():  # `23` for `0023`, `0x400` for `0x0400`, `O.Volt` for the 7-segment `O.Uo1t`
-            ids += [i for (i,) in snap.conn.execute(
-                "SELECT id FROM records WHERE loose_key = ? AND kind = 'entry' ORDER BY id", (loose_key(key),))
-                    if i not in ids]
+            ids += [
+                i
+                for (i,) in snap.conn.execute(
+                    "SELECT id FROM records WHERE loose_key = ? AND kind = 'entry' ORDER BY id", (loose_key(key),)
+                )
+                if i not in ids
+            ]
         return ids
 
-    def lookup(self, code: str, scope: Scope | None = None, version: str | None = None,
-               language: str | None = None, k: int = 5) -> SearchResult:
+    def lookup(
+        self, code: str, scope: Scope | None = None, version: str | None = None, language: str | None = None, k: int = 5
+    ) -> SearchResult:
         snap = self._current()
         scope = scope or Scope()
         rows = []
@@ -213,16 +245,19 @@ class ManualIndex:
             return self._version_not_found(snap, code, chosen, version)
         result = SearchResult(status="ok", hits=hits)
         if scope.label and not in_scope:
-            result.message = (f"Code {code} is not in the manuals for {scope.label} ({_scope_name(scope)}); "
-                              f"it is listed for other machines.")
+            result.message = (
+                f"Code {code} is not in the manuals for {scope.label} ({_scope_name(scope)}); "
+                f"it is listed for other machines."
+            )
             result.suggestion = "These meanings belong to other machines; check the device and the code on the HMI."
         elif len({(h.vendor, h.model) for h in hits}) > 1:
             result.message = f"Code {code} means different things on different machines; each hit names its scope."
             result.suggestion = "Give device_id to get the meaning for one machine."
         return result
 
-    def search(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3,
-               mode: Mode = "hybrid") -> SearchResult:
+    def search(
+        self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3, mode: Mode = "hybrid"
+    ) -> SearchResult:
         """Three rankings fused: the question's own words, its meaning (in the languages the
         model reads), and a cross-language ranking of the other language's records — the
         glossary's translation of its words and, for an English-only model, the meaning of its
@@ -237,12 +272,14 @@ class ManualIndex:
         # let go of the GIL).
         rendition = "" if lang in readable else translate_to_english(text)
         asked = text if lang in readable else rendition
-        by_vector = (_ENCODER.submit(self._meaning, snap, asked, scope) if mode != "lexical" and asked.strip()
-                     else None)
+        by_vector = _ENCODER.submit(self._meaning, snap, asked, scope) if mode != "lexical" and asked.strip() else None
         lexical = self._lexical(snap, text, scope) if mode != "semantic" else []
         # A printed code (bit20, E-trip, 0023) says more than any word around it: its own ranking.
-        coded = (self._lexical(snap, text, scope, codes_only=True)
-                 if mode != "semantic" and CODE_LIKE_WORD.search(text) else [])
+        coded = (
+            self._lexical(snap, text, scope, codes_only=True)
+            if mode != "semantic" and CODE_LIKE_WORD.search(text)
+            else []
+        )
         semantic: list[tuple[int, float]] = []
         cross: list[list[tuple[int, float]]] = []
         other = expand(text)
@@ -259,15 +296,21 @@ class ManualIndex:
         if self._unanswered(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)):
             return SearchResult(
                 status="not_found",
-                message=f"No manual section matches {named!r}" + (f" for {_scope_name(scope)}." if scope.vendor else "."),
+                message=f"No manual section matches {named!r}"
+                + (f" for {_scope_name(scope)}." if scope.vendor else "."),
                 suggestion="Give the fault code shown on the HMI (e.g. E102), or describe the symptom differently "
-                           "(which part, what happens, since when).",
+                "(which part, what happens, since when).",
             )
         ranked = fuse(
-            own=[("lexical", [snap.rows[i] for i, _ in lexical]), ("semantic", [snap.rows[i] for i, _ in semantic]),
-                 ("lexical", [snap.rows[i] for i, _ in coded])],
+            own=[
+                ("lexical", [snap.rows[i] for i, _ in lexical]),
+                ("semantic", [snap.rows[i] for i, _ in semantic]),
+                ("lexical", [snap.rows[i] for i, _ in coded]),
+            ],
             cross=[[snap.rows[i] for i, _ in found] for found in cross],
-            language=lang, about_a_fault=codes_or_fault_words(text))
+            language=lang,
+            about_a_fault=codes_or_fault_words(text),
+        )
         ranked = entries_over_their_pages(ranked, self._entry_pages(snap))
         # A manual the question names comes first: the technician said which machine it is.
         ranked.sort(key=lambda item: (item[0]["manual_sha256"] not in mentioned, -item[1]))
@@ -283,8 +326,15 @@ class ManualIndex:
             snap.entry_pages = entry_pages(snap.rows.values())
         return snap.entry_pages
 
-    def _unanswered(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]],
-                    semantic: list[tuple[int, float]], translated: list[tuple[int, float]], named_manual: bool) -> bool:
+    def _unanswered(
+        self,
+        snap: _Snapshot,
+        text: str,
+        lexical: list[tuple[int, float]],
+        semantic: list[tuple[int, float]],
+        translated: list[tuple[int, float]],
+        named_manual: bool,
+    ) -> bool:
         """Nothing is close in meaning, nothing holds most of the question's words, and the
         closest in meaning is not also among the best by words. The glossary's translation of
         the words counts only where nothing can be compared by meaning (an English question, a
@@ -294,7 +344,8 @@ class ManualIndex:
         if best >= MIN_SIMILARITY:
             return False
         if self._covered(snap, text, lexical) or (
-                (named_manual or not semantic) and self._concepts_covered(snap, text, translated)):
+            (named_manual or not semantic) and self._concepts_covered(snap, text, translated)
+        ):
             return False
         by_words = set().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical)))
         return not (best >= MIN_AGREED_SIMILARITY and bool(self._answer_keys(snap, semantic[0][0]) & by_words))
@@ -308,8 +359,10 @@ class ManualIndex:
 
     def _covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
         words = set(terms(text)) | set(code_terms(text))
-        return bool(words and found) and max(
-            self._coverage(snap, i, words) for i, _ in _best_groups(snap, found)) >= MIN_COVERAGE
+        return (
+            bool(words and found)
+            and max(self._coverage(snap, i, words) for i, _ in _best_groups(snap, found)) >= MIN_COVERAGE
+        )
 
     def _concepts_covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
         """Most of the question's glossary concepts are on one of the best rows, in any of their
@@ -328,8 +381,9 @@ class ManualIndex:
 
     def _row_words(self, snap: _Snapshot, record_id: int) -> set[str]:
         with self._lock:
-            head, body = snap.conn.execute("SELECT lex_head, lex_body FROM records WHERE id = ?",
-                                           (record_id,)).fetchone()
+            head, body = snap.conn.execute(
+                "SELECT lex_head, lex_body FROM records WHERE id = ?", (record_id,)
+            ).fetchone()
         return set(f"{head} {body}".split())
 
     # -- retrieval stages -------------------------------------------------
@@ -342,15 +396,24 @@ class ManualIndex:
         if not words:
             return []
         expression = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
-        sql = ("SELECT r.id, bm25(records_fts, 2.0, 1.0) FROM records_fts JOIN records r ON r.id = records_fts.rowid"
-               " WHERE records_fts MATCH ? AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)"
-               if scope.vendor or scope.model else
-               "SELECT rowid, bm25(records_fts, 2.0, 1.0) FROM records_fts WHERE records_fts MATCH ? AND '' = ? AND '' = ?")
-        params = (expression, scope_key(scope.vendor), scope_key(scope.model)) if scope.vendor or scope.model \
+        sql = (
+            "SELECT r.id, bm25(records_fts, 2.0, 1.0) FROM records_fts JOIN records r ON r.id = records_fts.rowid"
+            " WHERE records_fts MATCH ? AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)"
+            if scope.vendor or scope.model
+            else "SELECT rowid, bm25(records_fts, 2.0, 1.0) FROM records_fts WHERE records_fts MATCH ? AND '' = ? AND '' = ?"
+        )
+        params = (
+            (expression, scope_key(scope.vendor), scope_key(scope.model))
+            if scope.vendor or scope.model
             else (expression, "", "")
+        )
         with self._lock:
-            return [(i, score) for i, score in snap.conn.execute(
-                f"{sql} ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT {CANDIDATES}", params)]
+            return [
+                (i, score)
+                for i, score in snap.conn.execute(
+                    f"{sql} ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT {CANDIDATES}", params
+                )
+            ]
 
     def _informative(self, snap: _Snapshot, words: list[str]) -> list[str]:
         """The words worth a lookup, rarest first, within the postings budget (the rarest is
@@ -399,8 +462,16 @@ class ManualIndex:
         top = top[np.argsort(-sims[top])]
         return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0]
 
-    def _collapse(self, snap: _Snapshot, ranked: list[tuple[IndexRow, float, Match]], scope: Scope,
-                  version: str | None, lang: str, k: int, words: frozenset[str] = frozenset()) -> list[Hit]:
+    def _collapse(
+        self,
+        snap: _Snapshot,
+        ranked: list[tuple[IndexRow, float, Match]],
+        scope: Scope,
+        version: str | None,
+        lang: str,
+        k: int,
+        words: frozenset[str] = frozenset(),
+    ) -> list[Hit]:
         """One hit per machine and code: the asked-for (or newest) version, in the asker's language."""
         wanted = normalize_version(version) if version else ""
         groups: dict[Group, list[tuple[IndexRow, float, Match]]] = {}
@@ -433,13 +504,25 @@ class ManualIndex:
 
     def _siblings(self, snap: _Snapshot, vendor_key: str, model_key: str, key: str) -> list[IndexRow]:
         with self._lock:
-            return [snap.rows[i] for (i,) in snap.conn.execute(
-                "SELECT id FROM records WHERE vendor_key = ? AND model_key = ? AND code_key = ? AND kind = 'entry'"
-                " ORDER BY id",
-                (vendor_key, model_key, key))]
+            return [
+                snap.rows[i]
+                for (i,) in snap.conn.execute(
+                    "SELECT id FROM records WHERE vendor_key = ? AND model_key = ? AND code_key = ? AND kind = 'entry'"
+                    " ORDER BY id",
+                    (vendor_key, model_key, key),
+                )
+            ]
 
-    def _hit(self, snap: _Snapshot, row: IndexRow, siblings: list[IndexRow], scope: Scope, score: float, match: Match,
-             words: frozenset[str] = frozenset()) -> Hit:
+    def _hit(
+        self,
+        snap: _Snapshot,
+        row: IndexRow,
+        siblings: list[IndexRow],
+        scope: Scope,
+        score: float,
+        match: Match,
+        words: frozenset[str] = frozenset(),
+    ) -> Hit:
         applies = None
         if scope.vendor or scope.model:
             applies = bool(row["vendor_key"] or row["model_key"]) and _in_scope(row, scope)
@@ -449,32 +532,59 @@ class ManualIndex:
                 snap.page_rows = page_rows(snap.rows.values())
             row = best_passage(self._terms_of(snap, [row] + snap.page_rows[(row["manual_sha256"], row["page"])]), words)
         return Hit(
-            fault_code=row["code"], canonical_id=row["canonical_id"], title=row["title"] or row["manual_title"],
-            symptom=row["symptom"], cause=row["cause"], steps=json.loads(row["steps"]), manual=row["file"],
-            manual_sha256=row["manual_sha256"], manual_title=row["manual_title"], version=row["version"],
-            version_compatibility=(f"{row['version'] or 'unversioned'} manual" if page
-                                   else self._compatibility(snap, row, siblings)),
-            kind=row["kind"], ocr=bool(row["ocr"]), snippet=snippet(row, words),
-            language=row["language"], page=row["page"], pages=json.loads(row["pages"]), vendor=row["vendor"],
-            model=row["model"], scope=_scope_name(Scope(vendor=row["vendor"], model=row["model"])) or "all machines",
-            applies_to_device=applies, score=round(min(score, 1.0), 4), match=match,
+            fault_code=row["code"],
+            canonical_id=row["canonical_id"],
+            title=row["title"] or row["manual_title"],
+            symptom=row["symptom"],
+            cause=row["cause"],
+            steps=json.loads(row["steps"]),
+            manual=row["file"],
+            manual_sha256=row["manual_sha256"],
+            manual_title=row["manual_title"],
+            version=row["version"],
+            version_compatibility=(
+                f"{row['version'] or 'unversioned'} manual" if page else self._compatibility(snap, row, siblings)
+            ),
+            kind=row["kind"],
+            ocr=bool(row["ocr"]),
+            snippet=snippet(row, words),
+            language=row["language"],
+            page=row["page"],
+            pages=json.loads(row["pages"]),
+            vendor=row["vendor"],
+            model=row["model"],
+            scope=_scope_name(Scope(vendor=row["vendor"], model=row["model"])) or "all machines",
+            applies_to_device=applies,
+            score=round(min(score, 1.0), 4),
+            match=match,
         )
 
     def _terms_of(self, snap: _Snapshot, rows: list[IndexRow]) -> list[tuple[IndexRow, list[str]]]:
         """Rows with the index terms stored for them (what `terms` made of their text)."""
         ids = [row["id"] for row in rows]
         with self._lock:
-            stored = dict(snap.conn.execute(
-                f"SELECT id, lex_body FROM records WHERE id IN ({','.join('?' * len(ids))})", ids))
+            stored = dict(
+                snap.conn.execute(f"SELECT id, lex_body FROM records WHERE id IN ({','.join('?' * len(ids))})", ids)
+            )
         return [(row, stored[row["id"]].split()) for row in rows]
 
     def _compatibility(self, snap: _Snapshot, row: IndexRow, siblings: list[IndexRow]) -> str:
         versions = sorted({r["version"] for r in siblings if r["version"]}, key=version_order)
         with self._lock:
-            manual_versions = sorted({v for (v,) in snap.conn.execute(
-                "SELECT DISTINCT version FROM manuals WHERE vendor = ? AND model = ? AND version != ''",
-                (row["vendor"], row["model"]))}, key=version_order)
-        parts = [f"{row['version'] or 'unversioned'} manual" + (f" (valid for {row['valid_for']})" if row["valid_for"] else "")]
+            manual_versions = sorted(
+                {
+                    v
+                    for (v,) in snap.conn.execute(
+                        "SELECT DISTINCT version FROM manuals WHERE vendor = ? AND model = ? AND version != ''",
+                        (row["vendor"], row["model"]),
+                    )
+                },
+                key=version_order,
+            )
+        parts = [
+            f"{row['version'] or 'unversioned'} manual"
+            + (f" (valid for {row['valid_for']})" if row["valid_for"] else "")
+        ]
         missing = [v for v in manual_versions if v not in versions]
         if missing:
             parts.append(f"code not in the {', '.join(missing)} manual{'s' if len(missing) > 1 else ''}")
@@ -482,7 +592,9 @@ class ManualIndex:
         differ = [v for v, r in same_lang.items() if v != row["version"] and r["steps"] != row["steps"]]
         same = [v for v, r in same_lang.items() if v != row["version"] and r["steps"] == row["steps"]]
         if differ:
-            parts.append(f"steps differ in {', '.join(sorted(differ, key=version_order))}: follow the manual matching the machine's software")
+            parts.append(
+                f"steps differ in {', '.join(sorted(differ, key=version_order))}: follow the manual matching the machine's software"
+            )
         if same:
             parts.append(f"same steps in {', '.join(sorted(same, key=version_order))}")
         return "; ".join(parts)
@@ -493,16 +605,22 @@ class ManualIndex:
         codes = self._codes_in(snap, scope)
         key = code_key(code)
         prefix = re.sub(r"[^A-Z].*", "", key, flags=re.DOTALL)  # its leading capitals
-        near = sorted((k for k in codes if prefix and k.startswith(prefix) and len(k) == len(key)),
-                      key=lambda k: _distance(k, key))[:5]
-        near += [k for k in difflib.get_close_matches(key, list(codes), n=5, cutoff=0.6) if k not in near][: 5 - len(near)]
+        near = sorted(
+            (k for k in codes if prefix and k.startswith(prefix) and len(k) == len(key)),
+            key=lambda k: _distance(k, key),
+        )[:5]
+        near += [k for k in difflib.get_close_matches(key, list(codes), n=5, cutoff=0.6) if k not in near][
+            : 5 - len(near)
+        ]
         where = f"the {_scope_name(scope)} manuals" if scope.vendor or scope.model else "the indexed manuals"
         hint = f" Near codes: {', '.join(codes[k] for k in near)}." if near else ""
         return SearchResult(
             status="not_found",
             message=f"No entry for code {code!r} in {where}.{hint}",
-            suggestion=(f"Check the code on the HMI{' (did you mean ' + codes[near[0]] + '?)' if near else ''}, "
-                        "or describe the symptom in `query` instead."),
+            suggestion=(
+                f"Check the code on the HMI{' (did you mean ' + codes[near[0]] + '?)' if near else ''}, "
+                "or describe the symptom in `query` instead."
+            ),
         )
 
     def _codes_in(self, snap: _Snapshot, scope: Scope) -> dict[str, str]:
@@ -511,11 +629,16 @@ class ManualIndex:
         key = (scope_key(scope.vendor), scope_key(scope.model))
         with self._lock:
             if key not in snap.scope_codes:
-                snap.scope_codes[key] = {row["code_key"]: row["code"] for row in snap.rows.values()
-                                         if row["kind"] == "entry" and _in_scope(row, scope)}
+                snap.scope_codes[key] = {
+                    row["code_key"]: row["code"]
+                    for row in snap.rows.values()
+                    if row["kind"] == "entry" and _in_scope(row, scope)
+                }
             return snap.scope_codes[key]
 
-    def _version_not_found(self, snap: _Snapshot, asked: str, rows: list[IndexRow], version: str | None) -> SearchResult:
+    def _version_not_found(
+        self, snap: _Snapshot, asked: str, rows: list[IndexRow], version: str | None
+    ) -> SearchResult:
         available = sorted({r["version"] for r in rows if r["version"]}, key=version_order)
         return SearchResult(
             status="not_found",
@@ -553,17 +676,25 @@ class ManualIndex:
             conn.row_factory = sqlite3.Row
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             # The columns selected are IndexRow's, so each row is one.
-            rows = {row["id"]: cast(IndexRow, dict(row)) for row in conn.execute(
-                "SELECT r.id, r.kind, r.manual_sha256, r.code, r.code_key, r.canonical_id, r.title, r.symptom, r.cause,"
-                " r.steps, r.snippet, r.page, r.pages, r.ocr, r.fault, r.vendor, r.model, r.vendor_key, r.model_key,"
-                " r.version, r.language, m.file, m.title AS manual_title, m.valid_for"
-                " FROM records r JOIN manuals m ON m.sha256 = r.manual_sha256")}
-            manuals = {row["sha256"]: dict(row) for row in conn.execute(
-                "SELECT sha256, file, title, vendor, model, device FROM manuals")}
+            rows = {
+                row["id"]: cast(IndexRow, dict(row))
+                for row in conn.execute(
+                    "SELECT r.id, r.kind, r.manual_sha256, r.code, r.code_key, r.canonical_id, r.title, r.symptom, r.cause,"
+                    " r.steps, r.snippet, r.page, r.pages, r.ocr, r.fault, r.vendor, r.model, r.vendor_key, r.model_key,"
+                    " r.version, r.language, m.file, m.title AS manual_title, m.valid_for"
+                    " FROM records r JOIN manuals m ON m.sha256 = r.manual_sha256"
+                )
+            }
+            manuals = {
+                row["sha256"]: dict(row)
+                for row in conn.execute("SELECT sha256, file, title, vendor, model, device FROM manuals")
+            }
         except sqlite3.DatabaseError as exc:
             if conn is not None:
                 conn.close()
-            raise IndexMissing(f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`") from None
+            raise IndexMissing(
+                f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`"
+            ) from None
         conn.row_factory = None
         # Document counts per term, for leaving out words on every page, and a scratch table that
         # stems words as the index did (in this connection's own temporary database: the index
@@ -571,20 +702,26 @@ class ManualIndex:
         conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, records_fts, row)")
         conn.execute(f"CREATE VIRTUAL TABLE temp.stems USING fts5(word, tokenize='{FTS_TOKENIZER}')")
         conn.execute("CREATE VIRTUAL TABLE temp.stem_of USING fts5vocab(temp, stems, instance)")
-        snap = _Snapshot(signature=signature, conn=conn, rows=rows, model=meta.get("model", ""),
-                         names=ManualNames(manuals.values()))
+        snap = _Snapshot(
+            signature=signature, conn=conn, rows=rows, model=meta.get("model", ""), names=ManualNames(manuals.values())
+        )
         weakref.finalize(snap, conn.close)
         return snap
 
     def _vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
         if snap.ids is None or snap.vectors is None:
             if snap.model != self.embedder.identity:
-                raise IndexMissing(f"{self.path} was embedded with {snap.model!r}, not {self.embedder.identity!r}; "
-                                   "rebuild it with `fixloop index build`")
+                raise IndexMissing(
+                    f"{self.path} was embedded with {snap.model!r}, not {self.embedder.identity!r}; "
+                    "rebuild it with `fixloop index build`"
+                )
             pairs = snap.conn.execute("SELECT id, vector FROM records WHERE vector IS NOT NULL ORDER BY id").fetchall()
             snap.ids = np.array([i for i, _ in pairs], dtype=np.int64)
-            snap.vectors = (np.vstack([np.frombuffer(v, dtype=np.float32) for _, v in pairs]) if pairs
-                            else np.zeros((0, 1), dtype=np.float32))
+            snap.vectors = (
+                np.vstack([np.frombuffer(v, dtype=np.float32) for _, v in pairs])
+                if pairs
+                else np.zeros((0, 1), dtype=np.float32)
+            )
         return snap.ids, snap.vectors
 
     def _mask(self, snap: _Snapshot, scope: Scope, ids: np.ndarray) -> np.ndarray:
@@ -614,8 +751,12 @@ def _doc_counts(conn: sqlite3.Connection, words: list[str]) -> dict[str, int]:
     conn.execute("DELETE FROM temp.stems")
     conn.executemany("INSERT INTO temp.stems (rowid, word) VALUES (?, ?)", enumerate(words))
     counts = dict.fromkeys(words, 0)
-    counts.update((words[row], doc) for row, doc in conn.execute(
-        "SELECT s.doc, coalesce(v.doc, 0) FROM temp.stem_of s LEFT JOIN temp.vocab v ON v.term = s.term"))
+    counts.update(
+        (words[row], doc)
+        for row, doc in conn.execute(
+            "SELECT s.doc, coalesce(v.doc, 0) FROM temp.stem_of s LEFT JOIN temp.vocab v ON v.term = s.term"
+        )
+    )
     return counts
 
 
@@ -630,7 +771,8 @@ def _answers(result: SearchResult, mentioned: set[str]) -> bool:
 
 def _in_scope(row: IndexRow, scope: Scope) -> bool:
     return (not scope.vendor or row["vendor_key"] in ("", scope_key(scope.vendor))) and (
-        not scope.model or row["model_key"] in ("", scope_key(scope.model)))
+        not scope.model or row["model_key"] in ("", scope_key(scope.model))
+    )
 
 
 def _scope_name(scope: Scope) -> str:

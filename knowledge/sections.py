@@ -25,8 +25,9 @@ FAULT_WORDS = re.compile(
 # A page that pairs causes with remedies is a troubleshooting table wherever it sits (a scanned
 # manual's headings are unreadable; a quick guide's table has none).
 _CAUSE = re.compile(r"\b(?:causes?|reasons?)\b|原因", re.I)
-_REMEDY = re.compile(r"\b(?:remed(?:y|ies)|countermeasures?|corrective actions?|solutions?)\b|处理方法|处理措施|对策|解决方法",
-                     re.I)
+_REMEDY = re.compile(
+    r"\b(?:remed(?:y|ies)|countermeasures?|corrective actions?|solutions?)\b|处理方法|处理措施|对策|解决方法", re.I
+)
 _NUMBERED = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|第\s*[一二三四五六七八九十\d]{1,3}\s*[章节])\s*\S")
 _TOC_LEADER = re.compile(r"(?:\.\s*){4,}\d*\s*$|…{2,}")
 MAX_HEADING_WIDTH = 80

@@ -37,7 +37,6 @@ CASES = ROOT / "tests" / "eval" / "cases.jsonl"
 BASELINE = ROOT / "tests" / "eval" / "baseline.json"
 
 
-
 def run_scenarios(repeat: int) -> list[ScenarioResult]:
     results = []
     with tempfile.TemporaryDirectory() as workdir:
@@ -48,8 +47,11 @@ def run_scenarios(repeat: int) -> list[ScenarioResult]:
                     result = run_scenario(scenario, plant.config)
                     results.append(result)
                     mark = "ok  " if not result.problems else "FAIL"
-                    print(f"  {mark} {result.wall_s:5.2f} s  {scenario.name}"
-                          + (f"  -> {'; '.join(result.problems)}" if result.problems else ""), flush=True)
+                    print(
+                        f"  {mark} {result.wall_s:5.2f} s  {scenario.name}"
+                        + (f"  -> {'; '.join(result.problems)}" if result.problems else ""),
+                        flush=True,
+                    )
         finally:
             plant.close()
     return results
@@ -61,15 +63,22 @@ def report_scenarios(results: list[ScenarioResult]) -> bool:
     invented = sum(len(r.invented_shown) for r in results)
     unbacked = sum(len(r.unbacked) for r in results)
     within = sum(r.within_budget for r in results)
-    unexplained = sum(1 for r in results if any(p.startswith("record says") or "announced" in p or "raw reply" in p
-                                                  or "warning" in p for p in r.problems))
+    unexplained = sum(
+        1
+        for r in results
+        if any(
+            p.startswith("record says") or "announced" in p or "raw reply" in p or "warning" in p for p in r.problems
+        )
+    )
     print()
     print(f"scenarios: {len(SCENARIOS)}, runs: {len(results)}")
     print(f"invented facts shown:              {invented}   (target 0)")
     print(f"facts without evidence shown:      {unbacked}   (target 0)")
     print(f"runs within budget + {BUDGET_SLACK_S} s:       {within}/{len(results)}   (target all)")
-    print(f"run wall time:                     p50 {statistics.median(walls):.2f} s   p95 {pct(walls, 0.95):.2f} s   "
-          f"max {max(walls):.2f} s   vs budget {', '.join(f'{b:g}' for b in budgets)} s")
+    print(
+        f"run wall time:                     p50 {statistics.median(walls):.2f} s   p95 {pct(walls, 0.95):.2f} s   "
+        f"max {max(walls):.2f} s   vs budget {', '.join(f'{b:g}' for b in budgets)} s"
+    )
     print(f"records not saying what happened:  {unexplained}")
     return invented == 0 and unbacked == 0 and within == len(results) and unexplained == 0
 
@@ -77,8 +86,14 @@ def report_scenarios(results: list[ScenarioResult]) -> bool:
 def report_baseline() -> bool:
     env = {key: value for key, value in os.environ.items() if not key.startswith("FIXLOOP")}
     env["HF_HUB_OFFLINE"] = "1"
-    done = subprocess.run([sys.executable, "-m", "edge.cli.main", "eval", str(CASES), "--json", "--baseline", str(BASELINE)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "edge.cli.main", "eval", str(CASES), "--json", "--baseline", str(BASELINE)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if not done.stdout:
         print(f"regression set: fixloop eval failed: {done.stderr[-2000:]}")
         return False
@@ -86,8 +101,10 @@ def report_baseline() -> bool:
     summary = report["summary"]
     passed = sum(1 for case in report["cases"] if case["score"]["passed"])
     grounded = summary["metrics"]["grounded"]["rate"]
-    print(f"regression set ({CASES.relative_to(ROOT)}): {passed}/{len(report['cases'])} cases passed, "
-          f"grounded {grounded:.3f}, regressions vs baseline: {report['regressions'] or 'none'}")
+    print(
+        f"regression set ({CASES.relative_to(ROOT)}): {passed}/{len(report['cases'])} cases passed, "
+        f"grounded {grounded:.3f}, regressions vs baseline: {report['regressions'] or 'none'}"
+    )
     return done.returncode == 0 and not report["regressions"]
 
 

@@ -31,8 +31,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Press-3 shows E102, what should I do?"
 TARGET_S = 1.5
-HEAVY = ["spacy", "thinc", "sentence_transformers", "transformers", "torch", "pymupdf", "onnxruntime",
-         "fastapi", "uvicorn", "sqlite_utils"]
+HEAVY = [
+    "spacy",
+    "thinc",
+    "sentence_transformers",
+    "transformers",
+    "torch",
+    "pymupdf",
+    "onnxruntime",
+    "fastapi",
+    "uvicorn",
+    "sqlite_utils",
+]
 
 
 def fixloop_command() -> list[str]:
@@ -73,8 +83,11 @@ def percentile(values: list[float], share: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="cold runs per command (default 10)")
-    parser.add_argument("--state-dir", type=Path, help="state directory with (or for) the demo index "
-                                                        "(default: a temporary one, built first)")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="state directory with (or for) the demo index (default: a temporary one, built first)",
+    )
     args = parser.parse_args()
 
     with contextlib.ExitStack() as stack:
@@ -106,14 +119,18 @@ def main() -> int:
             walls = [wall for wall, _ in runs]
             cpus = [cpu for _, cpu in runs]
             p50 = statistics.median(walls)
-            print(f"{name:<58} {p50:>6.2f}s {percentile(walls, 0.95):>6.2f}s {min(walls):>6.2f}s "
-                  f"{statistics.median(cpus):>7.2f}s {p50 - base:>+13.2f}s")
+            print(
+                f"{name:<58} {p50:>6.2f}s {percentile(walls, 0.95):>6.2f}s {min(walls):>6.2f}s "
+                f"{statistics.median(cpus):>7.2f}s {p50 - base:>+13.2f}s"
+            )
         for name, argv in in_process.items():
             p50 = statistics.median(wall for wall, _ in samples[name])
             verdict = "met" if p50 <= TARGET_S else "missed"
             loaded = heavy_imports(argv, env)
-            print(f"{name}: p50 {p50:.2f} s, target ≤ {TARGET_S} s {verdict}; "
-                  f"heavy imports: {', '.join(loaded) or 'none'}")
+            print(
+                f"{name}: p50 {p50:.2f} s, target ≤ {TARGET_S} s {verdict}; "
+                f"heavy imports: {', '.join(loaded) or 'none'}"
+            )
     return 0
 
 

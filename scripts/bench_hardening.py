@@ -46,25 +46,37 @@ from tools.work_orders.signing import signed_headers
 TECHNICIAN = "bench-technician-token"
 ADMIN = "bench-admin-token"
 MB = 1024 * 1024
-QUESTIONS = [("Press-3 shows E102, what should I do?", "press-3"),
-             ("What is the spindle temperature on cnc-7 right now?", None),
-             ("What is the coolant level on press-3 right now?", None), ("cnc-7 shows F03", "cnc-7")]
-
-
-
+QUESTIONS = [
+    ("Press-3 shows E102, what should I do?", "press-3"),
+    ("What is the spindle temperature on cnc-7 right now?", None),
+    ("What is the coolant level on press-3 right now?", None),
+    ("cnc-7 shows F03", "cnc-7"),
+]
 
 
 @contextmanager
 def serve(state: Path, plc_port: int, llm_url: str | None = None, **env: str) -> Iterator[tuple[str, int]]:
     """`fixloop serve` in its own process on the demo plant; yields its URL and pid."""
     port = free_port()
-    environment = {**os.environ, "FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                   "FIXLOOP__SERVICE__PORT": str(port), "FIXLOOP__SERVICE__TECHNICIAN_TOKENS": f'["{TECHNICIAN}"]',
-                   "FIXLOOP__SERVICE__ADMIN_TOKEN": ADMIN, "FIXLOOP_LLM_URL": llm_url or "", **env}
+    environment = {
+        **os.environ,
+        "FIXLOOP_STATE_DIR": str(state),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "FIXLOOP__SERVICE__PORT": str(port),
+        "FIXLOOP__SERVICE__TECHNICIAN_TOKENS": f'["{TECHNICIAN}"]',
+        "FIXLOOP__SERVICE__ADMIN_TOKEN": ADMIN,
+        "FIXLOOP_LLM_URL": llm_url or "",
+        **env,
+    }
     for device in load_config(env={}).devices:
         environment[f"FIXLOOP__DEVICES__{device.upper()}__PLC__PORT"] = str(plc_port)
-    proc = subprocess.Popen([sys.executable, "-m", "edge.cli.main", "serve"], env=environment,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edge.cli.main", "serve"],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -122,11 +134,14 @@ class HealthProbe:
 
     def line(self, name: str) -> str:
         values = self.latencies_ms or [float("nan")]
-        return (f"{name:<38} p50 {statistics.median(values):7.1f} ms  p95 {pct(values, 0.95):7.1f} ms  "
-                f"max {max(values):7.1f} ms  ({len(self.latencies_ms)} probes, {self.failures} failed)")
+        return (
+            f"{name:<38} p50 {statistics.median(values):7.1f} ms  p95 {pct(values, 0.95):7.1f} ms  "
+            f"max {max(values):7.1f} ms  ({len(self.latencies_ms)} probes, {self.failures} failed)"
+        )
 
 
 # -- fuzzing ------------------------------------------------------------------
+
 
 def fuzz(url: str, examples: int) -> tuple[int, int, int]:
     """Requests sent, 5xx responses, invalid requests accepted."""
@@ -143,14 +158,20 @@ def fuzz(url: str, examples: int) -> tuple[int, int, int]:
         token = {"Authorization": f"Bearer {ADMIN if admin else TECHNICIAN}"}
         negatable = bool(list(operation.iter_parameters()) or operation.get_request_payload_content_types())
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE) if negatable else (GenerationMode.POSITIVE,):
+
             @given(case=operation.as_strategy(generation_mode=mode))
-            @hypothesis.settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
-                                 suppress_health_check=list(HealthCheck))
+            @hypothesis.settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
             def exercise(case: schemathesis.Case) -> None:
                 # Runs right below, within this iteration, so the loop's `token` and `mode` are the ones meant.
                 nonlocal sent, server_errors, accepted_invalid
-                response = case.call(base_url=url, timeout=60,
-                                     headers={} if schema.is_security_param_negated(case) else token)  # noqa: B023
+                headers = {} if schema.is_security_param_negated(case) else token  # noqa: B023
+                response = case.call(base_url=url, timeout=60, headers=headers)
                 sent += 1
                 server_errors += response.status_code >= 500
                 if mode is GenerationMode.NEGATIVE:  # noqa: B023
@@ -165,6 +186,7 @@ def fuzz(url: str, examples: int) -> tuple[int, int, int]:
 
 # -- bodies -------------------------------------------------------------------
 
+
 def stream_body(url: str, path: str, total: int) -> int:
     """Send a chunked body without credentials until the server answers; the bytes it took."""
     host, port = url.removeprefix("http://").split(":")
@@ -172,8 +194,10 @@ def stream_body(url: str, path: str, total: int) -> int:
     piece = b"x" * (256 * 1024)
     chunk = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
     with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                     "Transfer-Encoding: chunked\r\n\r\n".encode())
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n".encode()
+        )
         sock.settimeout(0.5)
         try:
             while sent < total:
@@ -207,6 +231,7 @@ def bodies(url: str, pid: int) -> tuple[float, float, float, list[int]]:
 
 
 # -- slowloris ----------------------------------------------------------------
+
 
 class Slowloris:
     def __init__(self, url: str, sockets: int, line_every_s: float = 10.0):
@@ -253,9 +278,17 @@ class Slowloris:
 
 # -- alarms and load ----------------------------------------------------------
 
+
 def post_alarm(url: str, secrets: list[str], n: int) -> int:
-    body = json.dumps({"event_id": f"bench-{n}", "device_id": "press-3", "fault_code": "E102",
-                       "occurred_at": "2026-03-02T08:15:00+00:00", "severity": "high"}).encode()
+    body = json.dumps(
+        {
+            "event_id": f"bench-{n}",
+            "device_id": "press-3",
+            "fault_code": "E102",
+            "occurred_at": "2026-03-02T08:15:00+00:00",
+            "severity": "high",
+        }
+    ).encode()
     headers = signed_headers(secrets, f"msg_bench_{n}_{time.time_ns()}", body, time.time())
     try:
         return httpx.post(f"{url}/v1/mes/alarms", content=body, headers=headers, timeout=120).status_code
@@ -328,11 +361,20 @@ def main() -> None:
                 lost_64 = lost_runs(url, 64)
 
             delay = args.llm_delay
-            reply = {"content": json.dumps({"thought": "done", "final_answer": "slow", "evidence": []}),
-                     "delay_s": delay}
-            with ScriptedLlmServer([reply]) as llm, \
-                    serve(state, plc_port, llm.url, FIXLOOP__LLM__TIMEOUT_S=str(delay + 10),
-                          FIXLOOP__LOOP__MAX_WALL_S=str(delay * 3)) as (url, pid):
+            reply = {
+                "content": json.dumps({"thought": "done", "final_answer": "slow", "evidence": []}),
+                "delay_s": delay,
+            }
+            with (
+                ScriptedLlmServer([reply]) as llm,
+                serve(
+                    state,
+                    plc_port,
+                    llm.url,
+                    FIXLOOP__LLM__TIMEOUT_S=str(delay + 10),
+                    FIXLOOP__LOOP__MAX_WALL_S=str(delay * 3),
+                ) as (url, pid),
+            ):
                 print(f"LLM-backed service up ({delay:g} s per reply); alarm storm…", flush=True)
                 alarm_idle = HealthProbe(url).measure(args.probe_s)
                 with concurrent.futures.ThreadPoolExecutor(args.alarms) as pool:
@@ -349,15 +391,21 @@ def main() -> None:
     print("\nfuzzing (schemathesis, valid + invalid, technician/admin token per route)")
     print(f"  requests {sent}   5xx {server_errors}   accepted invalid {accepted_invalid}   (targets 0 and 0)")
     print("bodies: 4 x 100 MB unauthenticated to /v1/mes/alarms + 1 x 100 MB to /v1/runs, chunked")
-    print(f"  RSS before {rss_before:.0f} MB   peak {rss_peak:.0f} MB   after {rss_after:.0f} MB   "
-          f"growth {rss_peak - rss_before:+.0f} MB  (target <= 50 MB)")
-    print(f"  sent before the server closed each connection (socket buffers; the service reads "
-          f"none of it): {', '.join(f'{t / MB:.1f} MB' for t in taken)}")
+    print(
+        f"  RSS before {rss_before:.0f} MB   peak {rss_peak:.0f} MB   after {rss_after:.0f} MB   "
+        f"growth {rss_peak - rss_before:+.0f} MB  (target <= 50 MB)"
+    )
+    print(
+        f"  sent before the server closed each connection (socket buffers; the service reads "
+        f"none of it): {', '.join(f'{t / MB:.1f} MB' for t in taken)}"
+    )
     print(f"/healthz on fresh connections ({args.probe_s:g} s each)")
     print("  " + idle.line("idle (baseline)"))
     print("  " + under_attack.line(f"slowloris, {args.slow_sockets} sockets"))
-    print(f"    (connections the server dropped: {dropped.get('connection_limit', 0):.0f} past max_connections, "
-          f"{dropped.get('header_timeout', 0):.0f} at the header timeout)")
+    print(
+        f"    (connections the server dropped: {dropped.get('connection_limit', 0):.0f} past max_connections, "
+        f"{dropped.get('header_timeout', 0):.0f} at the header timeout)"
+    )
     print("  " + alarm_idle.line("idle, LLM service (baseline)"))
     print("  " + during_alarms.line(f"{args.alarms} alarms vs a {delay:g} s LLM"))
     print(f"    (alarms refused 503 + Retry-After: {refused}, still running: {in_flight})   target: max <= 100 ms")

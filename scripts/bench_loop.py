@@ -34,14 +34,30 @@ from tools.contract import ToolContext
 from tools.plc.simulator import start_simulator
 
 SCRIPT = [
-    {"content": json.dumps({"thought": "code", "action": "search_maintenance_manual_by_fault_code",
-                            "args": {"fault_code": "E102", "device_id": "press-3"}})},
-    {"content": json.dumps({"thought": "sensor", "action": "read_plc_sensor_value",
-                            "args": {"device_id": "press-3", "sensor": "coolant_level"}})},
-    {"content": json.dumps({"thought": "done", "final_answer": "Stop the press and check the coolant.",
-                            "evidence": ["obs-1", "obs-2"]})},
+    {
+        "content": json.dumps(
+            {
+                "thought": "code",
+                "action": "search_maintenance_manual_by_fault_code",
+                "args": {"fault_code": "E102", "device_id": "press-3"},
+            }
+        )
+    },
+    {
+        "content": json.dumps(
+            {
+                "thought": "sensor",
+                "action": "read_plc_sensor_value",
+                "args": {"device_id": "press-3", "sensor": "coolant_level"},
+            }
+        )
+    },
+    {
+        "content": json.dumps(
+            {"thought": "done", "final_answer": "Stop the press and check the coolant.", "evidence": ["obs-1", "obs-2"]}
+        )
+    },
 ]
-
 
 
 def line(name: str, values: list[float]) -> str:
@@ -54,8 +70,9 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as state, ScriptedLlmServer(SCRIPT) as llm:
-        config = load_config(env={"FIXLOOP_STATE_DIR": state, "FIXLOOP_LLM_URL": llm.url,
-                                  "FIXLOOP__LOOP__MAX_WALL_S": "30"})
+        config = load_config(
+            env={"FIXLOOP_STATE_DIR": state, "FIXLOOP_LLM_URL": llm.url, "FIXLOOP__LOOP__MAX_WALL_S": "30"}
+        )
         index = build_demo_index(Path(state))
         config = config.model_copy(update={"knowledge": config.knowledge.model_copy(update={"index_file": str(index)})})
         endpoint = config.devices["press-3"].plc
@@ -96,8 +113,10 @@ def main() -> None:
     print(line("  tool time (in loop)", tool_ms))
     print(line("baseline: bare HTTP round trip", bare_http))
     print(line("baseline: bare manual lookup", bare_tool))
-    print(f"overhead p95 / bare HTTP p95: {pct(overhead, 0.95) / pct(bare_http, 0.95):.2f}x   "
-          f"target overhead p95 <= 15 ms: {'met' if pct(overhead, 0.95) <= 15 else 'NOT met'}")
+    print(
+        f"overhead p95 / bare HTTP p95: {pct(overhead, 0.95) / pct(bare_http, 0.95):.2f}x   "
+        f"target overhead p95 <= 15 ms: {'met' if pct(overhead, 0.95) <= 15 else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,9 @@ def main() -> int:
     if not args.reuse:
         Embedder(args.model).load()  # the model load is start-up, not indexing
         # Text pages alone first (OCR off), so their rate is not mixed with OCR running beside them.
-        text_only = build_index([args.pdfs], Path(tempfile.mkdtemp()) / "text-only.sqlite", model_path=args.model,
-                                ocr=False)
+        text_only = build_index(
+            [args.pdfs], Path(tempfile.mkdtemp()) / "text-only.sqlite", model_path=args.model, ocr=False
+        )
         report = build_index([args.pdfs], db, model_path=args.model)
         print_build(report, text_only)
     queries = load(args.queries) + (load(args.unanswerable) if args.unanswerable.exists() else [])
@@ -65,19 +66,26 @@ def main() -> int:
     print_recall(ranks)
     print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
     encoder_file = encoder_path(db, index.embedder.identity)
-    exported = (f", with the ONNX export {percentiles(timed(QuestionEncoder(encoder_file).encode, queries))}"
-                if encoder_file.exists() else " (no ONNX export beside the index: searches used PyTorch)")
-    print(f"  baselines in this run: BM25 only {percentiles(timed(lambda q: index.search(q, k=5, mode='lexical'), queries))}"
-          f"; the question's embedding alone with PyTorch {percentiles(timed(lambda q: index.embedder.encode([q]), queries))}"
-          + exported)
+    exported = (
+        f", with the ONNX export {percentiles(timed(QuestionEncoder(encoder_file).encode, queries))}"
+        if encoder_file.exists()
+        else " (no ONNX export beside the index: searches used PyTorch)"
+    )
+    print(
+        f"  baselines in this run: BM25 only {percentiles(timed(lambda q: index.search(q, k=5, mode='lexical'), queries))}"
+        f"; the question's embedding alone with PyTorch {percentiles(timed(lambda q: index.embedder.encode([q]), queries))}"
+        + exported
+    )
     if args.pad:
         padded = pad_index(db, args.pad, index.embedder.identity)
         big = ManualIndex(padded, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
         big.warm()
         _, big_times = evaluate(big, queries, False)
         rows = sqlite3.connect(padded).execute("SELECT count(*) FROM records").fetchone()[0]
-        print(f"search latency on {rows:,} rows: {percentiles(big_times)}  (baseline, {count_rows(db):,} rows: "
-              f"{percentiles(times)})")
+        print(
+            f"search latency on {rows:,} rows: {percentiles(big_times)}  (baseline, {count_rows(db):,} rows: "
+            f"{percentiles(times)})"
+        )
     return 0
 
 
@@ -87,15 +95,21 @@ def load(path: Path) -> list[dict]:
 
 def print_build(report, text_only) -> None:
     text_pages = sum(m.text_pages for m in text_only.manuals)
-    print(f"index build {report.elapsed_s:.1f} s for {report.pages} pages ({report.pages / report.elapsed_s:.1f} pages/s "
-          f"with OCR); text pages alone (OCR off): {text_pages} in {text_only.elapsed_s:.1f} s = "
-          f"{text_pages / text_only.elapsed_s:.1f} pages/s; {report.ocr_pages} OCR pages in {report.ocr_s:.1f} s of OCR"
-          + (f" ({report.ocr_pages / report.ocr_s:.2f} pages/s)" if report.ocr_s else ""))
-    print(f"{'manual':45s} {'pages':>5s} {'text':>5s} {'ocr':>4s} {'empty':>5s} {'sections':>8s} {'entries':>7s} "
-          f"{'passages':>8s}  vendor / model / version / lang")
+    print(
+        f"index build {report.elapsed_s:.1f} s for {report.pages} pages ({report.pages / report.elapsed_s:.1f} pages/s "
+        f"with OCR); text pages alone (OCR off): {text_pages} in {text_only.elapsed_s:.1f} s = "
+        f"{text_pages / text_only.elapsed_s:.1f} pages/s; {report.ocr_pages} OCR pages in {report.ocr_s:.1f} s of OCR"
+        + (f" ({report.ocr_pages / report.ocr_s:.2f} pages/s)" if report.ocr_s else "")
+    )
+    print(
+        f"{'manual':45s} {'pages':>5s} {'text':>5s} {'ocr':>4s} {'empty':>5s} {'sections':>8s} {'entries':>7s} "
+        f"{'passages':>8s}  vendor / model / version / lang"
+    )
     for m in report.manuals:
-        print(f"{m.file[:45]:45s} {m.pages:5d} {m.text_pages:5d} {len(m.ocr_pages):4d} {len(m.scanned_pages):5d} "
-              f"{m.fault_sections:8d} {m.records:7d} {m.passages:8d}  {m.vendor} / {m.model} / {m.version} / {m.language}")
+        print(
+            f"{m.file[:45]:45s} {m.pages:5d} {m.text_pages:5d} {len(m.ocr_pages):4d} {len(m.scanned_pages):5d} "
+            f"{m.fault_sections:8d} {m.records:7d} {m.passages:8d}  {m.vendor} / {m.model} / {m.version} / {m.language}"
+        )
 
 
 def evaluate(index: ManualIndex, queries: list[dict], show_misses: bool) -> tuple[dict[str, list], list[float]]:
@@ -136,8 +150,10 @@ def print_recall(ranks: dict[str, list]) -> None:
     for kind, rs in sorted(ranks.items()):
         n = len(rs)
         if kind == "none":
-            print(f"{'none':8s} n={n:2d} false-hit rate={sum(r is None for r in rs) / n:.2f} "
-                  "(answered although no manual answers)")
+            print(
+                f"{'none':8s} n={n:2d} false-hit rate={sum(r is None for r in rs) / n:.2f} "
+                "(answered although no manual answers)"
+            )
             continue
         at = {k: sum(1 for r in rs if r and r <= k) / n for k in (1, 3, 5)}
         mrr = sum(1 / r for r in rs if r) / n
@@ -168,13 +184,22 @@ def pad_index(db: Path, rows: int, identity: str) -> Path:
     copy = 0
     while conn.execute("SELECT count(*) FROM records").fetchone()[0] < rows:
         copy += 1
-        conn.execute(f"INSERT INTO manuals ({', '.join(manual_columns)}) SELECT "
-                     + ", ".join(f"{c} || '-pad{copy}'" if c in ("sha256", "file") else c for c in manual_columns)
-                     + " FROM manuals WHERE sha256 NOT LIKE '%-pad%'")
-        select = ", ".join(f"manual_sha256 || '-pad{copy}'" if c == "manual_sha256"
-                           else f"vendor_key || 'PAD{copy}'" if c == "vendor_key" else c for c in columns)
-        conn.execute(f"INSERT INTO records ({', '.join(columns)}) SELECT {select} FROM records WHERE id <= ?",
-                     (original,))
+        conn.execute(
+            f"INSERT INTO manuals ({', '.join(manual_columns)}) SELECT "
+            + ", ".join(f"{c} || '-pad{copy}'" if c in ("sha256", "file") else c for c in manual_columns)
+            + " FROM manuals WHERE sha256 NOT LIKE '%-pad%'"
+        )
+        select = ", ".join(
+            f"manual_sha256 || '-pad{copy}'"
+            if c == "manual_sha256"
+            else f"vendor_key || 'PAD{copy}'"
+            if c == "vendor_key"
+            else c
+            for c in columns
+        )
+        conn.execute(
+            f"INSERT INTO records ({', '.join(columns)}) SELECT {select} FROM records WHERE id <= ?", (original,)
+        )
     conn.execute("DELETE FROM records WHERE id > ?", (rows,))
     conn.execute("INSERT INTO records_fts(records_fts) VALUES ('rebuild')")
     conn.commit()

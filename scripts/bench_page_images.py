@@ -59,8 +59,12 @@ Request = tuple[str, str, Path, int, str | None]  # corpus, manual id, pdf, page
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pdfs", type=Path, default=ROOT / "devcorpus-pdfs",
-                        help="folder of vendor PDFs (default: devcorpus-pdfs; skipped when absent)")
+    parser.add_argument(
+        "--pdfs",
+        type=Path,
+        default=ROOT / "devcorpus-pdfs",
+        help="folder of vendor PDFs (default: devcorpus-pdfs; skipped when absent)",
+    )
     parser.add_argument("--db", type=Path, help="an index of those PDFs to reuse (default: build one, without OCR)")
     parser.add_argument("--pages", type=int, default=12, help="pages without an entry to request per manual")
     args = parser.parse_args()
@@ -92,12 +96,15 @@ def main() -> int:
             http = over_http(indexes[name], work / "service" / name, todo)
             results.update({(name, f"HTTP, {stage}"): times for stage, times in http.items()})
         for (name, stage), times in results.items():
-            table.add_row(name, stage, str(len(times)), f"{pct(times, 0.5):.1f}", f"{pct(times, 0.95):.1f}",
-                          f"{max(times):.1f}")
+            table.add_row(
+                name, stage, str(len(times)), f"{pct(times, 0.5):.1f}", f"{pct(times, 0.95):.1f}", f"{max(times):.1f}"
+            )
         console.print(table)
         verdicts(results)
-    console.print(f"[dim]machine: {os.cpu_count()} cores, load average at start {load_start:.2f}, "
-                  f"at end {os.getloadavg()[0]:.2f}[/]")
+    console.print(
+        f"[dim]machine: {os.cpu_count()} cores, load average at start {load_start:.2f}, "
+        f"at end {os.getloadavg()[0]:.2f}[/]"
+    )
     return 0
 
 
@@ -105,8 +112,9 @@ def plan(db: Path, corpus: str, others: int) -> list[Request]:
     """Each page that holds an entry, highlighted (its first entry), then up to `others` pages a manual without."""
     with sqlite3.connect(db) as conn:
         manuals = conn.execute("SELECT sha256, path, pages FROM manuals ORDER BY file").fetchall()
-        entries = conn.execute("SELECT manual_sha256, page, code, boxes FROM records WHERE kind = 'entry' "
-                               "ORDER BY id").fetchall()
+        entries = conn.execute(
+            "SELECT manual_sha256, page, code, boxes FROM records WHERE kind = 'entry' ORDER BY id"
+        ).fetchall()
     cited: dict[tuple[str, int], str] = {}
     for sha, page, code, boxes in entries:
         if any(box[0] == page for box in json.loads(boxes or "[]")):
@@ -151,10 +159,14 @@ def service_on(index: Path, state: Path) -> Service:
     state.mkdir(parents=True)
     shutil.copy(index, state / "manuals.sqlite")
     config = load_config(env={"FIXLOOP_STATE_DIR": str(state)})
-    return Service(config.model_copy(update={
-        "knowledge": config.knowledge.model_copy(update={"index_file": "manuals.sqlite"}),
-        "service": config.service.model_copy(update={"technician_tokens": [TOKEN]}),
-    }))
+    return Service(
+        config.model_copy(
+            update={
+                "knowledge": config.knowledge.model_copy(update={"index_file": "manuals.sqlite"}),
+                "service": config.service.model_copy(update={"technician_tokens": [TOKEN]}),
+            }
+        )
+    )
 
 
 def over_http(index: Path, state: Path, todo: list[Request]) -> dict[str, list[float]]:
@@ -166,27 +178,34 @@ def over_http(index: Path, state: Path, todo: list[Request]) -> dict[str, list[f
     def bare_file(name: str) -> Response:
         return Response((images.cache_dir / name).read_bytes(), media_type="image/png")
 
-    with ServerThread(create_app(service), "127.0.0.1", free_port(), limits=service.config.service) as server, \
-            ServerThread(bare, "127.0.0.1", free_port()) as bare_server, \
-            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client, \
-            httpx.Client(base_url=bare_server.url) as plain:
+    with (
+        ServerThread(create_app(service), "127.0.0.1", free_port(), limits=service.config.service) as server,
+        ServerThread(bare, "127.0.0.1", free_port()) as bare_server,
+        httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client,
+        httpx.Client(base_url=bare_server.url) as plain,
+    ):
         wait_warm(service)
         etags: dict[Request, str] = {}
 
         def get(request: Request, revalidate: bool = False) -> None:
             _, sha, _, page, entry = request
             url = f"/v1/manuals/{sha}/pages/{page}.png"
-            response = client.get(url, params={"entry": entry} if entry else None,
-                                  headers={"If-None-Match": etags[request]} if revalidate else None)
+            response = client.get(
+                url,
+                params={"entry": entry} if entry else None,
+                headers={"If-None-Match": etags[request]} if revalidate else None,
+            )
             if response.status_code != (304 if revalidate else 200):
                 raise SystemExit(f"{url}: HTTP {response.status_code} {response.text[:200]}")
             etags[request] = response.headers["etag"]
 
-        measured = {"uncached": timed(todo, get), "cached": timed(todo, get),
-                    "304 revalidation": timed(todo, lambda r: get(r, revalidate=True))}
+        measured = {
+            "uncached": timed(todo, get),
+            "cached": timed(todo, get),
+            "304 revalidation": timed(todo, lambda r: get(r, revalidate=True)),
+        }
         files = {request: f"/bare/{images.locate(request[1], request[3], request[4]).key}.png" for request in todo}
-        measured["baseline: the same files, bare route"] = timed(
-            todo, lambda r: plain.get(files[r]).raise_for_status())
+        measured["baseline: the same files, bare route"] = timed(todo, lambda r: plain.get(files[r]).raise_for_status())
         return measured
 
 
@@ -200,8 +219,9 @@ def verdicts(results: dict[tuple[str, str], list[float]]) -> None:
     for name in dict.fromkeys(name for name, _ in results):
         naive = pct(results[name, "baseline: naive render + MuPDF PNG"], 0.95)
         ours = pct(results[name, "library, uncached"], 0.95)
-        console.print(f"{name}: uncached p95 is {ours / naive:.2f}x the naive render's (highlight and cache write "
-                      f"included)")
+        console.print(
+            f"{name}: uncached p95 is {ours / naive:.2f}x the naive render's (highlight and cache write included)"
+        )
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ from tools.plc.tool import PlcReadArgs, PlcReadTool
 CTX = ToolContext(request_id="bench", run_id="bench", loop_step=1)
 
 
-
 def timed(fn, n: int) -> list[float]:
     out = []
     for _ in range(n):
@@ -49,11 +48,14 @@ def timed(fn, n: int) -> list[float]:
 
 def hundred_sensor_device(port: int) -> dict[str, DeviceConfig]:
     sensors = {
-        f"s{i:03d}": SensorConfig(address=i, data_type="int16", scale=0.1, unit="°C", plausible_min=-20,
-                                  plausible_max=150, alarm_high=85)
+        f"s{i:03d}": SensorConfig(
+            address=i, data_type="int16", scale=0.1, unit="°C", plausible_min=-20, plausible_max=150, alarm_high=85
+        )
         for i in range(100)
     }
-    return {"line-1": DeviceConfig(id="line-1", plc=PlcEndpoint(host="127.0.0.1", port=port, unit_id=1), sensors=sensors)}
+    return {
+        "line-1": DeviceConfig(id="line-1", plc=PlcEndpoint(host="127.0.0.1", port=port, unit_id=1), sensors=sensors)
+    }
 
 
 def main() -> int:

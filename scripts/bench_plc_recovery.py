@@ -50,8 +50,6 @@ PARALLEL = 16
 SLOW_S = 0.3
 
 
-
-
 class Simulator:
     """`fixloop plc-sim` in a child process, driven over its fault-injection port."""
 
@@ -59,9 +57,21 @@ class Simulator:
         self.port, control_port = free_port(), free_port()
         self.control = f"http://127.0.0.1:{control_port}"
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "edge.cli.main", "plc-sim", "--host", "127.0.0.1", "--port", str(self.port),
-             "--control-port", str(control_port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[1],
+            [
+                sys.executable,
+                "-m",
+                "edge.cli.main",
+                "plc-sim",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--control-port",
+                str(control_port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parents[1],
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -130,6 +140,7 @@ def parallel_asks(sim: Simulator, tool: PlcReadTool, opened: list[dict]) -> dict
     sim.fault(fault="slow", device=DEVICE, seconds=SLOW_S)
     before = len(opened)
     try:
+
         def timed(i: int) -> tuple[dict, float]:
             started = time.perf_counter()
             fields = ask(tool, sensors[i % len(sensors)])
@@ -155,7 +166,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--poll-interval", type=float, help="poller interval in s (default: [plc] poll_interval_s)")
-    parser.add_argument("--down-s", type=float, default=20.0, help="how long the PLC stays silent once its breaker is open")
+    parser.add_argument(
+        "--down-s", type=float, default=20.0, help="how long the PLC stays silent once its breaker is open"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     console = Console()
@@ -178,9 +191,11 @@ def main() -> int:
         poller = Poller(poller_gateway, interval, on_cycle=on_cycle)
         poller.start()
         try:
-            console.print(f"\\[plc] read budget {plc.read_budget_ms} ms, breaker after {plc.breaker_threshold} failures, "
-                          f"open {plc.breaker_first_open_s:g} s doubling to {plc.breaker_open_s:g} s; poll every {interval:g} s; "
-                          f"simulator in its own process on 127.0.0.1:{sim.port}")
+            console.print(
+                f"\\[plc] read budget {plc.read_budget_ms} ms, breaker after {plc.breaker_threshold} failures, "
+                f"open {plc.breaker_first_open_s:g} s doubling to {plc.breaker_open_s:g} s; poll every {interval:g} s; "
+                f"simulator in its own process on 127.0.0.1:{sim.port}"
+            )
             wait_until(lambda: ask(tool)["source"] == "live", 30)
             recoveries, failures = [], []
             jitter = random.Random(12)
@@ -190,8 +205,10 @@ def main() -> int:
                 seconds, count = recovery_trial(sim, tool, down_s, timeout_s=interval * 3 + 60)
                 recoveries.append(seconds)
                 failures.append(count)
-                console.print(f"trial {n}: live {seconds:.1f} s after the PLC returned "
-                              f"(unit breaker open window then {plc.breaker_window_s(count):g} s)")
+                console.print(
+                    f"trial {n}: live {seconds:.1f} s after the PLC returned "
+                    f"(unit breaker open window then {plc.breaker_window_s(count):g} s)"
+                )
             parallel = parallel_asks(sim, tool, opened)
         finally:
             poller.stop()
@@ -201,17 +218,34 @@ def main() -> int:
 
     spacing = [b - a for a, b in pairwise(cycles)]
     measured = statistics.median(spacing) if spacing else float("nan")
-    table = Table(title=f"Live again after the PLC's return ({args.trials} trials, down {args.down_s:g} s + jitter with the breaker open)")
+    table = Table(
+        title=f"Live again after the PLC's return ({args.trials} trials, down {args.down_s:g} s + jitter with the breaker open)"
+    )
     for column in ("", "p50 s", "p95 s", "max s"):
         table.add_column(column, justify="right" if column else "left")
-    table.add_row("fixloop: first live answer", f"{pct(recoveries, 0.5):.1f}", f"{pct(recoveries, 0.95):.1f}",
-                  f"{max(recoveries):.1f}")
-    table.add_row("baseline: poll interval (measured)", f"{measured:.1f}", f"{pct(spacing, 0.95):.1f}" if spacing else "-",
-                  f"{max(spacing):.1f}" if spacing else "-")
-    table.add_row("before: breaker open window", f"{plc.breaker_open_s:g}", f"{plc.breaker_open_s:g}", "(configured, not waited for)")
+    table.add_row(
+        "fixloop: first live answer",
+        f"{pct(recoveries, 0.5):.1f}",
+        f"{pct(recoveries, 0.95):.1f}",
+        f"{max(recoveries):.1f}",
+    )
+    table.add_row(
+        "baseline: poll interval (measured)",
+        f"{measured:.1f}",
+        f"{pct(spacing, 0.95):.1f}" if spacing else "-",
+        f"{max(spacing):.1f}" if spacing else "-",
+    )
+    table.add_row(
+        "before: breaker open window",
+        f"{plc.breaker_open_s:g}",
+        f"{plc.breaker_open_s:g}",
+        "(configured, not waited for)",
+    )
     console.print(table)
-    console.print(f"p95 recovery / measured poll interval = {pct(recoveries, 0.95) / measured:.2f} "
-                  f"(target: live within 30 s: {'met' if max(recoveries) <= 30 else 'missed'})")
+    console.print(
+        f"p95 recovery / measured poll interval = {pct(recoveries, 0.95) / measured:.2f} "
+        f"(target: live within 30 s: {'met' if max(recoveries) <= 30 else 'missed'})"
+    )
 
     ms = parallel["ms"]
     console.print(

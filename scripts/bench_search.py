@@ -48,8 +48,12 @@ console = Console()
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=ROOT / ".." / "shared" / "corpus",
-                        help="third-party fault-code corpus with normalized/entries.jsonl (default: ../shared/corpus)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=ROOT / ".." / "shared" / "corpus",
+        help="third-party fault-code corpus with normalized/entries.jsonl (default: ../shared/corpus)",
+    )
     parser.add_argument("--queries", type=Path, default=ROOT / "tests" / "data" / "search_queries.jsonl")
     parser.add_argument("--min-records", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5, help="latency: passes over the query set")
@@ -84,13 +88,17 @@ def main() -> int:
         latency = measure(index, queries, scopes, args.rounds)
 
     failed = [m for m in report.manuals if m.status == "failed"]
-    console.print(f"[dim]machine: {os.cpu_count()} cores, load average at start {load_start:.2f}, at end {os.getloadavg()[0]:.2f} "
-                  "(other processes compete for the same cores)[/]")
-    console.print(f"[bold]Indexing[/] {len(report.manuals)} manuals ({len(demo_pdfs)} demo, {len(corpus_pdfs)} from the corpus), "
-                  f"{report.pages} pages, {records_before} records in {report.elapsed_s:.1f} s: "
-                  f"[bold]{report.pages / report.elapsed_s:.1f} pages/s[/] "
-                  f"({records_before / report.elapsed_s:.0f} records/s; model load {load_s:.1f} s not included; "
-                  f"{report.scanned_pages} scanned pages reported; {len(failed)} failed)")
+    console.print(
+        f"[dim]machine: {os.cpu_count()} cores, load average at start {load_start:.2f}, at end {os.getloadavg()[0]:.2f} "
+        "(other processes compete for the same cores)[/]"
+    )
+    console.print(
+        f"[bold]Indexing[/] {len(report.manuals)} manuals ({len(demo_pdfs)} demo, {len(corpus_pdfs)} from the corpus), "
+        f"{report.pages} pages, {records_before} records in {report.elapsed_s:.1f} s: "
+        f"[bold]{report.pages / report.elapsed_s:.1f} pages/s[/] "
+        f"({records_before / report.elapsed_s:.0f} records/s; model load {load_s:.1f} s not included; "
+        f"{report.scanned_pages} scanned pages reported; {len(failed)} failed)"
+    )
     console.print(f"[bold]Search index[/] {total} records after padding with corpus copies under other vendor names")
     print_quality(quality)
     print_latency(latency)
@@ -98,6 +106,7 @@ def main() -> int:
 
 
 # -- corpus to PDF ----------------------------------------------------------
+
 
 def render_corpus(entries_file: Path, out: Path) -> list[Path]:
     out.mkdir(parents=True)
@@ -112,11 +121,18 @@ def render_corpus(entries_file: Path, out: Path) -> list[Path]:
         faults = [_fault(e) for e in entries]
         stem = re.sub(r"[^A-Za-z0-9]+", "-", Path(file).stem).strip("-")
         manual = ManualDoc(
-            title=f"{source} {stem} fault reference", vendor=source.title(), model=stem.upper(), version="V1.0",
-            language="en", valid_for=f"{source} {stem}", header=f"{source} · {stem} · fault reference · V1.0",
-            footer_note=f"{source} documentation (third-party corpus)", heading="Error {code}: {title}",
+            title=f"{source} {stem} fault reference",
+            vendor=source.title(),
+            model=stem.upper(),
+            version="V1.0",
+            language="en",
+            valid_for=f"{source} {stem}",
+            header=f"{source} · {stem} · fault reference · V1.0",
+            footer_note=f"{source} documentation (third-party corpus)",
+            heading="Error {code}: {title}",
             intro=f"Fault codes of {source}, rendered from the corpus for benchmarking.",
-            table_faults=faults[::2], text_faults=faults[1::2],
+            table_faults=faults[::2],
+            text_faults=faults[1::2],
         )
         path = out / f"{source}_{stem}.pdf"
         render_pdf(manual, path)
@@ -127,11 +143,13 @@ def render_corpus(entries_file: Path, out: Path) -> list[Path]:
 def _fault(entry: dict) -> FaultEntry:
     def clean(value) -> str:
         return "" if value in (None, "None") else re.sub(r"\s+", " ", str(value)).strip()
+
     text, remedy = clean(entry.get("text")), clean(entry.get("remedy"))
     steps = [s for s in re.split(r"(?<=[.!?])\s+", remedy or text) if s] or ["See the vendor documentation."]
     title = clean(entry.get("title")) or (text.split(".")[0][:80] if text else entry["code"])
-    return FaultEntry(code=entry["code"], title=title, symptom=text if remedy else "",
-                      cause=clean(entry.get("cause")), steps=steps)
+    return FaultEntry(
+        code=entry["code"], title=title, symptom=text if remedy else "", cause=clean(entry.get("cause")), steps=steps
+    )
 
 
 def pad(db: Path, min_records: int) -> int:
@@ -145,9 +163,12 @@ def pad(db: Path, min_records: int) -> int:
         copy += 1
         select = ", ".join(
             f"vendor || ' copy {copy}'" if c == "vendor" else f"vendor_key || 'COPY{copy}'" if c == "vendor_key" else c
-            for c in columns)
-        conn.execute(f"INSERT INTO records ({', '.join(columns)}) SELECT {select} FROM records "
-                     f"WHERE vendor_key NOT IN {demo_vendors} AND vendor_key NOT LIKE '%COPY%'")
+            for c in columns
+        )
+        conn.execute(
+            f"INSERT INTO records ({', '.join(columns)}) SELECT {select} FROM records "
+            f"WHERE vendor_key NOT IN {demo_vendors} AND vendor_key NOT LIKE '%COPY%'"
+        )
         count = conn.execute("SELECT count(*) FROM records").fetchone()[0]
     conn.execute("INSERT INTO records_fts(records_fts) VALUES('rebuild')")
     conn.commit()
@@ -157,10 +178,14 @@ def pad(db: Path, min_records: int) -> int:
 
 # -- quality ----------------------------------------------------------------
 
+
 def relevant(hit, query: dict, scope: Scope | None) -> bool:
     if code_key(hit.fault_code) != code_key(query["expect"]):
         return False
-    return scope is None or (scope_key(hit.vendor), scope_key(hit.model)) == (scope_key(scope.vendor), scope_key(scope.model))
+    return scope is None or (scope_key(hit.vendor), scope_key(hit.model)) == (
+        scope_key(scope.vendor),
+        scope_key(scope.model),
+    )
 
 
 def evaluate(index: ManualIndex, queries: list[dict], scopes: dict[str, Scope]) -> dict:
@@ -188,8 +213,10 @@ def evaluate(index: ManualIndex, queries: list[dict], scopes: dict[str, Scope]) 
 
 def print_quality(results: dict) -> None:
     kinds = sorted(next(iter(results.values()))[0])
-    table = Table(title="Recall on the labelled query set (device-scoped, index padded past the record target)",
-                  title_justify="left")
+    table = Table(
+        title="Recall on the labelled query set (device-scoped, index padded past the record target)",
+        title_justify="left",
+    )
     table.add_column("queries")
     for name in results:
         table.add_column(f"{name}\nR@1 / R@3", justify="right")
@@ -202,18 +229,26 @@ def print_quality(results: dict) -> None:
     console.print(table)
     for name, (_, misses) in results.items():
         if misses:
-            console.print(f"[dim]{name} misses@3 ({len(misses)}): " + "; ".join(misses[:8]) + (" …" if len(misses) > 8 else "") + "[/]")
+            console.print(
+                f"[dim]{name} misses@3 ({len(misses)}): "
+                + "; ".join(misses[:8])
+                + (" …" if len(misses) > 8 else "")
+                + "[/]"
+            )
 
 
 # -- latency ----------------------------------------------------------------
+
 
 def measure(index: ManualIndex, queries: list[dict], scopes: dict[str, Scope], rounds: int) -> dict[str, list[float]]:
     timings: dict[str, list[float]] = defaultdict(list)
     for _ in range(rounds):
         for query in queries:
             scope = scopes.get(query.get("device"))
-            for name, run in (("hybrid", partial(index.query, query["query"], scope, k=3)),
-                              ("BM25 only", partial(index.search, query["query"], scope, k=3, mode="lexical"))):
+            for name, run in (
+                ("hybrid", partial(index.query, query["query"], scope, k=3)),
+                ("BM25 only", partial(index.search, query["query"], scope, k=3, mode="lexical")),
+            ):
                 started = time.perf_counter()
                 run()
                 timings[f"{name} · {query['kind']}"].append((time.perf_counter() - started) * 1000)
@@ -226,8 +261,13 @@ def print_latency(timings: dict[str, list[float]]) -> None:
         table.add_column(column, justify="left" if column.startswith("system") else "right")
     for name, values in sorted(timings.items()):
         values = sorted(values)
-        table.add_row(name, str(len(values)), f"{statistics.median(values):.2f}",
-                      f"{values[int(0.95 * (len(values) - 1))]:.2f}", f"{values[-1]:.2f}")
+        table.add_row(
+            name,
+            str(len(values)),
+            f"{statistics.median(values):.2f}",
+            f"{values[int(0.95 * (len(values) - 1))]:.2f}",
+            f"{values[-1]:.2f}",
+        )
     console.print(table)
 
 

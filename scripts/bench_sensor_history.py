@@ -51,9 +51,16 @@ def main() -> int:
     interval_s = args.poll_interval or config.plc.poll_interval_s
     # A shorter interval needs a larger row cap to keep the day (the config would insist on it too).
     needed_rows = int(config.plc.history_retention_s / interval_s) + 1
-    plc = PlcConfig.model_validate({**config.plc.model_dump(), "poll_interval_s": interval_s,
-                                    "history_max_rows": max(config.plc.history_max_rows, needed_rows)})
-    sensors = [(device_id, sensor) for device_id, device in config.devices.items() for sensor in device.sensors.values()]
+    plc = PlcConfig.model_validate(
+        {
+            **config.plc.model_dump(),
+            "poll_interval_s": interval_s,
+            "history_max_rows": max(config.plc.history_max_rows, needed_rows),
+        }
+    )
+    sensors = [
+        (device_id, sensor) for device_id, device in config.devices.items() for sensor in device.sensors.values()
+    ]
     pick = random.Random(7)
     # Now, not a fixed instant: the route over HTTP reads up to the present.
     now_ms = int(time.time() * 1000)
@@ -116,14 +123,17 @@ def main() -> int:
         size_mb = sum(p.stat().st_size for p in path.parent.glob(f"{path.name}*")) / 1e6
 
         service = Service(service_config)
-        with ServerThread(create_app(service), "127.0.0.1", free_port(), limits=service_config.service) as server, \
-                httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        with (
+            ServerThread(create_app(service), "127.0.0.1", free_port(), limits=service_config.service) as server,
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as client,
+        ):
             wait_warm(service)
 
             def over_http(hours: int):
                 device_id, sensor = random_sensor()
-                client.get(f"/v1/devices/{device_id}/sensors/{sensor.id}/history",
-                           params={"window_s": hours * 3600}).raise_for_status()
+                client.get(
+                    f"/v1/devices/{device_id}/sensors/{sensor.id}/history", params={"window_s": hours * 3600}
+                ).raise_for_status()
 
             http_cases = [
                 ("HTTP floor: GET /healthz", lambda: client.get("/healthz").raise_for_status(), "no token, no query"),
@@ -134,8 +144,10 @@ def main() -> int:
                 timed(fn, 50)
                 rows.append((name, timed(fn, args.queries), note))
 
-    table = Table(title=f"Sensor history: {len(sensors)} sensors, one reading every {interval_s:g} s, "
-                        f"{per_sensor} rows per sensor kept, cache {size_mb:.1f} MB")
+    table = Table(
+        title=f"Sensor history: {len(sensors)} sensors, one reading every {interval_s:g} s, "
+        f"{per_sensor} rows per sensor kept, cache {size_mb:.1f} MB"
+    )
     for column in ("case", "n", "p50 ms", "p95 ms", "× baseline p50", "note"):
         table.add_column(column, justify="right" if column not in ("case", "note") else "left")
     base_p50 = pct(rows[0][1], 0.5)
@@ -148,10 +160,13 @@ def main() -> int:
 
 def with_state(config: Config, state: Path, plc: PlcConfig) -> Config:
     """The service's config: its state (the PLC cache included) in `state`, the bench's token."""
-    return config.model_copy(update={
-        "state_dir": str(state), "plc": plc,
-        "service": config.service.model_copy(update={"technician_tokens": [TOKEN]}),
-    })
+    return config.model_copy(
+        update={
+            "state_dir": str(state),
+            "plc": plc,
+            "service": config.service.model_copy(update={"technician_tokens": [TOKEN]}),
+        }
+    )
 
 
 if __name__ == "__main__":

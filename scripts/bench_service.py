@@ -49,16 +49,28 @@ def script(delay_s: float) -> list[dict]:
         return {"content": json.dumps(obj), "delay_s": delay_s}
 
     return [
-        step({"thought": "A fault code: the manual first.", "action": "search_maintenance_manual_by_fault_code",
-              "args": {"fault_code": "E102", "device_id": "press-3"}}),
-        step({"thought": "The manual asks for the coolant level.", "action": "read_plc_sensor_value",
-              "args": {"device_id": "press-3", "sensor": "coolant_level"}}),
-        step({"thought": "Done.", "final_answer": "Stop the press and check the coolant level.",
-              "evidence": ["obs-1", "obs-2"]}),
+        step(
+            {
+                "thought": "A fault code: the manual first.",
+                "action": "search_maintenance_manual_by_fault_code",
+                "args": {"fault_code": "E102", "device_id": "press-3"},
+            }
+        ),
+        step(
+            {
+                "thought": "The manual asks for the coolant level.",
+                "action": "read_plc_sensor_value",
+                "args": {"device_id": "press-3", "sensor": "coolant_level"},
+            }
+        ),
+        step(
+            {
+                "thought": "Done.",
+                "final_answer": "Stop the press and check the coolant level.",
+                "evidence": ["obs-1", "obs-2"],
+            }
+        ),
     ]
-
-
-
 
 
 class RssSampler:
@@ -105,8 +117,13 @@ def ask(client: httpx.Client, session_id: str | None) -> dict:
                 return {"ok": False, "error": event["error"], "run_id": run_id}
     elapsed = time.perf_counter() - started
     ok = stored == run_id and termination == "final_answer"
-    return {"ok": ok, "run_id": run_id, "elapsed_s": elapsed, "first_event_s": first,
-            "error": None if ok else f"termination {termination}, stored {stored}"}
+    return {
+        "ok": ok,
+        "run_id": run_id,
+        "elapsed_s": elapsed,
+        "first_event_s": first,
+        "error": None if ok else f"termination {termination}, stored {stored}",
+    }
 
 
 def session(url: str, runs: int, name: str) -> list[dict]:
@@ -120,8 +137,10 @@ def figures(results: list[dict]) -> tuple[list[float], list[float]]:
 
 
 def line(name: str, values: list[float]) -> str:
-    return (f"{name:<36} p50 {statistics.median(values):7.0f} ms   p95 {pct(values, 0.95):7.0f} ms   "
-            f"max {max(values):7.0f} ms   n={len(values)}")
+    return (
+        f"{name:<36} p50 {statistics.median(values):7.0f} ms   p95 {pct(values, 0.95):7.0f} ms   "
+        f"max {max(values):7.0f} ms   n={len(values)}"
+    )
 
 
 def write_config(state: Path, plc_port: int, service_port: int, llm_url: str) -> Path:
@@ -148,13 +167,19 @@ def main() -> None:
         plc_port, port = free_port(), free_port()
         config_path = write_config(state, plc_port, port, llm.url)
         sim = start_simulator(load_config(config_path, env={}).devices, "127.0.0.1", plc_port)
-        env = {**os.environ, "FIXLOOP_CONFIG": str(config_path), "FIXLOOP_STATE_DIR": str(state),
-               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        env = {
+            **os.environ,
+            "FIXLOOP_CONFIG": str(config_path),
+            "FIXLOOP_STATE_DIR": str(state),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+        }
         url = f"http://127.0.0.1:{port}"
 
         started = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "edge.cli.main", "serve"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "edge.cli.main", "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         try:
             ready_s, ready_report = wait_ready(url, proc, started)
             rss_ready = rss_mb(proc.pid)
@@ -165,16 +190,18 @@ def main() -> None:
             rss_warm = rss_mb(proc.pid)
 
             single = session(url, args.runs * 2, "single")
-            with RssSampler(proc.pid) as sampler, \
-                    concurrent.futures.ThreadPoolExecutor(args.sessions) as pool:
+            with RssSampler(proc.pid) as sampler, concurrent.futures.ThreadPoolExecutor(args.sessions) as pool:
                 load_started = time.perf_counter()
                 batches = list(pool.map(lambda n: session(url, args.runs, f"load-{n}"), range(args.sessions)))
                 load_s = time.perf_counter() - load_started
             loaded = [r for batch in batches for r in batch]
 
             with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as client:
-                lost = [r["run_id"] for r in loaded if r.get("run_id")
-                        and client.get(f"/v1/runs/{r['run_id']}").status_code != 200]
+                lost = [
+                    r["run_id"]
+                    for r in loaded
+                    if r.get("run_id") and client.get(f"/v1/runs/{r['run_id']}").status_code != 200
+                ]
         finally:
             proc.terminate()
             proc.wait(timeout=20)
@@ -187,10 +214,14 @@ def main() -> None:
 
     print(f"\nscripted LLM: {args.step_delay * 1000:.0f} ms per step, 3 steps per run (manual, PLC, answer)")
     print("start-up (fixloop serve, own process)")
-    print(f"  process start -> /readyz ready       {ready_s:6.2f} s   (target <= 3 s; still warming then: "
-          f"{', '.join(ready_report['warming']) or 'nothing'})")
-    print(f"  process start -> first answer         {first_answer_s:6.2f} s   (first run {first.get('elapsed_s', 0):.2f} s, "
-          f"first event after {1000 * (first.get('first_event_s') or 0):.0f} ms)")
+    print(
+        f"  process start -> /readyz ready       {ready_s:6.2f} s   (target <= 3 s; still warming then: "
+        f"{', '.join(ready_report['warming']) or 'nothing'})"
+    )
+    print(
+        f"  process start -> first answer         {first_answer_s:6.2f} s   (first run {first.get('elapsed_s', 0):.2f} s, "
+        f"first event after {1000 * (first.get('first_event_s') or 0):.0f} ms)"
+    )
     print(f"  process start -> SBERT model warm     {warm_s:6.2f} s")
     print(f"load: {args.sessions} concurrent sessions x {args.runs} runs vs 1 session x {args.runs * 2} runs")
     print("  " + line("single session, per run", single_ms))
@@ -203,8 +234,10 @@ def main() -> None:
     for error in errors[:5]:
         print(f"    error: {error}")
     print("memory (VmRSS of the service process)")
-    print(f"  at ready {rss_ready:6.0f} MB   model warm {rss_warm:6.0f} MB   peak under load {sampler.peak:6.0f} MB"
-          f"   (target <= 1536 MB)")
+    print(
+        f"  at ready {rss_ready:6.0f} MB   model warm {rss_warm:6.0f} MB   peak under load {sampler.peak:6.0f} MB"
+        f"   (target <= 1536 MB)"
+    )
 
 
 def wait_ready(url: str, proc: subprocess.Popen, started: float, timeout_s: float = 60) -> tuple[float, dict]:

@@ -44,9 +44,16 @@ def timed(fn, n: int) -> list[float]:
 
 
 def create(store: WorkOrderStore, fault: str, actor: str = "agent"):
-    return store.create_or_get(device_id="press-3", fault_code=fault, title="Hydraulic press 3: overheating",
-                               summary="motor overheating, motor_temp 92 °C", priority="high", created_by=actor,
-                               run_id="bench", evidence=({"kind": "sensor", "sensor": "motor_temp", "value": 92.1},))
+    return store.create_or_get(
+        device_id="press-3",
+        fault_code=fault,
+        title="Hydraulic press 3: overheating",
+        summary="motor overheating, motor_temp 92 °C",
+        priority="high",
+        created_by=actor,
+        run_id="bench",
+        evidence=({"kind": "sensor", "sensor": "motor_temp", "value": 92.1},),
+    )
 
 
 def main() -> int:
@@ -59,9 +66,14 @@ def main() -> int:
         base.execute("PRAGMA journal_mode=WAL")
         base.execute("PRAGMA synchronous=FULL")
         base.execute("CREATE TABLE t (id TEXT PRIMARY KEY, body TEXT)")
-        baseline = timed(lambda i: (base.execute("BEGIN IMMEDIATE"),
-                                    base.execute("INSERT INTO t VALUES (?, ?)", (f"k{i}", "x" * 400)),
-                                    base.execute("COMMIT")), n)
+        baseline = timed(
+            lambda i: (
+                base.execute("BEGIN IMMEDIATE"),
+                base.execute("INSERT INTO t VALUES (?, ?)", (f"k{i}", "x" * 400)),
+                base.execute("COMMIT"),
+            ),
+            n,
+        )
         base.close()
 
         store = WorkOrderStore(Path(tmp) / "work_orders.sqlite")

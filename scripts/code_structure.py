@@ -44,13 +44,24 @@ class Module:
 
 def modules(rev: str | None) -> list[Module]:
     if rev is None:
-        return [Module(str(p.relative_to(ROOT)), p.read_text()) for name in PACKAGES
-                for p in sorted((ROOT / name).rglob("*.py"))]
-    listing = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, *PACKAGES], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout.split()
-    return [Module(path, subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True,
-                                        capture_output=True, text=True).stdout)
-            for path in listing if path.endswith(".py")]
+        return [
+            Module(str(p.relative_to(ROOT)), p.read_text())
+            for name in PACKAGES
+            for p in sorted((ROOT / name).rglob("*.py"))
+        ]
+    listing = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", rev, *PACKAGES], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split()
+    return [
+        Module(
+            path,
+            subprocess.run(
+                ["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True
+            ).stdout,
+        )
+        for path in listing
+        if path.endswith(".py")
+    ]
 
 
 def functions(module: Module) -> Iterator[tuple[int, str]]:
@@ -75,8 +86,12 @@ def imported_packages(module: Module) -> Iterator[tuple[str, int]]:
 
 
 def violations(found: list[Module]) -> list[str]:
-    return [f"{m.path}:{line} imports {target}" for m in found for target, line in imported_packages(m)
-            if LAYER[target] < LAYER[m.package]]
+    return [
+        f"{m.path}:{line} imports {target}"
+        for m in found
+        for target, line in imported_packages(m)
+        if LAYER[target] < LAYER[m.package]
+    ]
 
 
 def report(found: list[Module], longest: int) -> None:

@@ -7,14 +7,22 @@ from hypothesis import strategies as st
 from edge.actions import FinalAnswer, FormatError, ToolCall, parse_action, strip_stop_residue
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=8,
+)
 tool_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=40)
 noise_before = st.sampled_from(["", "Thought: I should look it up.\n", "```json\n", "Action: "])
 
 
-@given(thought=st.text(max_size=50), tool=tool_names, args=st.dictionaries(st.text(max_size=10), json_values, max_size=4),
-       before=noise_before, trailing=st.sampled_from(["", "\nObserv", "\nObservation:", " Observ "]))
+@given(
+    thought=st.text(max_size=50),
+    tool=tool_names,
+    args=st.dictionaries(st.text(max_size=10), json_values, max_size=4),
+    before=noise_before,
+    trailing=st.sampled_from(["", "\nObserv", "\nObservation:", " Observ "]),
+)
 def test_tool_call_round_trips_through_what_servers_add(thought, tool, args, before, trailing):
     body = json.dumps({"thought": thought, "action": tool, "args": args}, ensure_ascii=False)
     text = before + body + ("\n```" if before.startswith("```") else "") + trailing
@@ -38,15 +46,18 @@ def test_arbitrary_text_parses_or_raises_format_error_only(text):
         assert isinstance(action, (ToolCall, FinalAnswer))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("I think we should check the manual", "No JSON object"),
-    ('{"thought": "x", "action": "search", "args": {"fault_code": "E1', "Invalid JSON"),
-    ('["search", {}]', 'either "action"'),
-    ('{"thought": "x"}', 'either "action"'),
-    ('{"thought": "x", "final_answer": "  "}', "non-empty"),
-    ('{"thought": 3, "final_answer": "ok"}', '"thought" must be a string'),
-    ('{"thought": "x", "action": 7, "args": {}}', "tool name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("I think we should check the manual", "No JSON object"),
+        ('{"thought": "x", "action": "search", "args": {"fault_code": "E1', "Invalid JSON"),
+        ('["search", {}]', 'either "action"'),
+        ('{"thought": "x"}', 'either "action"'),
+        ('{"thought": "x", "final_answer": "  "}', "non-empty"),
+        ('{"thought": 3, "final_answer": "ok"}', '"thought" must be a string'),
+        ('{"thought": "x", "action": 7, "args": {}}', "tool name"),
+    ],
+)
 def test_unreadable_steps_name_the_problem(text, message):
     with pytest.raises(FormatError, match=message):
         parse_action(text)

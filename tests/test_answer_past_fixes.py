@@ -23,14 +23,22 @@ DAY = 86400.0
 
 @pytest.fixture
 def devices(plant_devices):
-    press_4 = plant_devices["press-3"].model_copy(update={"id": "press-4", "name": "Hydraulic press 4",
-                                                          "name_zh": "4号液压机", "synonyms": []})
+    press_4 = plant_devices["press-3"].model_copy(
+        update={"id": "press-4", "name": "Hydraulic press 4", "name_zh": "4号液压机", "synonyms": []}
+    )
     return {**plant_devices, "press-4": press_4}
 
 
 def _fixed(store: WorkOrderStore, device: str, fix: Fix):
-    order, _ = store.create_or_get(device_id=device, fault_code="E102", title="t", summary="motor overheating",
-                                   priority="high", created_by="technician", run_id="run-1")
+    order, _ = store.create_or_get(
+        device_id=device,
+        fault_code="E102",
+        title="t",
+        summary="motor overheating",
+        priority="high",
+        created_by="technician",
+        run_id="run-1",
+    )
     for status in ("acknowledged", "in_progress"):
         store.set_status(order.id, status, actor="technician")
     return store.set_status(order.id, "done", actor="technician", fix=fix)
@@ -42,37 +50,56 @@ def history(tmp_path, devices):
     and one fix on press-4, the same model; the observation of that third call."""
     clock = [1_772_000_000.0]
     store = WorkOrderStore(tmp_path / "work_orders.sqlite", clock=lambda: clock[0])
-    peer = _fixed(store, "press-4", Fix(cause="worn pump seal", remedy="replaced the seal",
-                                        parts=[Part(part="NBR seal 40x52", quantity=2)]))
+    peer = _fixed(
+        store,
+        "press-4",
+        Fix(cause="worn pump seal", remedy="replaced the seal", parts=[Part(part="NBR seal 40x52", quantity=2)]),
+    )
     clock[0] += DAY
     older = _fixed(store, "press-3", Fix(cause="coolant filter clogged", remedy="replaced the filter"))
     clock[0] += 5 * DAY
-    newer = _fixed(store, "press-3", Fix(cause="fan blocked by swarf", remedy="cleaned the motor fan",
-                                         parts=[Part(part="fan guard", quantity=1)]))
+    newer = _fixed(
+        store,
+        "press-3",
+        Fix(cause="fan blocked by swarf", remedy="cleaned the motor fan", parts=[Part(part="fan guard", quantity=1)]),
+    )
     clock[0] += DAY
     registry = ToolRegistry([WorkOrderTool(store, devices, WorkOrderConfig())])
-    obs = registry.call("generate_work_order", {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
-                        ToolContext(request_id="r", run_id="run-2", loop_step=1), "obs-1")
+    obs = registry.call(
+        "generate_work_order",
+        {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
+        ToolContext(request_id="r", run_id="run-2", loop_step=1),
+        "obs-1",
+    )
     return obs, {"peer": peer, "older": older, "newer": newer}
 
 
-@pytest.mark.parametrize(("question", "expected"), [
-    ("Press-3 shows E102 again, open a work order", [
-        "E102 on press-3: 3 work orders in 30 days — a candidate for root-cause analysis.",
-        "Last fix on this machine: {newer}, 2026-03-03 — cause: fan blocked by swarf; remedy: cleaned the motor fan; "
-        "parts: fan guard ×1",
-        "Last fix on press-4 (same model): {peer}, 2026-02-25 — cause: worn pump seal; remedy: replaced the seal; "
-        "parts: NBR seal 40x52 ×2",
-    ]),
-    ("3号液压机又报 E102，请开工单", [
-        "press-3 / E102：30 天内已有 3 张工单，建议进行根本原因分析。",
-        "本机上次处理：{newer}，2026-03-03 — 原因：fan blocked by swarf；措施：cleaned the motor fan；更换部件：fan guard ×1",
-        "同型号设备 press-4 上次处理：{peer}，2026-02-25 — 原因：worn pump seal；措施：replaced the seal；"
-        "更换部件：NBR seal 40x52 ×2",
-    ]),
-], ids=["en", "zh"])
-def test_the_answer_names_the_last_fixes_and_the_root_cause_flag_and_is_grounded(history, devices, question,
-                                                                                 expected):
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (
+            "Press-3 shows E102 again, open a work order",
+            [
+                "E102 on press-3: 3 work orders in 30 days — a candidate for root-cause analysis.",
+                "Last fix on this machine: {newer}, 2026-03-03 — cause: fan blocked by swarf; remedy: cleaned the motor fan; "
+                "parts: fan guard ×1",
+                "Last fix on press-4 (same model): {peer}, 2026-02-25 — cause: worn pump seal; remedy: replaced the seal; "
+                "parts: NBR seal 40x52 ×2",
+            ],
+        ),
+        (
+            "3号液压机又报 E102，请开工单",
+            [
+                "press-3 / E102：30 天内已有 3 张工单，建议进行根本原因分析。",
+                "本机上次处理：{newer}，2026-03-03 — 原因：fan blocked by swarf；措施：cleaned the motor fan；更换部件：fan guard ×1",
+                "同型号设备 press-4 上次处理：{peer}，2026-02-25 — 原因：worn pump seal；措施：replaced the seal；"
+                "更换部件：NBR seal 40x52 ×2",
+            ],
+        ),
+    ],
+    ids=["en", "zh"],
+)
+def test_the_answer_names_the_last_fixes_and_the_root_cause_flag_and_is_grounded(history, devices, question, expected):
     obs, orders = history
     answer = compose_answer(question, [obs], degraded=False)
     lines = answer.splitlines()
@@ -84,8 +111,12 @@ def test_the_answer_names_the_last_fixes_and_the_root_cause_flag_and_is_grounded
 
 def _observe(store, devices):
     registry = ToolRegistry([WorkOrderTool(store, devices, WorkOrderConfig())])
-    return registry.call("generate_work_order", {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
-                         ToolContext(request_id="r", run_id="run-2", loop_step=1), "obs-1")
+    return registry.call(
+        "generate_work_order",
+        {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
+        ToolContext(request_id="r", run_id="run-2", loop_step=1),
+        "obs-1",
+    )
 
 
 def test_a_fix_closed_without_cause_or_remedy_says_so(tmp_path, devices):
@@ -112,30 +143,46 @@ def _reply(**content) -> dict:
     return {"content": json.dumps(content)}
 
 
-FIXED_BEFORE = ("E102 was fixed on press-3 on {date} ({id}): the coolant filter was clogged and replaced; check it "
-                "first. Confirm to create the new order.")
+FIXED_BEFORE = (
+    "E102 was fixed on press-3 on {date} ({id}): the coolant filter was clogged and replaced; check it "
+    "first. Confirm to create the new order."
+)
 
 
-@pytest.mark.parametrize(("template", "cited", "problem"), [
-    (FIXED_BEFORE, "{past}", None),
-    (FIXED_BEFORE, "WO-0123456789ABCDEF", "not in any observation: work order WO-0123456789ABCDEF"),
-    # A past order found is no order made: a proposal still awaits confirmation.
-    ("Work order {id} has been created for press-3 / E102.", "{past}",
-     "claims a work order that no work-order call created or found"),
-], ids=["past-fix", "invented-id", "past-id-as-new-order"])
-def test_a_models_answer_may_cite_a_past_fix_the_work_order_call_found(make_agent, agent_config, template, cited,
-                                                                       problem):
+@pytest.mark.parametrize(
+    ("template", "cited", "problem"),
+    [
+        (FIXED_BEFORE, "{past}", None),
+        (FIXED_BEFORE, "WO-0123456789ABCDEF", "not in any observation: work order WO-0123456789ABCDEF"),
+        # A past order found is no order made: a proposal still awaits confirmation.
+        (
+            "Work order {id} has been created for press-3 / E102.",
+            "{past}",
+            "claims a work order that no work-order call created or found",
+        ),
+    ],
+    ids=["past-fix", "invented-id", "past-id-as-new-order"],
+)
+def test_a_models_answer_may_cite_a_past_fix_the_work_order_call_found(
+    make_agent, agent_config, template, cited, problem
+):
     store = WorkOrderStore(agent_config.state_path(agent_config.work_orders.store_file))
     past = _fixed(store, "press-3", Fix(cause="coolant filter clogged", remedy="replaced the filter"))
     text = template.format(date=past.closed_at[:10], id=cited.format(past=past.id))
-    server = ScriptedLlmServer([
-        _reply(thought="open an order", action="generate_work_order",
-               args={"device_id": "press-3", "fault_code": "E102", "summary": "motor overheating again"}),
-        _reply(thought="done", final_answer=text, evidence=["obs-1"]),
-    ]).start()
+    server = ScriptedLlmServer(
+        [
+            _reply(
+                thought="open an order",
+                action="generate_work_order",
+                args={"device_id": "press-3", "fault_code": "E102", "summary": "motor overheating again"},
+            ),
+            _reply(thought="done", final_answer=text, evidence=["obs-1"]),
+        ]
+    ).start()
     try:
-        record = make_agent(llm={"url": server.url}).ask("Press-3 shows E102 again, open a work order",
-                                                        device_id="press-3")
+        record = make_agent(llm={"url": server.url}).ask(
+            "Press-3 shows E102 again, open a work order", device_id="press-3"
+        )
     finally:
         server.stop()
     step = record.steps[0]

@@ -18,34 +18,46 @@ from tests.fixtures.tablet import MANUAL, ORDER, PLC, ask, by_fault_code, call, 
 THINK_S = 1.0  # the scripted model's time per step where a takeover has to land mid-step
 
 SCRIPTS = {
-    "E102": [call(MANUAL, fault_code="E102", device_id="press-3"),
-             call(PLC, device_id="press-3", sensor="coolant_level"),
-             call(ORDER, device_id="press-3", fault_code="E102", summary="E102 motor over-temperature"),
-             final("E102 is motor over-temperature protection. Stop the press and check the coolant level; "
-                   "a work order is proposed.")],
-    "E105": [call(MANUAL, fault_code="E105", device_id="press-3"),
-             call(PLC, device_id="press-3", sensor="motor_temp"),
-             call(ORDER, device_id="press-3", fault_code="E105", summary="E105 报警"),
-             final("E105：请按手册步骤处理，并确认工单。")],
-    "E101": [call(MANUAL, THINK_S, fault_code="E101", device_id="press-3"),
-             call(PLC, THINK_S, device_id="press-3", sensor="hydraulic_pressure"),
-             final("E101 handled.", THINK_S)],
+    "E102": [
+        call(MANUAL, fault_code="E102", device_id="press-3"),
+        call(PLC, device_id="press-3", sensor="coolant_level"),
+        call(ORDER, device_id="press-3", fault_code="E102", summary="E102 motor over-temperature"),
+        final(
+            "E102 is motor over-temperature protection. Stop the press and check the coolant level; "
+            "a work order is proposed."
+        ),
+    ],
+    "E105": [
+        call(MANUAL, fault_code="E105", device_id="press-3"),
+        call(PLC, device_id="press-3", sensor="motor_temp"),
+        call(ORDER, device_id="press-3", fault_code="E105", summary="E105 报警"),
+        final("E105：请按手册步骤处理，并确认工单。"),
+    ],
+    "E101": [
+        call(MANUAL, THINK_S, fault_code="E101", device_id="press-3"),
+        call(PLC, THINK_S, device_id="press-3", sensor="hydraulic_pressure"),
+        final("E101 handled.", THINK_S),
+    ],
     "E110": [{"status": 500, "content": "model crashed"}],
-    "E103": [call(MANUAL, fault_code="E103", device_id="press-3"),
-             call(ORDER, device_id="press-3", fault_code="E103", summary="E103 hydraulic pressure low"),
-             final("E103: check the hydraulic circuit; a work order is proposed.")],
-    "E104": [call(MANUAL, fault_code="E104", device_id="press-3"),
-             call(PLC, device_id="press-3", sensor="oil_temp"),
-             final("E104: watch the oil temperature.")],
-    "E220": [call(PLC, device_id="cnc-7", sensor="vibration"),
-             final("E220: no vibration reading.")],
+    "E103": [
+        call(MANUAL, fault_code="E103", device_id="press-3"),
+        call(ORDER, device_id="press-3", fault_code="E103", summary="E103 hydraulic pressure low"),
+        final("E103: check the hydraulic circuit; a work order is proposed."),
+    ],
+    "E104": [
+        call(MANUAL, fault_code="E104", device_id="press-3"),
+        call(PLC, device_id="press-3", sensor="oil_temp"),
+        final("E104: watch the oil temperature."),
+    ],
+    "E220": [call(PLC, device_id="cnc-7", sensor="vibration"), final("E220: no vibration reading.")],
 }
 
 
 @pytest.fixture(scope="module")
 def app_service(tmp_path_factory, demo_index):
-    with run_service(tmp_path_factory.mktemp("browser"), demo_index, by_fault_code(SCRIPTS),
-                     loop={"max_wall_s": 30.0}) as running:
+    with run_service(
+        tmp_path_factory.mktemp("browser"), demo_index, by_fault_code(SCRIPTS), loop={"max_wall_s": 30.0}
+    ) as running:
         yield running
 
 
@@ -65,7 +77,9 @@ def test_ask_stream_answer_with_evidence_and_confirm_the_work_order(browser, app
 
     manual = page.get_by_test_id("manual-card").first
     expect(manual).to_contain_text("E102 — Motor over-temperature protection")
-    expect(manual.get_by_test_id("manual-where")).to_have_text(re.compile(r"hydra_hp200_v2\.1_en\.pdf, V2\.1, page \d+"))
+    expect(manual.get_by_test_id("manual-where")).to_have_text(
+        re.compile(r"hydra_hp200_v2\.1_en\.pdf, V2\.1, page \d+")
+    )
     sensor = page.get_by_test_id("sensor-card")
     expect(sensor).to_contain_text("Coolant level")
     expect(sensor.get_by_test_id("sensor-value")).to_have_text(re.compile(r"^\d+(\.\d+)? %$"))
@@ -107,7 +121,9 @@ def test_take_over_mid_run_shows_the_pending_action_and_the_llm_failing_shows_th
 
     panel = page.get_by_test_id("takeover-panel")
     expect(panel).to_be_visible()
-    expect(page.get_by_test_id("pending-action")).to_contain_text("PLC reading: Hydraulic pressure on Hydraulic press 3")
+    expect(page.get_by_test_id("pending-action")).to_contain_text(
+        "PLC reading: Hydraulic pressure on Hydraulic press 3"
+    )
     expect(page.get_by_test_id("reason")).to_have_text("taken over")
     expect(page.get_by_test_id("takeover")).to_be_hidden()
     expect(page.get_by_test_id("manual-card").first).to_contain_text("E101")  # what the agent had found

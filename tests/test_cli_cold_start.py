@@ -26,13 +26,17 @@ HEAVY = {"spacy", "thinc", "sentence_transformers", "transformers", "torch"}
 
 
 def fixloop(*argv: str, state: Path, config: Path | None = None) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith("FIXLOOP") and key not in ("COLUMNS", "LINES")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("FIXLOOP") and key not in ("COLUMNS", "LINES")
+    }
     env.update({"FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1"})
     if config is not None:
         env["FIXLOOP_CONFIG"] = str(config)
-    return subprocess.run([sys.executable, "-m", "edge.cli.main", *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "edge.cli.main", *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def plant_config(tmp_path: Path) -> Path:
@@ -97,8 +101,9 @@ def test_a_fault_code_lookup_loads_neither_spacy_nor_the_embedding_model(tmp_pat
     env = {key: value for key, value in os.environ.items() if not key.startswith("FIXLOOP")}
     env.update({"FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1"})
 
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[-1])
@@ -116,8 +121,9 @@ def test_a_symptom_question_still_gets_semantic_search(tmp_path, demo_index):
 
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
-    manual = [step["observation"] for step in record["steps"]
-              if step["action"] == "search_maintenance_manual_by_fault_code"]
+    manual = [
+        step["observation"] for step in record["steps"] if step["action"] == "search_maintenance_manual_by_fault_code"
+    ]
     assert manual and manual[0]["status"] == "ok"  # not "degraded": keyword matches while the model loads
 
 
@@ -128,13 +134,44 @@ def _texts(demo_index: Path) -> list[str]:
     index = ManualIndex(demo_index)
     steps = [step for code in sorted(index.codes()) for hit in index.lookup(code, k=10).hits for step in hit.steps]
     index.close()
-    words = ["E102", "e-102", "Press-3", "cnc 7", "fault", "alarm 6065", "6065", "04101", "ALARM:1", "Err-07",
-             "DRV_FAULT", "coolant_level", "PT100", "XX204", "01204", "F03", "f 03", "V1.2", "0x0400", "error #",
-             "no.", "the", "shows", "what", "°C", "Ｅ１０２", "报警号"]
+    words = [
+        "E102",
+        "e-102",
+        "Press-3",
+        "cnc 7",
+        "fault",
+        "alarm 6065",
+        "6065",
+        "04101",
+        "ALARM:1",
+        "Err-07",
+        "DRV_FAULT",
+        "coolant_level",
+        "PT100",
+        "XX204",
+        "01204",
+        "F03",
+        "f 03",
+        "V1.2",
+        "0x0400",
+        "error #",
+        "no.",
+        "the",
+        "shows",
+        "what",
+        "°C",
+        "Ｅ１０２",
+        "报警号",
+    ]
     marks = ["", "", "", ",", ".", "?", ";", ":", ")", "(", "'", '"', "/", "-", "_", "#", ").", "'s", "\n", "  "]
     rng = random.Random(7)
-    generated = ["".join(rng.choice(marks) + rng.choice(words) + rng.choice(marks) + rng.choice([" ", "", "\t"])
-                         for _ in range(rng.randint(1, 6))) for _ in range(1500)]
+    generated = [
+        "".join(
+            rng.choice(marks) + rng.choice(words) + rng.choice(marks) + rng.choice([" ", "", "\t"])
+            for _ in range(rng.randint(1, 6))
+        )
+        for _ in range(1500)
+    ]
     return questions + steps + generated
 
 
@@ -148,6 +185,7 @@ def test_the_plain_reading_of_codes_agrees_with_the_spacy_linker(demo_index):
         if found is None or any("\u3400" <= char <= "\u9fff" for char in text):
             continue
         plain += 1
-        assert [tuple(m) for m in found] == [(m.start, m.end, m.code, m.canonical_id)
-                                             for m in linker.mentions(text, "en")], text
+        assert [tuple(m) for m in found] == [
+            (m.start, m.end, m.code, m.canonical_id) for m in linker.mentions(text, "en")
+        ], text
     assert plain > 300

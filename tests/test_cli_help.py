@@ -24,7 +24,9 @@ def test_old_command_names_kept_as_aliases_are_hidden_from_the_help():
     hidden = [p.prog for p, help in subcommands(parser, hidden=True) if help == argparse.SUPPRESS]
 
     assert hidden == ["fixloop plc-sim", "fixloop plc-fault", "fixloop plc-read", "fixloop poller"]
-    listed = [line.split()[0] for line in shown.splitlines() if line.startswith("    ") and not line.startswith("     ")]
+    listed = [
+        line.split()[0] for line in shown.splitlines() if line.startswith("    ") and not line.startswith("     ")
+    ]
     assert "SUPPRESS" not in shown and "plc-" not in shown
     assert "plc" in listed and "poller" not in listed
     assert "fixloop plc sim" in README and "fixloop plc poll" in README

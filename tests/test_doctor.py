@@ -20,8 +20,9 @@ from tools.plc.store import PlcStore
 @pytest.fixture
 def demo_config(ops_state, plant_devices) -> Config:
     config = load_config(env={"FIXLOOP_STATE_DIR": str(ops_state)})
-    return config.model_copy(update={"devices": plant_devices,
-                                     "plc": config.plc.model_copy(update={"read_budget_ms": 250})})
+    return config.model_copy(
+        update={"devices": plant_devices, "plc": config.plc.model_copy(update={"read_budget_ms": 250})}
+    )
 
 
 def by_name(checks: list[Check]) -> dict[str, Check]:
@@ -49,7 +50,10 @@ def test_demo_box_with_plc_up_and_no_llm_is_ready_in_degraded_mode(ops_state, pl
     assert [checks[n]["status"] for n in ("index", "plc press-3", "plc cnc-7", "llm")] == ["ok", "ok", "ok", "notice"]
     assert "degraded rules mode" in checks["llm"]["detail"] and "FIXLOOP_LLM_URL" in checks["llm"]["fix"]
     assert "4/4 sensors read" in checks["plc press-3"]["detail"]
-    assert "records from 8 manual(s)" in checks["index"]["detail"] and f"index schema {SCHEMA_VERSION}" in checks["index"]["detail"]
+    assert (
+        "records from 8 manual(s)" in checks["index"]["detail"]
+        and f"index schema {SCHEMA_VERSION}" in checks["index"]["detail"]
+    )
     assert checks["config"]["status"] == "notice" and "demo tokens" in checks["config"]["detail"]
 
     assert main(["doctor"]) == 0
@@ -91,13 +95,18 @@ def test_open_breakers_and_a_broken_sensor_are_warnings(demo_config, plc_sim):
     assert not failed(list(checks.values()))
 
 
-def test_checking_a_silent_plc_counts_no_breaker_and_an_unused_state_dir_stays_absent(demo_config, ops_state,
-                                                                                       plc_sim, tmp_path):
+def test_checking_a_silent_plc_counts_no_breaker_and_an_unused_state_dir_stays_absent(
+    demo_config, ops_state, plc_sim, tmp_path
+):
     plc_sim.silence("press-3")
     unused = tmp_path / "not-yet"
     index = ops_state / "manuals.sqlite"
-    fresh = demo_config.model_copy(update={
-        "state_dir": str(unused), "knowledge": demo_config.knowledge.model_copy(update={"index_file": str(index)})})
+    fresh = demo_config.model_copy(
+        update={
+            "state_dir": str(unused),
+            "knowledge": demo_config.knowledge.model_copy(update={"index_file": str(index)}),
+        }
+    )
     for _ in range(demo_config.plc.breaker_threshold + 1):
         checks = by_name(run_checks(fresh))
     assert checks["plc press-3"].status == "failure" and checks["index"].status == "ok"
@@ -127,7 +136,9 @@ def test_a_missing_index_is_a_failure_saying_how_to_build_it(demo_config, ops_st
 
 
 def test_an_index_from_another_embedding_model_is_a_failure(demo_config):
-    config = demo_config.model_copy(update={"knowledge": demo_config.knowledge.model_copy(update={"model_path": "/models/other"})})
+    config = demo_config.model_copy(
+        update={"knowledge": demo_config.knowledge.model_copy(update={"model_path": "/models/other"})}
+    )
     check = by_name(run_checks(config))["index"]
     assert check.status == "failure" and "/models/other" in check.detail
 
@@ -154,7 +165,9 @@ def test_a_server_that_ignores_the_schema_is_flagged(demo_config, llm_server):
 def test_a_different_served_model_fails_and_an_unconfirmed_revision_warns(demo_config, llm_server):
     other = llm_server(schema_honouring, model="Qwen/Qwen2-7B-Instruct-GPTQ-Int4")
     check = by_name(run_checks(with_llm(demo_config, url=other.url)))["llm model"]
-    assert check.status == "failure" and "Qwen2-7B-Instruct-GPTQ-Int4" in check.detail and "FIXLOOP_LLM_MODEL" in check.fix
+    assert (
+        check.status == "failure" and "Qwen2-7B-Instruct-GPTQ-Int4" in check.detail and "FIXLOOP_LLM_MODEL" in check.fix
+    )
 
     pinned = llm_server(schema_honouring)
     revision = "a" * 40
@@ -171,5 +184,7 @@ def test_an_unreachable_llm_is_a_failure(demo_config):
 
 def test_disabled_structured_outputs_is_a_warning(demo_config, llm_server):
     server = llm_server(schema_honouring)
-    check = by_name(run_checks(with_llm(demo_config, url=server.url, structured_outputs="none")))["llm structured outputs"]
+    check = by_name(run_checks(with_llm(demo_config, url=server.url, structured_outputs="none")))[
+        "llm structured outputs"
+    ]
     assert check.status == "warning" and not server.requests

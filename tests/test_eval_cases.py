@@ -27,8 +27,19 @@ def test_the_project_set_covers_what_the_field_asks(devices):
     cases = load_cases(CASES, devices)
     tags = Counter(tag for case in cases for tag in case.tags)
     assert len(cases) >= 60
-    for tag in ("en", "zh", "fault_code", "symptom", "sensor", "work_order", "multi_intent", "session", "no_answer",
-                "broken_sensor", "plc_outage"):
+    for tag in (
+        "en",
+        "zh",
+        "fault_code",
+        "symptom",
+        "sensor",
+        "work_order",
+        "multi_intent",
+        "session",
+        "no_answer",
+        "broken_sensor",
+        "plc_outage",
+    ):
         assert tags[tag] >= 2, f"fewer than two cases tagged {tag}"
     assert tags["zh"] >= 15
     assert {case.fault.kind for case in cases if case.fault} == {"broken_sensor", "plc_outage"}
@@ -39,8 +50,19 @@ def test_the_phrasing_set_asks_the_way_technicians_type(devices):
     cases = load_cases(PHRASING, devices)
     tags = Counter(tag for case in cases for tag in case.tags)
     assert len(cases) >= 60 and tags["en"] >= 25 and tags["zh"] >= 20
-    for tag in ("value", "loose_code", "unknown_device", "blank", "long", "other_machine", "work_order", "no_answer",
-                "session", "plc_outage", "broken_sensor"):
+    for tag in (
+        "value",
+        "loose_code",
+        "unknown_device",
+        "blank",
+        "long",
+        "other_machine",
+        "work_order",
+        "no_answer",
+        "session",
+        "plc_outage",
+        "broken_sensor",
+    ):
         assert tags[tag] >= 1, f"no case tagged {tag}"
     assert tags["value"] >= 15 and tags["loose_code"] >= 15 and tags["unknown_device"] >= 4
     # New questions, not the project set's asked again.
@@ -53,17 +75,27 @@ def write(tmp_path: Path, *lines: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"id": "a", "question": ', "cases.jsonl:2: not valid JSON"),
-    (json.dumps({**GOOD, "id": "b", "expect": {"first_tool": "search_manual"}}), "cases.jsonl:2: expect.first_tool"),
-    (json.dumps({**GOOD, "id": "c", "colour": "red"}), "cases.jsonl:2: colour: Extra inputs are not permitted"),
-    (json.dumps({**GOOD, "id": "d", "device_id": "press-9"}), "unknown device 'press-9'"),
-    (json.dumps({**GOOD, "id": "e", "fault": {"kind": "broken_sensor", "device_id": "press-3"}}), "needs 'sensor'"),
-    (json.dumps({**GOOD, "id": "f", "fault": {"kind": "broken_sensor", "device_id": "press-3", "sensor": "rpm"}}),
-     "device 'press-3' has no sensor 'rpm'"),
-    (json.dumps({**GOOD, "id": "g", "expect": {"sensors": ["humidity"]}}), "no device has a sensor 'humidity'"),
-    (json.dumps(GOOD), "case id 'ok' is used twice"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"id": "a", "question": ', "cases.jsonl:2: not valid JSON"),
+        (
+            json.dumps({**GOOD, "id": "b", "expect": {"first_tool": "search_manual"}}),
+            "cases.jsonl:2: expect.first_tool",
+        ),
+        (json.dumps({**GOOD, "id": "c", "colour": "red"}), "cases.jsonl:2: colour: Extra inputs are not permitted"),
+        (json.dumps({**GOOD, "id": "d", "device_id": "press-9"}), "unknown device 'press-9'"),
+        (json.dumps({**GOOD, "id": "e", "fault": {"kind": "broken_sensor", "device_id": "press-3"}}), "needs 'sensor'"),
+        (
+            json.dumps(
+                {**GOOD, "id": "f", "fault": {"kind": "broken_sensor", "device_id": "press-3", "sensor": "rpm"}}
+            ),
+            "device 'press-3' has no sensor 'rpm'",
+        ),
+        (json.dumps({**GOOD, "id": "g", "expect": {"sensors": ["humidity"]}}), "no device has a sensor 'humidity'"),
+        (json.dumps(GOOD), "case id 'ok' is used twice"),
+    ],
+)
 def test_a_bad_line_is_named(tmp_path, devices, line, message):
     with pytest.raises(CaseFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_cases(write(tmp_path, json.dumps(GOOD), line), devices)

@@ -22,15 +22,25 @@ def reply(**content) -> dict:
 
 SCRIPTS = {
     "Press-3 shows E102, what should I do?": [
-        reply(thought="A fault code: the manual first.", action=MANUAL, args={"fault_code": "E102", "device_id": "press-3"}),
-        reply(thought="I have the procedure.", evidence=["obs-1"],
-              final_answer="E102 is motor over-temperature protection (hydra_hp200_v2.1_en.pdf, V2.1, p. 2). "
-                           "1. Stop the press and switch the main motor off. 2. Check the coolant level."),
+        reply(
+            thought="A fault code: the manual first.",
+            action=MANUAL,
+            args={"fault_code": "E102", "device_id": "press-3"},
+        ),
+        reply(
+            thought="I have the procedure.",
+            evidence=["obs-1"],
+            final_answer="E102 is motor over-temperature protection (hydra_hp200_v2.1_en.pdf, V2.1, p. 2). "
+            "1. Stop the press and switch the main motor off. 2. Check the coolant level.",
+        ),
     ],
     "What is the coolant level on press-3 right now?": [
         reply(thought="A current value.", action=PLC, args={"device_id": "press-3", "sensor": "coolant_level"}),
-        reply(thought="Answer.", evidence=["obs-1"],
-              final_answer="The coolant level is 87.5 % and I opened work order WO-0123456789ABCDEF."),
+        reply(
+            thought="Answer.",
+            evidence=["obs-1"],
+            final_answer="The coolant level is 87.5 % and I opened work order WO-0123456789ABCDEF.",
+        ),
     ],
 }
 
@@ -45,10 +55,17 @@ def script(body: dict) -> dict:
 def cases_file(tmp_path):
     path = tmp_path / "cases.jsonl"
     lines = [
-        {"id": "llm-grounded", "question": "Press-3 shows E102, what should I do?", "device_id": "press-3",
-         "expect": {"first_tool": MANUAL, "tools": [MANUAL], "fault_codes": ["E102"]}},
-        {"id": "llm-invents", "question": "What is the coolant level on press-3 right now?",
-         "expect": {"first_tool": PLC, "sensors": ["coolant_level"], "reading": "live"}},
+        {
+            "id": "llm-grounded",
+            "question": "Press-3 shows E102, what should I do?",
+            "device_id": "press-3",
+            "expect": {"first_tool": MANUAL, "tools": [MANUAL], "fault_codes": ["E102"]},
+        },
+        {
+            "id": "llm-invents",
+            "question": "What is the coolant level on press-3 right now?",
+            "expect": {"first_tool": PLC, "sensors": ["coolant_level"], "reading": "live"},
+        },
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
@@ -82,13 +99,21 @@ def test_eval_prints_the_runs_and_the_summary_table(tmp_path, ops_state, llm_ser
     assert main(["eval", str(cases_file(tmp_path)), "--baseline", str(tmp_path / "none.json")]) == 2
     assert "baseline file not found" in capsys.readouterr().err
 
-    (tmp_path / "high.json").write_text(json.dumps(
-        {"planner": "llm", "cases": 2, "scores": {"grounded": 1.0}, "passed_cases": ["llm-invents"]}))
+    (tmp_path / "high.json").write_text(
+        json.dumps({"planner": "llm", "cases": 2, "scores": {"grounded": 1.0}, "passed_cases": ["llm-invents"]})
+    )
     assert main(["eval", str(cases_file(tmp_path)), "--baseline", str(tmp_path / "high.json")]) == 1
     out = capsys.readouterr().out
-    for text in ("PASS llm-grounded", "FAIL llm-invents", "not in any observation: work order WO-0123456789ABCDEF",
-                 "grounded", "1/2", "below the baseline", "grounded: 50.0% is below the baseline 100.0%",
-                 "passed in the baseline and fail now: llm-invents"):
+    for text in (
+        "PASS llm-grounded",
+        "FAIL llm-invents",
+        "not in any observation: work order WO-0123456789ABCDEF",
+        "grounded",
+        "1/2",
+        "below the baseline",
+        "grounded: 50.0% is below the baseline 100.0%",
+        "passed in the baseline and fail now: llm-invents",
+    ):
         assert text in out, text
 
 

@@ -32,14 +32,21 @@ def test_the_rules_planner_scores_at_least_the_baseline(ops_state, cases_file, b
     env.update(FIXLOOP_STATE_DIR=str(ops_state), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     done = subprocess.run(
         [sys.executable, "-m", "edge.cli.main", "eval", str(cases_file), "--json", "--baseline", str(baseline_file)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.stdout, done.stderr[-3000:]
     report = json.loads(done.stdout)
     baseline = load_baseline(baseline_file)
     summary = report["summary"]
-    below = {name: (summary["metrics"][name]["rate"], floor) for name, floor in baseline.scores.items()
-             if (summary["metrics"][name]["rate"] or 0.0) < floor - 1e-9}
+    below = {
+        name: (summary["metrics"][name]["rate"], floor)
+        for name, floor in baseline.scores.items()
+        if (summary["metrics"][name]["rate"] or 0.0) < floor - 1e-9
+    }
     assert not below, f"scores below the baseline (now, baseline): {below}; {report['regressions']}"
     assert done.returncode == 0 and report["regressions"] == []
 

@@ -19,10 +19,20 @@ from knowledge.codes import (
 )
 
 
-@pytest.mark.parametrize(("typed", "printed"), [
-    ("e-102", "E102"), ("E 102", "E102"), ("ALARM 1", "ALARM:1"), ("alarm:1", "ALARM:1"), ("err 07", "Err-07"),
-    ("ERR-07", "Err-07"), ("drv fault", "DRV_FAULT"), ("Ｅ１０２", "E102"), ("error 22", "error:22"),
-])
+@pytest.mark.parametrize(
+    ("typed", "printed"),
+    [
+        ("e-102", "E102"),
+        ("E 102", "E102"),
+        ("ALARM 1", "ALARM:1"),
+        ("alarm:1", "ALARM:1"),
+        ("err 07", "Err-07"),
+        ("ERR-07", "Err-07"),
+        ("drv fault", "DRV_FAULT"),
+        ("Ｅ１０２", "E102"),
+        ("error 22", "error:22"),
+    ],
+)
 def test_printed_and_typed_forms_share_one_key(typed, printed):
     assert code_key(typed) == code_key(printed)
     assert canonical_id(printed) == f"fault:{code_key(printed)}"
@@ -31,7 +41,7 @@ def test_printed_and_typed_forms_share_one_key(typed, printed):
 @given(st.from_regex(r"[A-Za-z]{1,4}[0-9]{1,4}", fullmatch=True), st.sampled_from(["", " ", "-", ":", "_"]))
 def test_key_ignores_case_and_separators(code, sep):
     letters = code.rstrip("0123456789")
-    digits = code[len(letters):]
+    digits = code[len(letters) :]
     assert code_key(f"{letters.lower()}{sep}{digits}") == code_key(code) == code.upper()
 
 
@@ -41,12 +51,24 @@ def test_cue_words_are_dropped_only_as_a_second_try():
     assert lookup_keys("ERROR") == ["ERROR"] and lookup_keys("ALMOST") == ["ALMOST"]
 
 
-@pytest.mark.parametrize(("reported", "shown", "identity"), [
-    ("fault 123", "123", "123"), ("alarm 123", "123", "123"), ("ALARM123", "123", "123"), ("123", "123", "123"),
-    ("Alarm: 6065", "6065", "6065"), ("报警号 6065", "6065", "6065"), ("ALARM:1", "ALARM:1", "1"),
-    ("Err-07", "ERR-07", "07"), ("e 102", "E102", "E102"), ("K179A-0", "K179A-0", "K179A0"), ("x.1", "X.1", "X1"),
-    ("OVERTEMP", "OVERTEMP", "OVERTEMP"), ("ERROR", "ERROR", "ERROR"),
-])
+@pytest.mark.parametrize(
+    ("reported", "shown", "identity"),
+    [
+        ("fault 123", "123", "123"),
+        ("alarm 123", "123", "123"),
+        ("ALARM123", "123", "123"),
+        ("123", "123", "123"),
+        ("Alarm: 6065", "6065", "6065"),
+        ("报警号 6065", "6065", "6065"),
+        ("ALARM:1", "ALARM:1", "1"),
+        ("Err-07", "ERR-07", "07"),
+        ("e 102", "E102", "E102"),
+        ("K179A-0", "K179A-0", "K179A0"),
+        ("x.1", "X.1", "X1"),
+        ("OVERTEMP", "OVERTEMP", "OVERTEMP"),
+        ("ERROR", "ERROR", "ERROR"),
+    ],
+)
 def test_a_reported_code_has_one_spelling_and_one_identity(reported, shown, identity):
     assert reported_code(reported) == shown
     assert fault_key(reported) == fault_key(shown) == identity
@@ -59,33 +81,46 @@ def test_placeholder_codes_match_the_number_on_the_hmi():
     assert glob_pattern("E204") is None
 
 
-@pytest.mark.parametrize(("text", "emphasized", "code", "title"), [
-    ("Fault code: E102 — Motor over-temperature protection", False, "E102", "Motor over-temperature protection"),
-    ("故障代码：E102 电机过温保护", False, "E102", "电机过温保护"),
-    ("Alarm 6065 – Spindle over-temperature", False, "6065", "Spindle over-temperature"),
-    ("报警号 6065 主轴过热", False, "6065", "主轴过热"),
-    ("ALARM:1 Hard limit", False, "ALARM:1", "Hard limit"),
-    ("DRV_FAULT: Servo pump drive fault", True, "DRV_FAULT", "Servo pump drive fault"),
-    ("04101 Coolant level low", True, "04101", "Coolant level low"),
-])
+@pytest.mark.parametrize(
+    ("text", "emphasized", "code", "title"),
+    [
+        ("Fault code: E102 — Motor over-temperature protection", False, "E102", "Motor over-temperature protection"),
+        ("故障代码：E102 电机过温保护", False, "E102", "电机过温保护"),
+        ("Alarm 6065 – Spindle over-temperature", False, "6065", "Spindle over-temperature"),
+        ("报警号 6065 主轴过热", False, "6065", "主轴过热"),
+        ("ALARM:1 Hard limit", False, "ALARM:1", "Hard limit"),
+        ("DRV_FAULT: Servo pump drive fault", True, "DRV_FAULT", "Servo pump drive fault"),
+        ("04101 Coolant level low", True, "04101", "Coolant level low"),
+    ],
+)
 def test_headings_in_the_styles_of_real_manuals(text, emphasized, code, title):
     heading = parse_heading(text, emphasized)
     assert heading is not None and (heading.code, heading.title) == (code, title)
 
 
-@pytest.mark.parametrize("text", [
-    "E102 can recur if the cause is not removed",  # running text, not a heading
-    "Error messages are shown on the HMI",
-    "Version V2.1",
-    "3 Fault procedures",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "E102 can recur if the cause is not removed",  # running text, not a heading
+        "Error messages are shown on the HMI",
+        "Version V2.1",
+        "3 Fault procedures",
+    ],
+)
 def test_prose_is_not_a_heading(text):
     assert parse_heading(text, emphasized=False) is None
 
 
 def test_code_cells():
     assert [parse_code_cell(c) for c in ["E102", "ALARM:1", "04101", "error:22", "XX204", "Alarm 6065", "Code"]] == [
-        "E102", "ALARM:1", "04101", "error:22", "XX204", "6065", None]
+        "E102",
+        "ALARM:1",
+        "04101",
+        "error:22",
+        "XX204",
+        "6065",
+        None,
+    ]
 
 
 def test_linker_marks_codes_in_english_and_chinese_with_canonical_ids():
@@ -99,10 +134,17 @@ def test_linker_marks_codes_in_english_and_chinese_with_canonical_ids():
     assert linker.mentions("the motor is hot", "en") == []
 
 
-@pytest.mark.parametrize(("typed", "printed"), [
-    ("23", "0023"), ("0x400", "0x0400"), ("O.Volt", "O.Uo1t"), ("U.Volt", "U.Uo1t"), ("sc trp", "SC-trP"),
-    ("etrip", "E-trip"),
-])
+@pytest.mark.parametrize(
+    ("typed", "printed"),
+    [
+        ("23", "0023"),
+        ("0x400", "0x0400"),
+        ("O.Volt", "O.Uo1t"),
+        ("U.Volt", "U.Uo1t"),
+        ("sc trp", "SC-trP"),
+        ("etrip", "E-trip"),
+    ],
+)
 def test_display_and_padded_forms_share_a_loose_key(typed, printed):
     assert loose_key(typed) == loose_key(printed)
 
@@ -112,8 +154,10 @@ def test_loose_keys_still_tell_codes_apart(other):
     assert loose_key("0023") != loose_key(other) and loose_key("O-I") != loose_key(other)
 
 
-@pytest.mark.parametrize(("cell", "code"), [("O-I", "O-I"), ("P-LOSS", "P-LOSS"), ("I. t-trP", "I.t-trP"),
-                                            ("0x0400", "0x0400"), ("bit 11", "bit11")])
+@pytest.mark.parametrize(
+    ("cell", "code"),
+    [("O-I", "O-I"), ("P-LOSS", "P-LOSS"), ("I. t-trP", "I.t-trP"), ("0x0400", "0x0400"), ("bit 11", "bit11")],
+)
 def test_display_hex_and_bit_codes_in_a_code_column(cell, code):
     assert parse_code_cell(cell) == code
 

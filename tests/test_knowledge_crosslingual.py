@@ -17,15 +17,19 @@ def one_language(demo_index: Path, tmp_path_factory: pytest.TempPathFactory):
         shutil.copy(demo_index.parent / "manuals" / f"hydra_hp200_v2.1_{edition}.pdf", folder)
         build_index([folder], folder / "manuals.sqlite")
         return ManualIndex(folder / "manuals.sqlite")
+
     return index_of
 
 
-@pytest.mark.parametrize(("edition", "question", "code"), [
-    ("en", "电机过热", "E102"),
-    ("en", "液压油温度过高怎么办", "E103"),
-    ("zh", "the main motor is overheating", "E102"),
-    ("zh", "hydraulic oil over temperature", "E103"),
-])
+@pytest.mark.parametrize(
+    ("edition", "question", "code"),
+    [
+        ("en", "电机过热", "E102"),
+        ("en", "液压油温度过高怎么办", "E103"),
+        ("zh", "the main motor is overheating", "E102"),
+        ("zh", "hydraulic oil over temperature", "E103"),
+    ],
+)
 def test_a_question_in_one_language_finds_the_entry_in_a_manual_in_the_other(one_language, edition, question, code):
     result = one_language(edition).query(question, k=3)
     assert result.status == "ok"

@@ -70,12 +70,30 @@ def test_scanned_pages_are_read_by_ocr_and_marked(manuals):
 
 def test_duplicate_codes_in_one_manual_are_merged(tmp_path):
     entry = FaultEntry(code="E7", title="Pump fault", symptom="", cause="Pump worn.", steps=["Replace the pump."])
-    detail = FaultEntry(code="E7", title="Pump fault", symptom="No pressure.", cause="Pump worn.",
-                        steps=["Stop.", "Replace the pump.", "Bleed the circuit."])
+    detail = FaultEntry(
+        code="E7",
+        title="Pump fault",
+        symptom="No pressure.",
+        cause="Pump worn.",
+        steps=["Stop.", "Replace the pump.", "Bleed the circuit."],
+    )
     path = tmp_path / "dup.pdf"
-    render_pdf(ManualDoc(title="Pump manual", vendor="Acme", model="P-1", version="V1.0", language="en",
-                         valid_for="P-1", header="Acme P-1 V1.0", footer_note="Acme", heading="Fault code: {code} — {title}",
-                         table_faults=[entry], text_faults=[detail]), path)
+    render_pdf(
+        ManualDoc(
+            title="Pump manual",
+            vendor="Acme",
+            model="P-1",
+            version="V1.0",
+            language="en",
+            valid_for="P-1",
+            header="Acme P-1 V1.0",
+            footer_note="Acme",
+            heading="Fault code: {code} — {title}",
+            table_faults=[entry],
+            text_faults=[detail],
+        ),
+        path,
+    )
     extraction = extract_manual(path)
     assert extraction.duplicates == 1
     [record] = extraction.records

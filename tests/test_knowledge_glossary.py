@@ -24,11 +24,20 @@ def test_english_spellings_expand_to_chinese(english):
     assert {"过压", "过电压", "电压过高"} <= words(english)
 
 
-@pytest.mark.parametrize("chinese, english", [
-    ("直流母线过压保护动作", "overvoltage"), ("电机报欠压", "undervoltage"), ("输入电源缺相", "phase loss"),
-    ("伺服报过流", "overcurrent"), ("编码器通讯异常", "encoder"), ("霍尔信号错误", "hall sensor"),
-    ("对地短路", "ground fault"), ("电机堵转", "locked rotor"), ("按下急停", "emergency stop"),
-])
+@pytest.mark.parametrize(
+    "chinese, english",
+    [
+        ("直流母线过压保护动作", "overvoltage"),
+        ("电机报欠压", "undervoltage"),
+        ("输入电源缺相", "phase loss"),
+        ("伺服报过流", "overcurrent"),
+        ("编码器通讯异常", "encoder"),
+        ("霍尔信号错误", "hall sensor"),
+        ("对地短路", "ground fault"),
+        ("电机堵转", "locked rotor"),
+        ("按下急停", "emergency stop"),
+    ],
+)
 def test_chinese_expands_to_english(chinese, english):
     assert english in expand(chinese)
 
@@ -71,8 +80,12 @@ def test_translate_to_english():
 
 def test_chinese_question_finds_english_entry_and_reverse():
     """Query terms plus the expansion's terms, against records indexed with plain terms()."""
-    docs = ["Alarm 2: over voltage of the main power supply", "Alarm 3: encoder disconnected",
-            "bit3 过压故障：电机电压超过保护电压", "bit0 电机过温故障：热敏电阻温度超过135度"]
+    docs = [
+        "Alarm 2: over voltage of the main power supply",
+        "Alarm 3: encoder disconnected",
+        "bit3 过压故障：电机电压超过保护电压",
+        "bit0 电机过温故障：热敏电阻温度超过135度",
+    ]
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')")
     db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", [(i, " ".join(terms(d))) for i, d in enumerate(docs)])

@@ -25,8 +25,9 @@ EXTRACTED = [name for name in GENERATORS if name != "two_up"]
 
 
 @pytest.fixture(scope="session")
-def hard_index(hard_manuals: dict[str, HardManual],
-               tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ManualIndex]:
+def hard_index(
+    hard_manuals: dict[str, HardManual], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], ManualIndex]:
     """The index of one layout's manual alone, built on first use; one embedding model for all."""
     folder = tmp_path_factory.mktemp("hard-indexes")
     embedder = Embedder()
@@ -68,8 +69,9 @@ def test_fault_entries_are_extracted_as_printed(hard_manuals: dict[str, HardManu
 
 
 @pytest.mark.parametrize("layout", list(GENERATORS))
-def test_questions_find_the_page_that_answers_them(hard_manuals: dict[str, HardManual],
-                                                    hard_index: Callable[[str], ManualIndex], layout: str) -> None:
+def test_questions_find_the_page_that_answers_them(
+    hard_manuals: dict[str, HardManual], hard_index: Callable[[str], ManualIndex], layout: str
+) -> None:
     manual = hard_manuals[layout]
     index = hard_index(layout)
     problems = []
@@ -94,8 +96,12 @@ def test_questions_find_the_page_that_answers_them(hard_manuals: dict[str, HardM
 def _entry_problems(record: FaultRecord, want: ExpectedEntry) -> list[str]:
     steps = "\n".join(record.steps)
     problems = []
-    checks = [("title", want.title, record.title, ""), ("cause", want.cause, record.cause, steps),
-              ("remedy", want.remedy, steps, record.cause), ("text", want.anywhere, _text(record), "")]
+    checks = [
+        ("title", want.title, record.title, ""),
+        ("cause", want.cause, record.cause, steps),
+        ("remedy", want.remedy, steps, record.cause),
+        ("text", want.anywhere, _text(record), ""),
+    ]
     for field, words, home, elsewhere in checks:
         if absent := [w for w in words if not contains(home, w)]:
             problems.append(f"{field} lacks {absent}")
@@ -114,4 +120,3 @@ def _text(record: FaultRecord) -> str:
 
 def _hit_text(hit: Hit) -> str:
     return "\n".join([hit.title, hit.symptom, hit.cause, *hit.steps, hit.snippet])  # a page hit has a snippet
-

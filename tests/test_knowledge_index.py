@@ -101,7 +101,9 @@ def test_a_killed_build_leaves_the_old_index_and_a_leftover_the_next_build_remov
                 os._exit(9)  # no cleanup, no finally: as if the power went
         build_index([Path({str(library)!r})], Path({str(db)!r}), progress=die)
     """)
-    result = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True, text=True
+    )
     assert result.returncode == 9, result.stderr
     assert db.read_bytes() == before
     assert len(list(tmp_path.glob(".manuals.sqlite.building-*"))) == 1

@@ -50,8 +50,11 @@ def english_manual(tmp_path: Path) -> Path:
         ("Rev 3.2, March 2021", 11),
     ]
     last = [("Copyright © 2021 Quillon Motion Inc. All rights reserved.", 9), *[(line, 10) for line in BODY]]
-    return make_pdf(tmp_path / "qm420.pdf", [cover, *body_pages("QM420"), last],
-                    {"author": "12345", "title": "Microsoft Word - manual.doc", "producer": "Acme PDF Writer"})
+    return make_pdf(
+        tmp_path / "qm420.pdf",
+        [cover, *body_pages("QM420"), last],
+        {"author": "12345", "title": "Microsoft Word - manual.doc", "producer": "Acme PDF Writer"},
+    )
 
 
 def test_an_unknown_vendor_and_model_come_from_the_cover_and_the_copyright_line(english_manual):
@@ -69,14 +72,22 @@ def test_a_chinese_cover_names_the_company_and_the_model(tmp_path):
         ("型号：LC-300", 12),
         ("深圳市蓝川智能科技有限公司", 11),
     ]
-    body = [[("感谢您选择蓝川智能科技有限公司的产品。", 10), ("驱动器报警时红色指示灯亮，电机停止运行。", 10),
-             ("请检查电源电压和电机接线。", 10)] for _ in range(3)]
+    body = [
+        [
+            ("感谢您选择蓝川智能科技有限公司的产品。", 10),
+            ("驱动器报警时红色指示灯亮，电机停止运行。", 10),
+            ("请检查电源电压和电机接线。", 10),
+        ]
+        for _ in range(3)
+    ]
     info = info_of(make_pdf(tmp_path / "lc300.pdf", [cover, *body], {"author": "Administrator"}))
     assert (info.vendor, info.model, info.version, info.language) == ("蓝川智能科技", "LC-300", "V1.3", "zh")
     assert info.title == "伺服驱动器使用手册 V1.3"
 
 
-@pytest.mark.parametrize("title", ["Microsoft Word - manual.doc", "12345", "drive_manual_v2.pdf", "<4D6963726F736F6674>"])
+@pytest.mark.parametrize(
+    "title", ["Microsoft Word - manual.doc", "12345", "drive_manual_v2.pdf", "<4D6963726F736F6674>"]
+)
 def test_document_information_that_is_no_title_or_vendor_is_ignored(tmp_path, title):
     # No cover (all text the same size) and no vendor in the text (a trademark notice names
     # someone else): nothing better than the file name.
@@ -94,14 +105,25 @@ def test_a_plausible_document_title_is_used_when_there_is_no_cover(tmp_path):
 
 
 def test_the_vendor_from_the_web_site_as_the_text_spells_it(tmp_path):
-    pages = [[("Ferrotek Drives support: visit www.ferrotekdrives.com for updates.", 10), *[(line, 10) for line in BODY]]]
+    pages = [
+        [("Ferrotek Drives support: visit www.ferrotekdrives.com for updates.", 10), *[(line, 10) for line in BODY]]
+    ]
     assert info_of(make_pdf(tmp_path / "m.pdf", pages * 3)).vendor == "Ferrotek Drives"
 
 
-@pytest.mark.parametrize("text, version", [
-    ("V7.10", "V7.10"), ("Rev 4", "V4"), ("Rev1.0", "V1.0"), ("Version 3.30", "V3.30"),
-    ("Revision 2", "V2"), ("2.1", "V2.1"), ("REV 4: AUGUST 17, 2010", "V4"), ("no number", ""),
-])
+@pytest.mark.parametrize(
+    "text, version",
+    [
+        ("V7.10", "V7.10"),
+        ("Rev 4", "V4"),
+        ("Rev1.0", "V1.0"),
+        ("Version 3.30", "V3.30"),
+        ("Revision 2", "V2"),
+        ("2.1", "V2.1"),
+        ("REV 4: AUGUST 17, 2010", "V4"),
+        ("no number", ""),
+    ],
+)
 def test_version_spellings(text, version):
     assert normalize_version(text) == version
 
@@ -109,16 +131,21 @@ def test_version_spellings(text, version):
 def test_sidecar_file(tmp_path):
     pdf = tmp_path / "drive.pdf"
     assert read_sidecar(pdf) == {}
-    (tmp_path / "drive.pdf.toml").write_text('vendor = "Quillon"\nmodel = "QM-420"\ndevice = "press-3"\n', encoding="utf-8")
+    (tmp_path / "drive.pdf.toml").write_text(
+        'vendor = "Quillon"\nmodel = "QM-420"\ndevice = "press-3"\n', encoding="utf-8"
+    )
     assert read_sidecar(pdf) == {"vendor": "Quillon", "model": "QM-420", "device": "press-3"}
 
 
-@pytest.mark.parametrize("content, named", [
-    ('vendr = "Quillon"\n', "'vendr'"),
-    ("version = 2.1\n", "'version' must be a string"),
-    ('language = "de"\n', "'language' must be one of"),
-    ('vendor = "Quillon\n', "cannot read"),
-])
+@pytest.mark.parametrize(
+    "content, named",
+    [
+        ('vendr = "Quillon"\n', "'vendr'"),
+        ("version = 2.1\n", "'version' must be a string"),
+        ('language = "de"\n', "'language' must be one of"),
+        ('vendor = "Quillon\n', "cannot read"),
+    ],
+)
 def test_a_bad_sidecar_names_the_file_and_the_key(tmp_path, content, named):
     (tmp_path / "drive.pdf.toml").write_text(content, encoding="utf-8")
     with pytest.raises(ManualError) as error:
@@ -127,10 +154,17 @@ def test_a_bad_sidecar_names_the_file_and_the_key(tmp_path, content, named):
 
 
 def test_cli_flags_beat_the_sidecar_which_beats_the_text(english_manual):
-    (english_manual.parent / "qm420.pdf.toml").write_text('vendor = "Quillon GmbH"\nmodel = "QM-420"\n', encoding="utf-8")
+    (english_manual.parent / "qm420.pdf.toml").write_text(
+        'vendor = "Quillon GmbH"\nmodel = "QM-420"\n', encoding="utf-8"
+    )
     overrides = merge_overrides(read_sidecar(english_manual), {"model": "QM420-B", "version": "5.0", "vendor": None})
     info = info_of(english_manual, overrides)
-    assert (info.vendor, info.model, info.version, info.title) == ("Quillon GmbH", "QM420-B", "V5.0", "QM420 Stepper Drive User Manual Document BX-2231-S5")
+    assert (info.vendor, info.model, info.version, info.title) == (
+        "Quillon GmbH",
+        "QM420-B",
+        "V5.0",
+        "QM420 Stepper Drive User Manual Document BX-2231-S5",
+    )
 
 
 def test_an_operator_binds_a_manual_to_a_device(english_manual):

@@ -5,15 +5,46 @@ import pytest
 from knowledge.manual_names import ManualNames
 
 MANUALS = [
-    {"sha256": "ep", "file": "cncmakers_ep100_servo_quickguide.pdf", "title": "", "vendor": "", "model": "EP100", "device": ""},
-    {"sha256": "gecko", "file": "g540_manual.pdf", "title": "G540 4-AXIS DRIVE", "vendor": "Geckodrive", "model": "G540",
-     "device": ""},
-    {"sha256": "gsk", "file": "gsk980mdi_alarm_list_zh.pdf", "title": "报警和解除", "vendor": "", "model": "GSK980MDi",
-     "device": ""},
-    {"sha256": "frsx", "file": "spindle.pdf", "title": "SPINDLE DRIVE CONTROLLER TYPE FR-SX MAINTENANCE MANUAL",
-     "vendor": "", "model": "FR-SX", "device": "spindle-1"},
-    {"sha256": "alarms", "file": "alarm_codes.pdf", "title": "Alarm codes", "vendor": "Grbl", "model": "ALARM-CODES",
-     "device": ""},
+    {
+        "sha256": "ep",
+        "file": "cncmakers_ep100_servo_quickguide.pdf",
+        "title": "",
+        "vendor": "",
+        "model": "EP100",
+        "device": "",
+    },
+    {
+        "sha256": "gecko",
+        "file": "g540_manual.pdf",
+        "title": "G540 4-AXIS DRIVE",
+        "vendor": "Geckodrive",
+        "model": "G540",
+        "device": "",
+    },
+    {
+        "sha256": "gsk",
+        "file": "gsk980mdi_alarm_list_zh.pdf",
+        "title": "报警和解除",
+        "vendor": "",
+        "model": "GSK980MDi",
+        "device": "",
+    },
+    {
+        "sha256": "frsx",
+        "file": "spindle.pdf",
+        "title": "SPINDLE DRIVE CONTROLLER TYPE FR-SX MAINTENANCE MANUAL",
+        "vendor": "",
+        "model": "FR-SX",
+        "device": "spindle-1",
+    },
+    {
+        "sha256": "alarms",
+        "file": "alarm_codes.pdf",
+        "title": "Alarm codes",
+        "vendor": "Grbl",
+        "model": "ALARM-CODES",
+        "device": "",
+    },
 ]
 
 
@@ -22,17 +53,24 @@ def names():
     return ManualNames(MANUALS)
 
 
-@pytest.mark.parametrize(("question", "named"), [
-    ("EP100 err 9", {"ep"}), ("gecko red LED stays on", {"gecko"}), ("980MDi急停报警怎么解除", {"gsk"}),
-    ("fr sx source voltage drop alarm", {"frsx"}), ("三菱FR-SX主轴驱动器报超速报警", {"frsx"}),
-    ("spindle-1 hunts at orientation", {"frsx"}),
-])
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("EP100 err 9", {"ep"}),
+        ("gecko red LED stays on", {"gecko"}),
+        ("980MDi急停报警怎么解除", {"gsk"}),
+        ("fr sx source voltage drop alarm", {"frsx"}),
+        ("三菱FR-SX主轴驱动器报超速报警", {"frsx"}),
+        ("spindle-1 hunts at orientation", {"frsx"}),
+    ],
+)
 def test_a_question_names_its_manual_by_model_vendor_designation_or_device(names, question, named):
     assert names.mentioned(question) == named
 
 
-@pytest.mark.parametrize("question", ["ALARM 1", "the servo drive trips", "alarm codes please", "manual page 9",
-                                      "drive shows error 23"])
+@pytest.mark.parametrize(
+    "question", ["ALARM 1", "the servo drive trips", "alarm codes please", "manual page 9", "drive shows error 23"]
+)
 def test_words_every_manual_might_use_name_no_manual(names, question):
     assert names.mentioned(question) == set()
 

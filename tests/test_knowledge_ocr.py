@@ -65,7 +65,12 @@ def test_paragraphs_are_kept_and_lines_split(tmp_path):
 
 
 def test_a_scanned_chinese_line_keeps_its_words_and_codes_whole(tmp_path):
-    path = scanned(tmp_path, lambda page: page.insert_text((40, 100), "故障代码 E102 过压保护，检查输入电压", fontname="china-s", fontsize=12))
+    path = scanned(
+        tmp_path,
+        lambda page: page.insert_text(
+            (40, 100), "故障代码 E102 过压保护，检查输入电压", fontname="china-s", fontsize=12
+        ),
+    )
     text = ocr_pages(path, [1])[1].text
     assert "过压保护" in text and "输入电压" in text
     assert "E102" in text  # Tesseract's Chinese model reads it as "E 10 2"
@@ -84,10 +89,13 @@ def test_an_image_only_page_needs_ocr(tmp_path):
     assert needs_ocr(page.get_text(), shows_images(page))
 
 
-@pytest.mark.parametrize("write", [
-    lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 200), ENGLISH, fontsize=11),
-    lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 200), CHINESE, fontname="china-s", fontsize=11),
-])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 200), ENGLISH, fontsize=11),
+        lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 200), CHINESE, fontname="china-s", fontsize=11),
+    ],
+)
 def test_a_text_page_with_a_figure_needs_no_ocr(tmp_path, write):
     page = text_page(pymupdf.open(), write)
     figure = text_page(pymupdf.open(), fault_table).get_pixmap(dpi=72)

@@ -37,8 +37,9 @@ def test_the_exported_encoder_embeds_a_question_as_the_model_does(encoder_file: 
     assert np.abs(exported - reference).max() < 1e-4
 
 
-def test_without_the_export_a_search_embeds_with_pytorch_and_answers_the_same(demo_index: Path, encoder_file: Path,
-                                                                              tmp_path: Path) -> None:
+def test_without_the_export_a_search_embeds_with_pytorch_and_answers_the_same(
+    demo_index: Path, encoder_file: Path, tmp_path: Path
+) -> None:
     copy = tmp_path / "manuals.sqlite"
     shutil.copy(demo_index, copy)
     shutil.copy(encoder_file, encoder_path(copy, Embedder().identity))
@@ -48,6 +49,7 @@ def test_without_the_export_a_search_embeds_with_pytorch_and_answers_the_same(de
     for question in QUESTIONS[:3]:
         with_export = ManualIndex(copy).search(question, k=3, mode="semantic")
         without = ManualIndex(bare).search(question, k=3, mode="semantic")
-        assert [(h.fault_code, h.page, h.manual) for h in with_export.hits] == \
-               [(h.fault_code, h.page, h.manual) for h in without.hits]
+        assert [(h.fault_code, h.page, h.manual) for h in with_export.hits] == [
+            (h.fault_code, h.page, h.manual) for h in without.hits
+        ]
         assert [h.score for h in with_export.hits] == pytest.approx([h.score for h in without.hits], abs=1e-4)

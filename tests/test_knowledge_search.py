@@ -19,7 +19,11 @@ def index(demo_index: Path) -> ManualIndex:
 def test_e102_on_the_press_is_motor_over_temperature_with_page_and_version(index):
     [hit] = index.lookup("E102", PRESS).hits
     assert (hit.fault_code, hit.title, hit.match, hit.applies_to_device) == (
-        "E102", "Motor over-temperature protection", "exact", True)
+        "E102",
+        "Motor over-temperature protection",
+        "exact",
+        True,
+    )
     assert (hit.manual, hit.version, hit.page, hit.language) == ("hydra_hp200_v2.1_en.pdf", "V2.1", 2, "en")
     assert hit.steps[0].startswith("Stop the press") and "coolant_level" in hit.steps[1]
     assert "steps differ in V1.2" in hit.version_compatibility
@@ -42,10 +46,19 @@ def test_one_code_two_meanings(index):
     assert elsewhere.hits[0].applies_to_device is False and "not in the manuals for press-3" in elsewhere.message
 
 
-@pytest.mark.parametrize(("typed", "code", "scope"), [
-    ("ALARM 1", "ALARM:1", CNC), ("alarm:2", "ALARM:2", CNC), ("01204", "XX204", CNC), ("err 07", "Err-07", PRESS),
-    ("drv fault", "DRV_FAULT", PRESS), ("报警号 6065", "6065", CNC), ("error:22", "error:22", CNC), ("04101", "04101", CNC),
-])
+@pytest.mark.parametrize(
+    ("typed", "code", "scope"),
+    [
+        ("ALARM 1", "ALARM:1", CNC),
+        ("alarm:2", "ALARM:2", CNC),
+        ("01204", "XX204", CNC),
+        ("err 07", "Err-07", PRESS),
+        ("drv fault", "DRV_FAULT", PRESS),
+        ("报警号 6065", "6065", CNC),
+        ("error:22", "error:22", CNC),
+        ("04101", "04101", CNC),
+    ],
+)
 def test_codes_as_typed_find_the_printed_code(index, typed, code, scope):
     assert index.query(typed, scope).hits[0].fault_code == code
 
@@ -56,13 +69,16 @@ def test_unknown_code_suggests_near_codes(index):
     assert "E110" in result.message and "describe the symptom" in result.suggestion
 
 
-@pytest.mark.parametrize(("symptom", "scope", "code"), [
-    ("the motor is hot", PRESS, "E102"),
-    ("电机过热", PRESS, "E102"),
-    ("spindle head is burning hot", CNC, "6065"),
-    ("主轴很烫", CNC, "6065"),
-    ("touch screen frozen, numbers not updating", PRESS, "Err-07"),
-])
+@pytest.mark.parametrize(
+    ("symptom", "scope", "code"),
+    [
+        ("the motor is hot", PRESS, "E102"),
+        ("电机过热", PRESS, "E102"),
+        ("spindle head is burning hot", CNC, "6065"),
+        ("主轴很烫", CNC, "6065"),
+        ("touch screen frozen, numbers not updating", PRESS, "Err-07"),
+    ],
+)
 def test_symptoms_find_their_codes(index, symptom, scope, code):
     hits = index.query(symptom, scope).hits
     assert code in [h.fault_code for h in hits[:3]]

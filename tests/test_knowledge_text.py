@@ -50,7 +50,14 @@ def test_ranking_prefers_the_specific_term():
 
 def test_english_terms_unchanged():
     assert terms("Spindle drive trips on Over-Voltage every time the spindle brakes") == [
-        "spindle", "drive", "trips", "voltage", "time", "spindle", "brakes"]
+        "spindle",
+        "drive",
+        "trips",
+        "voltage",
+        "time",
+        "spindle",
+        "brakes",
+    ]
     assert terms("Alarm E102: DC-bus 310V, see P-04") == ["alarm", "e102", "dc", "bus", "310v", "p", "04"]
 
 
@@ -67,16 +74,24 @@ def test_same_terms_in_another_process_and_no_cache_file(tmp_path):
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch), "HF_HUB_OFFLINE": "1"}
     code = "import json, sys; from knowledge.text import terms; print(json.dumps(terms(sys.argv[1])))"
-    out = subprocess.run([sys.executable, "-c", code, text], cwd=ROOT, env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, text], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
     assert json.loads(out.stdout) == terms(text) == terms(text)
     assert list(scratch.iterdir()) == []
     assert out.stderr == ""
 
 
 def test_english_text_does_not_load_the_segmenter():
-    code = ("import sys; from knowledge.text import terms; terms('spindle overheat alarm 9'); "
-            "print('jieba' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                         capture_output=True, text=True, check=True)
+    code = (
+        "import sys; from knowledge.text import terms; terms('spindle overheat alarm 9'); print('jieba' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "False"

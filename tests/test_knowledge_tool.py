@@ -40,7 +40,11 @@ def test_code_on_a_device_gives_meaning_steps_and_citation(registry):
     ref, *steps = obs.content
     assert ref.kind == "ref" and ref.fields["title"] == "Motor over-temperature protection"
     assert (ref.fields["manual"], ref.fields["page"], ref.fields["version"], ref.fields["match"]) == (
-        "hydra_hp200_v2.1_en.pdf", 2, "V2.1", "exact")
+        "hydra_hp200_v2.1_en.pdf",
+        2,
+        "V2.1",
+        "exact",
+    )
     assert ref.fields["applies_to_device"] is True and "V1.2" in ref.fields["version_compatibility"]
     assert [s.fields["n"] for s in steps] == [1, 2, 3, 4, 5] and "coolant level" in steps[1].text
     assert obs.source == "hydra_hp200_v2.1_en.pdf p.2"
@@ -89,7 +93,9 @@ def test_cold_start_answers_codes_without_the_model_and_symptoms_degraded(demo_i
         warm = tool.run(tool.input_model(query="the motor is hot", device_id="press-3"), ctx)
         print(json.dumps([code.status, ready_after_code, cold.status, cold.items[0].fields["fault_code"], warm.status]))
     """)
-    result = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=Path(__file__).parents[1], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == ["ok", False, "degraded", "E102", "ok"]
 

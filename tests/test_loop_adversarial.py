@@ -63,7 +63,10 @@ def test_the_breaker_opens_after_consecutive_failures_and_one_probe_closes_it(ma
         assert "circuit breaker open" in record.warnings[0]
         assert record.termination.final_answer.startswith("Degraded mode")
 
-        server.script = [call(MANUAL, fault_code="E102", device_id="press-3"), final("E102: see the manual.", ["obs-1"])]
+        server.script = [
+            call(MANUAL, fault_code="E102", device_id="press-3"),
+            final("E102: see the manual.", ["obs-1"]),
+        ]
         time.sleep(0.3)  # the open window passes: the next run is the probe
         probe = agent.ask(E102, device_id="press-3")
         assert probe.fallback is None and probe.termination.reason == "final_answer"
@@ -82,10 +85,14 @@ def test_readyz_shows_an_open_breaker_and_metrics_count_rejected_answers(tmp_pat
         result = service.ask(E102, "press-3")
         assert "WO-DEADBEEF0009" not in result.termination["final_answer"]
         after = scrape(service)
-        assert (metric(after, "fixloop_answers_rejected_total", planner="llm")
-                - metric(before, "fixloop_answers_rejected_total", planner="llm")) == 1
-        assert (metric(after, "fixloop_llm_fallbacks_total", reason="answer_rejected")
-                - metric(before, "fixloop_llm_fallbacks_total", reason="answer_rejected")) == 1
+        assert (
+            metric(after, "fixloop_answers_rejected_total", planner="llm")
+            - metric(before, "fixloop_answers_rejected_total", planner="llm")
+        ) == 1
+        assert (
+            metric(after, "fixloop_llm_fallbacks_total", reason="answer_rejected")
+            - metric(before, "fixloop_llm_fallbacks_total", reason="answer_rejected")
+        ) == 1
 
         service.ask("Press-3 shows E105, what now?", "press-3")
         with service.client(None) as client:

@@ -44,11 +44,13 @@ def scripted(make_agent):
 
 
 def test_well_formed_run_ends_with_final_answer_and_shares_the_prompt_prefix(scripted):
-    server, agent = scripted([
-        call(MANUAL, fault_code="E102", device_id="press-3"),
-        call(PLC, device_id="press-3", sensor="coolant_level"),
-        final("E102: stop the press and check the coolant level.", ["obs-1", "obs-2"]),
-    ])
+    server, agent = scripted(
+        [
+            call(MANUAL, fault_code="E102", device_id="press-3"),
+            call(PLC, device_id="press-3", sensor="coolant_level"),
+            final("E102: stop the press and check the coolant level.", ["obs-1", "obs-2"]),
+        ]
+    )
     record = agent.ask("Press-3 shows E102, what should I do?", device_id="press-3")
 
     assert record.termination.reason == "final_answer"
@@ -58,7 +60,10 @@ def test_well_formed_run_ends_with_final_answer_and_shares_the_prompt_prefix(scr
     body = server.requests[0]
     assert body["temperature"] == 0 and body["stop"] == ["Observation:"]
     assert {branch["properties"]["action"]["const"] for branch in body["structured_outputs"]["json"]["anyOf"][:-1]} == {
-        MANUAL, PLC, "generate_work_order"}
+        MANUAL,
+        PLC,
+        "generate_work_order",
+    }
     # Each request's messages extend the previous request's: the prefix cache can reuse all of it.
     for earlier, later in zip(server.requests, server.requests[1:]):
         assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
@@ -78,11 +83,13 @@ def test_structured_output_modes_shape_the_request(scripted):
 
 
 def test_format_error_goes_back_to_the_model_and_the_run_recovers(scripted):
-    server, agent = scripted([
-        {"content": "Thought: I will look it up. Action: search the manual"},
-        call(MANUAL, fault_code="E102", device_id="press-3"),
-        final("done", ["obs-2"]),
-    ])
+    server, agent = scripted(
+        [
+            {"content": "Thought: I will look it up. Action: search the manual"},
+            call(MANUAL, fault_code="E102", device_id="press-3"),
+            final("done", ["obs-2"]),
+        ]
+    )
     record = agent.ask("Press-3 shows E102")
     assert record.steps[0].format_error and "No JSON object" in record.steps[0].format_error
     assert record.termination.reason == "final_answer"
@@ -125,11 +132,13 @@ def test_same_call_twice_in_a_row_stops_weakly_but_still_answers(scripted):
 
 def test_same_observation_twice_in_a_row_stops(scripted):
     # "E102" and "e 102" normalise to the same code: different calls, identical observation.
-    _server, agent = scripted([
-        call(MANUAL, fault_code="E102", device_id="press-3"),
-        call(MANUAL, fault_code="e 102", device_id="press-3"),
-        final("never reached"),
-    ])
+    _server, agent = scripted(
+        [
+            call(MANUAL, fault_code="E102", device_id="press-3"),
+            call(MANUAL, fault_code="e 102", device_id="press-3"),
+            final("never reached"),
+        ]
+    )
     record = agent.ask("Press-3 shows E102")
     assert record.termination.reason == "repeated_observation"
     assert record.steps[1].observation.no_new_information
@@ -146,14 +155,20 @@ def test_third_identical_call_in_a_run_stops(scripted):
 
 
 def test_step_budget(scripted):
-    script = [call(PLC, device_id="press-3", sensor=s) for s in ["coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure"]]
+    script = [
+        call(PLC, device_id="press-3", sensor=s)
+        for s in ["coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure"]
+    ]
     _server, agent = scripted(script, loop={"max_steps": 3})
     record = agent.ask("check everything on press-3")
     assert record.termination.reason == "max_steps" and len(record.steps) == 3
 
 
 def test_token_budget_uses_the_servers_usage(scripted):
-    big = {**call(MANUAL, fault_code="E102", device_id="press-3"), "usage": {"prompt_tokens": 4000, "completion_tokens": 120}}
+    big = {
+        **call(MANUAL, fault_code="E102", device_id="press-3"),
+        "usage": {"prompt_tokens": 4000, "completion_tokens": 120},
+    }
     server, agent = scripted([big, final("never reached")])
     record = agent.ask("Press-3 shows E102")
     assert record.fallback == "token_budget" and record.context_tokens == 4120
@@ -163,18 +178,22 @@ def test_token_budget_uses_the_servers_usage(scripted):
 
 def test_time_budget(scripted):
     slowish = {**call(PLC, device_id="press-3", sensor="coolant_level"), "delay_s": 0.4}
-    _server, agent = scripted([slowish, {**call(PLC, device_id="press-3", sensor="motor_temp"), "delay_s": 0.4}, final("x")],
-                             loop={"max_wall_s": 0.5})
+    _server, agent = scripted(
+        [slowish, {**call(PLC, device_id="press-3", sensor="motor_temp"), "delay_s": 0.4}, final("x")],
+        loop={"max_wall_s": 0.5},
+    )
     record = agent.ask("coolant on press-3?")
     assert record.termination.reason == "time_budget"
 
 
 def test_takeover_stops_at_the_next_step_boundary_with_the_pending_action(scripted):
-    _server, agent = scripted([
-        call(MANUAL, fault_code="E102", device_id="press-3"),
-        call(PLC, "read the coolant", device_id="press-3", sensor="coolant_level"),
-        final("never reached"),
-    ])
+    _server, agent = scripted(
+        [
+            call(MANUAL, fault_code="E102", device_id="press-3"),
+            call(PLC, "read the coolant", device_id="press-3", sensor="coolant_level"),
+            final("never reached"),
+        ]
+    )
     cancel = threading.Event()
 
     def on_event(event):
@@ -183,8 +202,11 @@ def test_takeover_stops_at_the_next_step_boundary_with_the_pending_action(script
 
     record = agent.run(RunRequest(question="Press-3 shows E102"), on_event=on_event, cancel=cancel)
     assert record.termination.reason == "takeover"
-    assert record.termination.pending_action == {"tool": PLC, "args": {"device_id": "press-3", "sensor": "coolant_level"},
-                                                 "thought": "read the coolant"}
+    assert record.termination.pending_action == {
+        "tool": PLC,
+        "args": {"device_id": "press-3", "sensor": "coolant_level"},
+        "thought": "read the coolant",
+    }
     assert len(record.observations) == 1
 
 
@@ -216,9 +238,12 @@ def test_the_prompt_lists_the_plants_sensor_ids_and_its_examples_use_no_real_dev
     systems = [body["messages"][0]["content"] for body in server.requests]
     assert len(set(systems)) == 1  # byte-identical across requests: the prefix cache holds
     system = systems[0]
-    assert "- press-3 (Hydraulic press 3, Hydra HP-200): motor_temp (°C), coolant_level (%), hydraulic_pressure (bar)" in system
+    assert (
+        "- press-3 (Hydraulic press 3, Hydra HP-200): motor_temp (°C), coolant_level (%), hydraulic_pressure (bar)"
+        in system
+    )
     assert "- cnc-7 (" in system and "spindle_speed (rpm)" in system
-    examples = system[system.index("The examples use a made-up machine"):]
+    examples = system[system.index("The examples use a made-up machine") :]
     for real in ("press-3", "cnc-7", "E102", "hydra_hp200", "meridian_vmc850"):
         assert real not in examples, real
 
@@ -227,14 +252,21 @@ def test_a_follow_up_names_the_sessions_device(scripted):
     from edge.planner import SessionContext
 
     server, agent = scripted([final("nothing to do")])
-    agent.run(RunRequest(question="and the coolant level?",
-                         session=SessionContext(device_id="cnc-7", summary=["Asked (cnc-7): 6065"])))
+    agent.run(
+        RunRequest(
+            question="and the coolant level?",
+            session=SessionContext(device_id="cnc-7", summary=["Asked (cnc-7): 6065"]),
+        )
+    )
     assert "Device: cnc-7 (from earlier in this session)" in server.requests[0]["messages"][1]["content"]
 
 
 def test_a_request_never_outlives_the_run_and_a_trickling_server_cannot_hold_it(scripted):
-    _server, agent = scripted([{**call(MANUAL, fault_code="E102", device_id="press-3"), "trickle_s": 0.2}],
-                             llm={"timeout_s": 10.0}, loop={"max_wall_s": 1.0})
+    _server, agent = scripted(
+        [{**call(MANUAL, fault_code="E102", device_id="press-3"), "trickle_s": 0.2}],
+        llm={"timeout_s": 10.0},
+        loop={"max_wall_s": 1.0},
+    )
     record = agent.ask("Press-3 shows E102", device_id="press-3")
     assert record.elapsed_ms < 1500
     assert record.degraded and record.termination.reason == "time_budget"

@@ -41,9 +41,16 @@ OTHER_TOKEN = "mcp-test-second-technician-token"
 def stdio_server(state: Path, plc_port: int, **overrides: str) -> StdioServerParameters:
     """`fixloop mcp` on the demo plant, its PLCs on the simulator, its state (and index copy) in `state`."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("FIXLOOP")}
-    env.update({"FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "FIXLOOP__DEVICES__PRESS-3__PLC__PORT": str(plc_port),
-                "FIXLOOP__DEVICES__CNC-7__PLC__PORT": str(plc_port), **overrides})
+    env.update(
+        {
+            "FIXLOOP_STATE_DIR": str(state),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "FIXLOOP__DEVICES__PRESS-3__PLC__PORT": str(plc_port),
+            "FIXLOOP__DEVICES__CNC-7__PLC__PORT": str(plc_port),
+            **overrides,
+        }
+    )
     return StdioServerParameters(command=sys.executable, args=["-m", "edge.cli.main", "mcp"], env=env, cwd=ROOT)
 
 
@@ -57,6 +64,7 @@ def state(tmp_path, demo_index) -> Path:
 
 def over_stdio(server: StdioServerParameters, session: Any) -> Any:
     """Run `session(client)` against a fresh `fixloop mcp` process; returns what it returns."""
+
     async def main() -> Any:
         async with Client(server, read_timeout_seconds=60) as client:
             return await session(client)
@@ -119,8 +127,9 @@ def test_without_the_confirmation_policy_an_mcp_call_creates_the_order_once(stat
     async def session(client: Client) -> list[Any]:
         return [await client.call_tool(WORK_ORDER, ORDER_ARGS) for _ in range(2)]
 
-    first, again = over_stdio(stdio_server(state, plc_sim.port, FIXLOOP__WORK_ORDERS__REQUIRE_CONFIRMATION="false"),
-                              session)
+    first, again = over_stdio(
+        stdio_server(state, plc_sim.port, FIXLOOP__WORK_ORDERS__REQUIRE_CONFIRMATION="false"), session
+    )
 
     created = first.structured_content["content"][0]["fields"]
     returned = again.structured_content["content"][0]["fields"]
@@ -132,14 +141,19 @@ def test_without_the_confirmation_policy_an_mcp_call_creates_the_order_once(stat
 
 def test_an_invalid_call_is_an_mcp_tool_error_that_says_what_to_fix(state, plc_sim):
     async def session(client: Client) -> list[Any]:
-        return [await client.call_tool(WORK_ORDER, {"fault_code": "E102", "summary": "no device given"}),
-                await client.call_tool(PLC, {"device_id": "press-9", "sensor": "motor_temp"}),
-                await client.call_tool("read_plc_value", {"device_id": "press-3", "sensor": "motor_temp"})]
+        return [
+            await client.call_tool(WORK_ORDER, {"fault_code": "E102", "summary": "no device given"}),
+            await client.call_tool(PLC, {"device_id": "press-9", "sensor": "motor_temp"}),
+            await client.call_tool("read_plc_value", {"device_id": "press-3", "sensor": "motor_temp"}),
+        ]
 
     missing, unknown_device, unknown_tool = over_stdio(stdio_server(state, plc_sim.port), session)
 
-    for result, code in [(missing, "invalid_arguments"), (unknown_device, "unknown_device"),
-                         (unknown_tool, "unknown_tool")]:
+    for result, code in [
+        (missing, "invalid_arguments"),
+        (unknown_device, "unknown_device"),
+        (unknown_tool, "unknown_tool"),
+    ]:
         assert result.is_error, result
         assert result.structured_content["status"] == "error" and result.structured_content["error_code"] == code
     assert "Argument 'device_id' of generate_work_order: Field required." in missing.content[0].text
@@ -149,8 +163,10 @@ def test_an_invalid_call_is_an_mcp_tool_error_that_says_what_to_fix(state, plc_s
 
 # -- streamable HTTP --------------------------------------------------------------------------------
 
+
 def host_app(mcp: McpHttpApp) -> FastAPI:
     """A host app wired as the service is: the route, and the session manager in the lifespan."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         async with mcp.running():
@@ -163,8 +179,9 @@ def host_app(mcp: McpHttpApp) -> FastAPI:
 
 @pytest.fixture
 def mcp_url(agent_config: Config) -> Iterator[str]:
-    config = agent_config.model_copy(update={"service": agent_config.service.model_copy(
-        update={"technician_tokens": [TOKEN, OTHER_TOKEN]})})
+    config = agent_config.model_copy(
+        update={"service": agent_config.service.model_copy(update={"technician_tokens": [TOKEN, OTHER_TOKEN]})}
+    )
     registry = build_registry(config)
     server = ServerThread(host_app(McpHttpApp(registry, config)), "127.0.0.1", free_port()).start()
     yield f"{server.url}/mcp"
@@ -181,8 +198,10 @@ def over_http(url: str, token: str | None, session: Any, statuses: list[int] | N
 
     async def main() -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with (httpx2.AsyncClient(headers=headers, timeout=30, event_hooks={"response": [record]}) as http,
-                    Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60) as client):
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30, event_hooks={"response": [record]}) as http,
+            Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60) as client,
+        ):
             return await session(client)
 
     return anyio.run(main)
@@ -213,24 +232,45 @@ def test_the_http_endpoint_refuses_a_client_without_a_technician_token(mcp_url, 
     assert statuses and set(statuses) == {401}
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    response = httpx.post(mcp_url, headers={**headers, "Accept": "application/json, text/event-stream"},
-                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    response = httpx.post(
+        mcp_url,
+        headers={**headers, "Accept": "application/json, text/event-stream"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    )
     assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer")
 
 
 def test_an_mcp_session_answers_only_the_token_that_opened_it(mcp_url):
     accept = {"Accept": "application/json, text/event-stream"}
-    opened = httpx.post(mcp_url, headers={**accept, "Authorization": f"Bearer {TOKEN}"}, json={
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    opened = httpx.post(
+        mcp_url,
+        headers={**accept, "Authorization": f"Bearer {TOKEN}"},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+    )
     assert opened.status_code == 200
     session_id = opened.headers["mcp-session-id"]
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
     def list_with(token: str) -> httpx.Response:
-        return httpx.post(mcp_url, json=listing, headers={**accept, "Authorization": f"Bearer {token}",
-                                                          "Mcp-Session-Id": session_id,
-                                                          "Mcp-Protocol-Version": "2025-06-18"})
+        return httpx.post(
+            mcp_url,
+            json=listing,
+            headers={
+                **accept,
+                "Authorization": f"Bearer {token}",
+                "Mcp-Session-Id": session_id,
+                "Mcp-Protocol-Version": "2025-06-18",
+            },
+        )
 
     assert list_with(OTHER_TOKEN).status_code == 404
     assert list_with(TOKEN).status_code == 200
@@ -247,9 +287,11 @@ def _chain(error: BaseException) -> str:
 
 # -- the service's own endpoint --------------------------------------------------------------------
 
+
 def test_the_service_serves_mcp_behind_its_technician_tokens_each_time_it_starts(tmp_path, demo_index):
     """`/mcp` on the whole service (`create_app(Service(config))`), started and stopped twice in one process:
     each app has its own session manager, which runs once, in that app's lifespan."""
+
     async def session(client: Client) -> tuple[list[str], Any]:
         names = [tool.name for tool in (await client.list_tools()).tools]
         return names, await client.call_tool(MANUAL, {"fault_code": "E102", "device_id": "press-3"})
@@ -258,8 +300,11 @@ def test_the_service_serves_mcp_behind_its_technician_tokens_each_time_it_starts
         with run_service(tmp_path / start, demo_index) as running:
             url = f"{running.url}/mcp"
             names, found = over_http(url, TECHNICIAN_TOKEN, session)
-            refused = httpx.post(url, headers={"Accept": "application/json, text/event-stream"},
-                                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            refused = httpx.post(
+                url,
+                headers={"Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            )
 
         assert names == [MANUAL, PLC, WORK_ORDER], start
         assert not found.is_error, found.content

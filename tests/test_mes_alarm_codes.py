@@ -23,8 +23,14 @@ MANUAL = "search_maintenance_manual_by_fault_code"
 
 
 def alarm(event_id: str, code: str, device_id: str = "press-3") -> dict[str, Any]:
-    return {"event_id": event_id, "device_id": device_id, "fault_code": code,
-            "occurred_at": "2026-03-02T08:15:00+00:00", "severity": "high", "message": "reported by the line PLC"}
+    return {
+        "event_id": event_id,
+        "device_id": device_id,
+        "fault_code": code,
+        "occurred_at": "2026-03-02T08:15:00+00:00",
+        "severity": "high",
+        "message": "reported by the line PLC",
+    }
 
 
 def orders_of(service, **where: str) -> list[sqlite3.Row]:
@@ -44,15 +50,25 @@ def test_the_alarm_and_the_work_order_tool_spell_a_code_one_way(raw, spelled):
 
 
 def test_the_alarm_and_the_work_order_tool_refuse_a_non_code_alike():
-    for build in (lambda code: MesAlarm.model_validate(alarm("evt", code)),
-                  lambda code: WorkOrderArgs(device_id="press-3", fault_code=code, summary="motor hot")):
+    for build in (
+        lambda code: MesAlarm.model_validate(alarm("evt", code)),
+        lambda code: WorkOrderArgs(device_id="press-3", fault_code=code, summary="motor hot"),
+    ):
         with pytest.raises(ValidationError, match="'E102!' is not a code as printed on the HMI"):
             build("E102!")
 
 
-@pytest.mark.parametrize(("code", "spelled"), [
-    ("K179A-0", "K179A-0"), ("A1", "A1"), ("X.1", "X.1"), ("q7", "Q7"), ("OVERTEMP", "OVERTEMP"), ("E541012", "E541012"),
-])
+@pytest.mark.parametrize(
+    ("code", "spelled"),
+    [
+        ("K179A-0", "K179A-0"),
+        ("A1", "A1"),
+        ("X.1", "X.1"),
+        ("q7", "Q7"),
+        ("OVERTEMP", "OVERTEMP"),
+        ("E541012", "E541012"),
+    ],
+)
 def test_any_hmi_code_gets_its_work_order_on_the_alarms_device(service, code, spelled):
     response = post_alarm(service, f"msg_code_{code}", alarm(f"evt-code-{code}", code))
 
@@ -111,8 +127,9 @@ def script(body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def llm_service(tmp_path_factory, demo_index):
-    with run_service(tmp_path_factory.mktemp("alarm-llm"), demo_index, script,
-                     loop={"max_wall_s": 30.0, "max_steps": 10}) as running:
+    with run_service(
+        tmp_path_factory.mktemp("alarm-llm"), demo_index, script, loop={"max_wall_s": 30.0, "max_steps": 10}
+    ) as running:
         yield running
 
 
@@ -126,7 +143,9 @@ def test_an_alarm_run_opens_at_most_one_order_and_only_for_the_alarm(llm_service
     assert orders_of(llm_service, device_id="cnc-7") == []
     with llm_service.client(TECHNICIAN_TOKEN) as client:
         record = client.get(f"/v1/runs/{run_id}").json()["record"]
-    refused = [s["observation"] for s in record["steps"] if s["action"] == ORDER and s["observation"]["status"] == "error"]
+    refused = [
+        s["observation"] for s in record["steps"] if s["action"] == ORDER and s["observation"]["status"] == "error"
+    ]
     assert len(refused) == 4 and {o["error_code"] for o in refused} == {"bound_to_alarm"}
     assert "press-3" in refused[0]["content"][0]["text"] and "E102" in refused[0]["content"][0]["text"]
     assert response.json()["work_order"]["work_order_id"] == created[0]["id"]

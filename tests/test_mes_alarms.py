@@ -20,8 +20,14 @@ from tools.contract import ToolContext
 from tools.work_orders.config import WorkOrderConfig
 from tools.work_orders.tool import WorkOrderArgs, WorkOrderTool
 
-ALARM = {"event_id": "evt-1001", "device_id": "press-3", "fault_code": "E102",
-         "occurred_at": "2025-03-01T08:00:00+00:00", "severity": "high", "message": "Main motor over temperature"}
+ALARM = {
+    "event_id": "evt-1001",
+    "device_id": "press-3",
+    "fault_code": "E102",
+    "occurred_at": "2025-03-01T08:00:00+00:00",
+    "severity": "high",
+    "message": "Main motor over temperature",
+}
 
 
 class AlarmHandler:
@@ -42,8 +48,11 @@ class AlarmHandler:
             raise RuntimeError("agent run crashed")
         run_id = f"run-{uuid.uuid4().hex[:8]}"
         ctx = ToolContext(request_id=run_id, run_id=run_id, loop_step=1, actor="mes", alarm=alarm.context_alarm())
-        args = WorkOrderArgs(device_id=alarm.device_id, fault_code=alarm.fault_code,
-                             summary=alarm.message or f"MES alarm {alarm.fault_code}")
+        args = WorkOrderArgs(
+            device_id=alarm.device_id,
+            fault_code=alarm.fault_code,
+            summary=alarm.message or f"MES alarm {alarm.fault_code}",
+        )
         output = self.tool.run(args, ctx)
         return {"run_id": run_id, "work_order": output.items[0].fields}
 
@@ -53,8 +62,7 @@ def mes_api(work_order_store):
     devices = load_config(env={}).devices
     handler = AlarmHandler(work_order_store, devices)
     app = FastAPI()
-    app.include_router(build_mes_router([ROTATED_SECRET, MES_SECRET], handler, work_order_store,
-                                        known_devices=devices))
+    app.include_router(build_mes_router([ROTATED_SECRET, MES_SECRET], handler, work_order_store, known_devices=devices))
     with serve_app(app) as base_url, httpx.Client(base_url=base_url, timeout=10) as client:
         yield client, handler, work_order_store
 
@@ -62,8 +70,12 @@ def mes_api(work_order_store):
 def _signed(body: str, msg_id: str | None = None, at: datetime | None = None, secret: str = MES_SECRET) -> dict:
     msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
     at = at or datetime.now(UTC)
-    return {"webhook-id": msg_id, "webhook-timestamp": str(int(at.timestamp())),
-            "webhook-signature": Webhook(secret).sign(msg_id, at, body), "content-type": "application/json"}
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": Webhook(secret).sign(msg_id, at, body),
+        "content-type": "application/json",
+    }
 
 
 def _post(client, alarm=ALARM, **kw):
@@ -137,14 +149,17 @@ def test_a_rotated_secret_is_accepted(mes_api):
     assert response.status_code == 200
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    ({"occurred_at": None}, "occurred_at"),
-    ({"occurred_at": "2025-03-01T08:00:00"}, "occurred_at"),  # no UTC offset: ambiguous on a plant with DST
-    ({"severity": "apocalyptic"}, "severity"),
-    ({"device_id": "press-9"}, "device_id"),
-    ({"fault_code": "motor is hot!"}, "fault_code"),
-    ({"event_id": ""}, "event_id"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"occurred_at": None}, "occurred_at"),
+        ({"occurred_at": "2025-03-01T08:00:00"}, "occurred_at"),  # no UTC offset: ambiguous on a plant with DST
+        ({"severity": "apocalyptic"}, "severity"),
+        ({"device_id": "press-9"}, "device_id"),
+        ({"fault_code": "motor is hot!"}, "fault_code"),
+        ({"event_id": ""}, "event_id"),
+    ],
+)
 def test_malformed_alarm_is_422_naming_the_field_and_writes_nothing(mes_api, change, field):
     client, handler, store = mes_api
     alarm = {k: v for k, v in {**ALARM, **change}.items() if v is not None}

@@ -17,8 +17,12 @@ from edge.service.mes import STATUS_PATH, MesAlarm, build_mes_router
 from tests.fixtures.work_orders import MES_SECRET, serve_app
 
 WRONG_SECRET = "whsec_" + "b3RoZXItc2VjcmV0LW5vdC1vdXJzLTEyMzQ="
-FIX = {"cause": "coolant filter clogged", "remedy": "replaced the filter", "note": "two months overdue",
-       "parts": [{"part": "FLT-200", "quantity": 1}, {"part": "O-ring"}]}
+FIX = {
+    "cause": "coolant filter clogged",
+    "remedy": "replaced the filter",
+    "note": "two months overdue",
+    "parts": [{"part": "FLT-200", "quantity": 1}, {"part": "O-ring"}],
+}
 
 
 def _no_alarms(alarm: MesAlarm) -> dict:
@@ -34,8 +38,15 @@ def mes_api(work_order_store):
 
 
 def _in_progress(store, fault: str = "E102"):
-    order, _ = store.create_or_get(device_id="press-3", fault_code=fault, title="t", summary="motor overheating",
-                                   priority="high", created_by="technician", run_id="run-1")
+    order, _ = store.create_or_get(
+        device_id="press-3",
+        fault_code=fault,
+        title="t",
+        summary="motor overheating",
+        priority="high",
+        created_by="technician",
+        run_id="run-1",
+    )
     for status in ("acknowledged", "in_progress"):
         order = store.set_status(order.id, status, actor="technician")
     return order
@@ -45,8 +56,12 @@ def _post(client, change: dict | str, msg_id: str | None = None, secret: str = M
     body = change if isinstance(change, str) else json.dumps(change)
     msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
     now = datetime.now(UTC)
-    headers = {"webhook-id": msg_id, "webhook-timestamp": str(int(now.timestamp())),
-               "webhook-signature": Webhook(secret).sign(msg_id, now, body), "content-type": "application/json"}
+    headers = {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": Webhook(secret).sign(msg_id, now, body),
+        "content-type": "application/json",
+    }
     return client.post(STATUS_PATH, content=body, headers=headers)
 
 
@@ -68,7 +83,12 @@ def test_a_signed_close_records_the_fix_once_and_a_replay_gets_the_same_answer(m
     closed = store.get(order.id)
     assert response.json() == {"work_order": closed.model_dump(mode="json")}
     assert (closed.status, closed.closed_by, closed.cause, closed.remedy, closed.note) == (
-        "done", "mes", "coolant filter clogged", "replaced the filter", "two months overdue")
+        "done",
+        "mes",
+        "coolant filter clogged",
+        "replaced the filter",
+        "two months overdue",
+    )
     assert [part.label() for part in closed.parts] == ["FLT-200 ×1", "O-ring"]
     rows = [r for r in store.outbox() if r.work_order_id == order.id]
     assert json.loads(rows[-1].body)["data"]["cause"] == "coolant filter clogged"
@@ -82,8 +102,15 @@ def test_a_signed_close_records_the_fix_once_and_a_replay_gets_the_same_answer(m
 
 def test_moves_that_close_nothing_are_applied_without_a_fix(mes_api):
     client, store = mes_api
-    order, _ = store.create_or_get(device_id="press-3", fault_code="E102", title="t", summary="s", priority="high",
-                                   created_by="mes", run_id="run-1")
+    order, _ = store.create_or_get(
+        device_id="press-3",
+        fault_code="E102",
+        title="t",
+        summary="s",
+        priority="high",
+        created_by="mes",
+        run_id="run-1",
+    )
     response = _post(client, {"work_order_id": order.id, "status": "acknowledged", "cause": "", "parts": []})
     assert response.status_code == 200 and response.json()["work_order"]["closed_at"] is None
     assert store.get(order.id).status == "acknowledged"
@@ -102,15 +129,18 @@ def test_a_change_with_a_wrong_or_no_signature_changes_nothing(mes_api, secret):
     assert store.get(order.id) == order and _count(store, "inbound_webhooks") == 0
 
 
-@pytest.mark.parametrize(("change", "loc", "message"), [
-    ({"status": "closed"}, ["body", "status"], "Input should be"),
-    ({"status": None}, ["body", "status"], "Field required"),
-    ({"work_order_id": None}, ["body", "work_order_id"], "Field required"),
-    ({"parts": [{"part": "FLT-200", "quantity": -1}]}, ["body", "parts", 0, "quantity"], "positive number"),
-    ({"parts": [{"quantity": 2}]}, ["body", "parts", 0, "part"], "Field required"),
-    ({"cause": "x" * 2001}, ["body", "cause"], "at most 2000 characters"),
-    ({"status": "in_progress"}, ["body"], "recorded when an order is closed (done or cancelled)"),
-])
+@pytest.mark.parametrize(
+    ("change", "loc", "message"),
+    [
+        ({"status": "closed"}, ["body", "status"], "Input should be"),
+        ({"status": None}, ["body", "status"], "Field required"),
+        ({"work_order_id": None}, ["body", "work_order_id"], "Field required"),
+        ({"parts": [{"part": "FLT-200", "quantity": -1}]}, ["body", "parts", 0, "quantity"], "positive number"),
+        ({"parts": [{"quantity": 2}]}, ["body", "parts", 0, "part"], "Field required"),
+        ({"cause": "x" * 2001}, ["body", "cause"], "at most 2000 characters"),
+        ({"status": "in_progress"}, ["body"], "recorded when an order is closed (done or cancelled)"),
+    ],
+)
 def test_a_malformed_change_is_422_naming_the_field_and_changes_nothing(mes_api, change, loc, message):
     client, store = mes_api
     order = _in_progress(store)
@@ -133,8 +163,15 @@ def test_an_unknown_order_is_404_and_a_refused_move_409_and_the_retry_is_handled
     missing = _post(client, {"work_order_id": "WO-0000000000000000", "status": "done"})
     assert missing.status_code == 404 and "no work order 'WO-0000000000000000'" in missing.json()["detail"]
 
-    order, _ = store.create_or_get(device_id="press-3", fault_code="E102", title="t", summary="s", priority="high",
-                                   created_by="mes", run_id="run-1")
+    order, _ = store.create_or_get(
+        device_id="press-3",
+        fault_code="E102",
+        title="t",
+        summary="s",
+        priority="high",
+        created_by="mes",
+        run_id="run-1",
+    )
     change = {"work_order_id": order.id, "status": "done", **FIX}
     refused = _post(client, change, msg_id="msg_early_close")
     assert refused.status_code == 409

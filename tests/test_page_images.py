@@ -38,9 +38,13 @@ from tools.registry import ToolRegistry
 HYDRA = "hydra_hp200_v2.1_en.pdf"
 TURNED = "meridian_vmc850_v2.1_en_turned.pdf"  # page 2 printed sideways (/Rotate 90)
 SCANNED = "pump_unit_scanned.pdf"  # page 2 is a scan: its entry E502 is read by OCR
-SCAN_LINES = [(120, 12, "Fault code: E502 - Oil temperature too high"),
-              (146, 10, "Cause: The oil cooler fan has stopped or the filter is blocked."),
-              (168, 10, "Remedy:"), (190, 10, "1. Check the oil cooler fan."), (212, 10, "2. Clean the oil filter.")]
+SCAN_LINES = [
+    (120, 12, "Fault code: E502 - Oil temperature too high"),
+    (146, 10, "Cause: The oil cooler fan has stopped or the filter is blocked."),
+    (168, 10, "Remedy:"),
+    (190, 10, "1. Check the oil cooler fan."),
+    (212, 10, "2. Clean the oil filter."),
+]
 
 
 @dataclass
@@ -55,8 +59,11 @@ class Library:
 
     def entry(self, file: str, code: str) -> tuple[int, list[list[float]]]:
         with sqlite3.connect(self.index) as conn:
-            page, boxes = conn.execute("SELECT r.page, r.boxes FROM records r JOIN manuals m ON m.sha256 = "
-                                       "r.manual_sha256 WHERE m.file = ? AND r.code = ?", (file, code)).fetchone()
+            page, boxes = conn.execute(
+                "SELECT r.page, r.boxes FROM records r JOIN manuals m ON m.sha256 = "
+                "r.manual_sha256 WHERE m.file = ? AND r.code = ?",
+                (file, code),
+            ).fetchone()
         return page, json.loads(boxes)
 
 
@@ -64,9 +71,13 @@ def scanned_fault_manual(path: Path) -> None:
     """A fault section whose second page is a scan (an image, no text layer) of another entry."""
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
-    for y, size, line in [(90, 16, "3 Fault procedures"), (120, 12, "Fault code: E501 - Pump pressure lost"),
-                          (146, 10, "Cause: The pump coupling slips or the relief valve is open."),
-                          (168, 10, "Remedy:"), (190, 10, "1. Check the pump coupling for wear.")]:
+    for y, size, line in [
+        (90, 16, "3 Fault procedures"),
+        (120, 12, "Fault code: E501 - Pump pressure lost"),
+        (146, 10, "Cause: The pump coupling slips or the relief valve is open."),
+        (168, 10, "Remedy:"),
+        (190, 10, "1. Check the pump coupling for wear."),
+    ]:
         page.insert_text((60, y), line, fontsize=size)
     sheet = pymupdf.open().new_page(width=595, height=842)
     for y, size, line in SCAN_LINES:
@@ -133,8 +144,11 @@ def inside(rect: pymupdf.Rect, boxes: list[list[float]], slack: float = 1.0) -> 
 
 def test_every_entry_is_boxed_where_its_code_is_printed_on_its_page(library):
     with sqlite3.connect(library.index) as conn:
-        rows = conn.execute("SELECT r.code, r.page, r.boxes, r.source FROM records r JOIN manuals m ON "
-                            "m.sha256 = r.manual_sha256 WHERE m.file = ? AND r.kind = 'entry'", (HYDRA,)).fetchall()
+        rows = conn.execute(
+            "SELECT r.code, r.page, r.boxes, r.source FROM records r JOIN manuals m ON "
+            "m.sha256 = r.manual_sha256 WHERE m.file = ? AND r.kind = 'entry'",
+            (HYDRA,),
+        ).fetchall()
     assert {source for *_, source in rows} == {"table", "text"}
     missed = []
     with pymupdf.open(library.folder / HYDRA) as doc:
@@ -181,8 +195,9 @@ def test_a_sideways_page_is_highlighted_where_the_entry_shows(library, tmp_path)
     assert page == 2 and {box[0] for box in boxes} == {2}
     bx0, by0 = min(box[1] for box in boxes), min(box[2] for box in boxes)
     bx1, by1 = max(box[3] for box in boxes), max(box[4] for box in boxes)
-    tx0, ty0, tx1, ty1 = changed(images.render_page(manual, 2, "6065").read_bytes(),
-                                 images.render_page(manual, 2).read_bytes())
+    tx0, ty0, tx1, ty1 = changed(
+        images.render_page(manual, 2, "6065").read_bytes(), images.render_page(manual, 2).read_bytes()
+    )
     assert ty1 - ty0 > tx1 - tx0  # text across the upright page runs down the turned one
     assert (tx1, ty0, ty1) == pytest.approx(((842 - by0) / 842, bx0 / 595, bx1 / 595), abs=0.01)
     assert tx0 == pytest.approx((842 - by1) / 842, abs=0.03)  # the margin bar sits left of the row
@@ -201,8 +216,10 @@ def test_concurrent_renders_of_one_page_leave_one_whole_image(library, tmp_path)
     images = PageImages(library.index, tmp_path / "cache")
     manual = library.manual_id(HYDRA)
     results: list[bytes] = []
-    threads = [threading.Thread(target=lambda: results.append(images.render_page(manual, 1, "E103").read_bytes()))
-               for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: results.append(images.render_page(manual, 1, "E103").read_bytes()))
+        for _ in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -229,8 +246,12 @@ def test_a_cited_entry_opens_its_page_with_the_entry_highlighted(library, client
     tool = ManualSearchTool(library.index, load_config(env={}).devices, None)
     registry = ToolRegistry([tool])
     try:
-        obs = registry.call(tool.name, {"fault_code": "E103", "device_id": "press-3"},
-                            ToolContext(request_id="r1", run_id="run1", loop_step=1), "obs-1")
+        obs = registry.call(
+            tool.name,
+            {"fault_code": "E103", "device_id": "press-3"},
+            ToolContext(request_id="r1", run_id="run1", loop_step=1),
+            "obs-1",
+        )
     finally:
         registry.close()
     ref = obs.content[0].fields
@@ -244,7 +265,7 @@ def test_a_cited_entry_opens_its_page_with_the_entry_highlighted(library, client
     assert highlighted.headers["cache-control"].startswith("private") and highlighted.headers["etag"]
     assert highlighted.headers["etag"] != plain.headers["etag"]
     _page, boxes = library.entry(HYDRA, "E103")
-    (_, _bx0, by0, bx1, by1), = boxes  # one table row
+    ((_, _bx0, by0, bx1, by1),) = boxes  # one table row
     _x0, y0, x1, y1 = changed(highlighted.content, plain.content)
     assert (y0, y1) == pytest.approx((by0 / 842, by1 / 842), abs=0.01) and x1 == pytest.approx(bx1 / 595, abs=0.01)
 
@@ -253,7 +274,9 @@ def test_a_repeated_request_is_served_from_the_cache_and_a_current_copy_gets_304
     url = f"/v1/manuals/{library.manual_id(HYDRA)}/pages/2.png"
     first = client.get(url, params={"entry": "E102"})
     again = client.get(url, params={"entry": "E102"})
-    assert again.status_code == 200 and again.content == first.content and again.headers["etag"] == first.headers["etag"]
+    assert (
+        again.status_code == 200 and again.content == first.content and again.headers["etag"] == first.headers["etag"]
+    )
     current = client.get(url, params={"entry": "E102"}, headers={"If-None-Match": first.headers["etag"]})
     assert current.status_code == 304 and current.content == b"" and current.headers["etag"] == first.headers["etag"]
     stale = client.get(url, params={"entry": "E102"}, headers={"If-None-Match": '"something-else"'})
@@ -274,8 +297,12 @@ def test_unknown_manuals_pages_and_entries_are_404_and_malformed_requests_422(li
     assert beyond.status_code == 404 and f"{HYDRA} has no page 99 (it has 3)" in beyond.json()["detail"]
     entry = client.get(f"/v1/manuals/{manual}/pages/1.png", params={"entry": "E999"})
     assert entry.status_code == 404 and "no entry 'E999'" in entry.json()["detail"]
-    for path in (f"/v1/manuals/{HYDRA}/pages/1.png", f"/v1/manuals/{manual.upper()}/pages/1.png",
-                 f"/v1/manuals/{manual}/pages/0.png", f"/v1/manuals/{manual}/pages/one.png"):
+    for path in (
+        f"/v1/manuals/{HYDRA}/pages/1.png",
+        f"/v1/manuals/{manual.upper()}/pages/1.png",
+        f"/v1/manuals/{manual}/pages/0.png",
+        f"/v1/manuals/{manual}/pages/one.png",
+    ):
         assert client.get(path).status_code == 422, path
     assert client.get(f"/v1/manuals/{manual}/pages/1.png", params={"entry": ""}).status_code == 422
     assert client.get(f"/v1/manuals/{manual}/pages/1.png", params={"path": "/etc/passwd"}).status_code == 422

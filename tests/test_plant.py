@@ -35,8 +35,9 @@ def test_require_returns_the_device_and_refuses_any_other_id_naming_the_known_on
         plant.require({}, "press-3")
 
 
-def test_the_agent_the_search_command_and_a_case_file_word_an_unknown_device_alike(make_agent, devices, fixloop,
-                                                                                   tmp_path, demo_index):
+def test_the_agent_the_search_command_and_a_case_file_word_an_unknown_device_alike(
+    make_agent, devices, fixloop, tmp_path, demo_index
+):
     with pytest.raises(UnknownDevice) as raised:
         make_agent().ask("Press-9 shows E102", device_id="press-9")
     assert str(raised.value) == MESSAGE
@@ -59,12 +60,17 @@ def test_a_devices_scope_is_its_vendor_and_model(devices):
 
 
 def test_devices_sharing_a_plc_gateway_are_one_endpoint_until_one_is_moved(devices):
-    (endpoint, shared), = plant.endpoints(devices).items()
-    assert list(shared) == ["press-3", "cnc-7"] and endpoint == (devices["press-3"].plc.host, devices["press-3"].plc.port)
+    ((endpoint, shared),) = plant.endpoints(devices).items()
+    assert list(shared) == ["press-3", "cnc-7"] and endpoint == (
+        devices["press-3"].plc.host,
+        devices["press-3"].plc.port,
+    )
 
     moved = {**devices, "cnc-7": plant.repoint({"cnc-7": devices["cnc-7"]}, port=endpoint[1] + 7)["cnc-7"]}
-    assert plant.endpoints(moved) == {endpoint: {"press-3": moved["press-3"]},
-                                      (endpoint[0], endpoint[1] + 7): {"cnc-7": moved["cnc-7"]}}
+    assert plant.endpoints(moved) == {
+        endpoint: {"press-3": moved["press-3"]},
+        (endpoint[0], endpoint[1] + 7): {"cnc-7": moved["cnc-7"]},
+    }
 
 
 def test_a_repointed_plant_is_read_from_the_simulator_and_the_config_is_left_alone(devices, tmp_path):
@@ -77,8 +83,10 @@ def test_a_repointed_plant_is_read_from_the_simulator_and_the_config_is_left_alo
         assert {device_id: device.plc for device_id, device in devices.items()} == configured
         tool = PlcReadTool(served, load_config(env={}).plc, tmp_path / "plc_cache.sqlite")
         try:
-            output = tool.run(PlcReadArgs(device_id="press-3", sensor="coolant_level"),
-                              ToolContext(request_id="t", run_id="t", loop_step=1, actor="operator"))
+            output = tool.run(
+                PlcReadArgs(device_id="press-3", sensor="coolant_level"),
+                ToolContext(request_id="t", run_id="t", loop_step=1, actor="operator"),
+            )
         finally:
             tool.close()
     finally:

@@ -26,7 +26,9 @@ def opened_total(device, sensor) -> float:
 
 def test_three_timeouts_open_the_breaker_and_the_next_read_skips_the_network(plant_devices, plc_sim, tmp_path, caplog):
     events = []
-    tool = PlcReadTool(plant_devices, PlcConfig(read_budget_ms=200), tmp_path / "c.sqlite", on_breaker_open=events.append)
+    tool = PlcReadTool(
+        plant_devices, PlcConfig(read_budget_ms=200), tmp_path / "c.sqlite", on_breaker_open=events.append
+    )
     before = opened_total("press-3", "*")
     try:
         read(tool, "press-3", "coolant_level")
@@ -75,8 +77,12 @@ def test_breaker_state_survives_a_restart(plant_devices, plc_sim, tmp_path):
 
 def test_half_open_probe_closes_the_breaker_when_the_plc_is_back(plant_devices, plc_sim, tmp_path):
     events = []
-    tool = PlcReadTool(plant_devices, PlcConfig(read_budget_ms=200, breaker_open_s=0.3), tmp_path / "c.sqlite",
-                       on_breaker_open=events.append)
+    tool = PlcReadTool(
+        plant_devices,
+        PlcConfig(read_budget_ms=200, breaker_open_s=0.3),
+        tmp_path / "c.sqlite",
+        on_breaker_open=events.append,
+    )
     try:
         plc_sim.silence("press-3")
         for _ in range(3):
@@ -99,7 +105,9 @@ def test_modbus_exceptions_do_not_count_towards_the_breaker(plant_devices, plc_s
     try:
         plc_sim.exception("press-3", "coolant_level", 6)
         for _ in range(4):
-            assert tool.run(PlcReadArgs(device_id="press-3", sensor="coolant_level"), CTX).error_code == "modbus_exception"
+            assert (
+                tool.run(PlcReadArgs(device_id="press-3", sensor="coolant_level"), CTX).error_code == "modbus_exception"
+            )
         requests = plc_sim.requests("press-3")
         tool.run(PlcReadArgs(device_id="press-3", sensor="coolant_level"), CTX)
         assert plc_sim.requests("press-3") == requests + 1
@@ -117,7 +125,9 @@ def test_quality_mix_is_counted(plc_tool, plc_sim):
 def test_parallel_asks_queue_for_the_connection_without_opening_the_breaker(plant_devices, plc_sim, tmp_path):
     """16 asks at once of a healthy PLC that takes 0.3 s: the queue for the shared connection is ours, not a PLC fault."""
     events = []
-    tool = PlcReadTool(plant_devices, PlcConfig(read_budget_ms=800), tmp_path / "c.sqlite", on_breaker_open=events.append)
+    tool = PlcReadTool(
+        plant_devices, PlcConfig(read_budget_ms=800), tmp_path / "c.sqlite", on_breaker_open=events.append
+    )
     sensors = list(plant_devices["press-3"].sensors)
     try:
         read(tool, "press-3", sensors[0])  # a cached value for the asks the queue cannot serve in time

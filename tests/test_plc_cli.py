@@ -2,8 +2,12 @@
 
 
 def plant_on(port: int, tmp_path) -> dict[str, str]:
-    return {"FIXLOOP_STATE_DIR": str(tmp_path), "FIXLOOP__DEVICES__PRESS-3__PLC__PORT": str(port),
-            "FIXLOOP__DEVICES__CNC-7__PLC__PORT": str(port), "FIXLOOP__PLC__READ_BUDGET_MS": "200"}
+    return {
+        "FIXLOOP_STATE_DIR": str(tmp_path),
+        "FIXLOOP__DEVICES__PRESS-3__PLC__PORT": str(port),
+        "FIXLOOP__DEVICES__CNC-7__PLC__PORT": str(port),
+        "FIXLOOP__PLC__READ_BUDGET_MS": "200",
+    }
 
 
 def test_plc_read_poller_and_fault_commands(plc_sim, tmp_path, fixloop):
@@ -29,7 +33,11 @@ def test_plc_read_poller_and_fault_commands(plc_sim, tmp_path, fixloop):
 def test_plc_fault_without_a_running_simulator_says_so(tmp_path, fixloop):
     fixloop.env(plant_on(1, tmp_path))
     code, _, err = fixloop("plc", "fault", "clear", "--control", "http://127.0.0.1:9")
-    assert code == 1 and err.startswith("fixloop plc fault: cannot reach the simulator") and "is `fixloop plc sim` running?" in err
+    assert (
+        code == 1
+        and err.startswith("fixloop plc fault: cannot reach the simulator")
+        and "is `fixloop plc sim` running?" in err
+    )
 
 
 def test_the_old_flat_plc_names_still_work_under_their_own_name(plc_sim, tmp_path, fixloop):

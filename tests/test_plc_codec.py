@@ -14,18 +14,29 @@ FORMATS = {"int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "float32": 
 
 
 def sensor(data_type: str, word_order: str = "big", scale: float = 1.0, offset: float = 0.0) -> SensorConfig:
-    return SensorConfig(id="s", address=10, data_type=data_type, word_order=word_order, scale=scale, offset=offset,
-                        plausible_min=-1e12, plausible_max=1e12)
+    return SensorConfig(
+        id="s",
+        address=10,
+        data_type=data_type,
+        word_order=word_order,
+        scale=scale,
+        offset=offset,
+        plausible_min=-1e12,
+        plausible_max=1e12,
+    )
 
 
 def words(fmt: str, raw, word_order: str) -> list[int]:
     """Registers built by struct, independently of pymodbus."""
     packed = struct.pack(">" + fmt, raw)
-    regs = [int.from_bytes(packed[i:i + 2], "big") for i in range(0, len(packed), 2)]
+    regs = [int.from_bytes(packed[i : i + 2], "big") for i in range(0, len(packed), 2)]
     return regs[::-1] if word_order == "little" else regs
 
 
-@pytest.mark.parametrize("data_type,raw", [("int16", -1234), ("uint16", 65000), ("int32", -70000), ("uint32", 4_000_000_000), ("float32", 12.5)])
+@pytest.mark.parametrize(
+    "data_type,raw",
+    [("int16", -1234), ("uint16", 65000), ("int32", -70000), ("uint32", 4_000_000_000), ("float32", 12.5)],
+)
 @pytest.mark.parametrize("word_order", ["big", "little"])
 def test_decode_matches_struct_packing(data_type, raw, word_order):
     s = sensor(data_type, word_order, scale=0.5, offset=-3)

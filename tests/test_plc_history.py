@@ -39,8 +39,9 @@ def series(values, start_ms: int = T0, step_ms: int = 30_000) -> list[HistoryPoi
 def stored(path, device="press-3", sensor="motor_temp") -> list[tuple[int, float]]:
     """The rows as they are on disk, not as a query of ours filters them."""
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT ts_ms, value FROM history WHERE device_id = ? AND sensor = ? ORDER BY ts_ms",
-                          (device, sensor)).fetchall()
+        return db.execute(
+            "SELECT ts_ms, value FROM history WHERE device_id = ? AND sensor = ? ORDER BY ts_ms", (device, sensor)
+        ).fetchall()
 
 
 @pytest.fixture
@@ -55,6 +56,7 @@ def read(registry, sensor: str = "motor_temp"):
 
 
 # -- written by polls and reads, bounded ---------------------------------------------------------------
+
 
 def test_each_poll_appends_a_reading_to_every_sensors_history(plant_devices, plc_sim, tmp_path):
     gateway = PlcGateway(plant_devices, PlcConfig(read_budget_ms=200), tmp_path / "c.sqlite")
@@ -121,7 +123,9 @@ def test_a_cap_too_small_for_the_retention_window_is_a_config_error_saying_what_
         load_config(path, env={})
     message = str(err.value)
     assert "plc: " in message and "history_max_rows (5000)" in message and "poll_interval_s (10 s)" in message
-    assert "needs 8641 rows per sensor" in message and "raise history_max_rows or shorten history_retention_s" in message
+    assert (
+        "needs 8641 rows per sensor" in message and "raise history_max_rows or shorten history_retention_s" in message
+    )
 
 
 def test_a_retention_shorter_than_the_trend_hour_is_a_config_error(tmp_path):
@@ -151,6 +155,7 @@ def test_no_statement_on_the_history_scans_a_sensors_rows(tmp_path):
 
 
 # -- the trend -------------------------------------------------------------------------------------------
+
 
 def test_a_steady_climb_through_noise_is_rising_with_its_slope_per_minute():
     noise = random.Random(1)
@@ -196,17 +201,21 @@ def test_readings_outside_the_plausible_range_do_not_count():
     assert result.direction == "steady" and result.points == 5
 
 
-@pytest.mark.parametrize("points", [
-    [],
-    series([50.0, 60.0, 70.0, 80.0], step_ms=MINUTE_MS),  # four readings
-    series([50.0, 60.0, 70.0, 80.0, 90.0, 100.0], step_ms=10_000),  # six readings within 50 s
-])
+@pytest.mark.parametrize(
+    "points",
+    [
+        [],
+        series([50.0, 60.0, 70.0, 80.0], step_ms=MINUTE_MS),  # four readings
+        series([50.0, 60.0, 70.0, 80.0, 90.0, 100.0], step_ms=10_000),  # six readings within 50 s
+    ],
+)
 def test_too_little_history_is_unknown(points):
     result = trend(points, demo_sensor())
     assert result.direction == "unknown" and result.slope_per_min is None
 
 
 # -- the history the tablet draws ------------------------------------------------------------------------
+
 
 def test_sensor_history_carries_the_window_the_unit_the_alarm_limits_and_the_trend(tmp_path):
     devices = load_config(env={}).devices
@@ -243,6 +252,7 @@ def test_sensor_history_names_an_unknown_device_or_sensor_and_refuses_an_empty_w
 
 
 # -- the observation and the answer ----------------------------------------------------------------------
+
 
 def heating_motor(plc_tool, plc_sim, per_min: float = 0.4) -> None:
     """Half an hour of a motor warming up, then the live value continuing the line."""
@@ -299,12 +309,15 @@ def test_the_chinese_answer_says_the_value_is_falling_and_passes_the_grounding_c
 def test_a_steady_value_is_said_steady_in_both_languages(plc_tool, plc_registry, plc_sim):
     now = int(time.time() * 1000)
     for minute in range(59, 0, -1):
-        plc_tool.gateway.store.put_reading("press-3", "oil_temp", 45.0 + (0.1 if minute % 2 else -0.1),
-                                           now - minute * MINUTE_MS)
+        plc_tool.gateway.store.put_reading(
+            "press-3", "oil_temp", 45.0 + (0.1 if minute % 2 else -0.1), now - minute * MINUTE_MS
+        )
     plc_sim.set_value("press-3", "oil_temp", 45.0)
     obs = read(plc_registry, "oil_temp")
-    for question, words in (("oil temperature of press-3?", "steady over the last 59 min"),
-                            ("3号液压机油温多少？", "近 59 min 保持平稳")):
+    for question, words in (
+        ("oil temperature of press-3?", "steady over the last 59 min"),
+        ("3号液压机油温多少？", "近 59 min 保持平稳"),
+    ):
         answer = compose_answer(question, [obs], degraded=True)
         assert words in answer
         assert ungrounded(answer, collect_evidence([obs], question, plc_tool.devices)) == []

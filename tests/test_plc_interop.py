@@ -19,20 +19,20 @@ def free_port() -> int:
 
 def regs(fmt: str, raw, little: bool = False) -> list[int]:
     packed = struct.pack(">" + fmt, raw)
-    words = [int.from_bytes(packed[i:i + 2], "big") for i in range(0, len(packed), 2)]
+    words = [int.from_bytes(packed[i : i + 2], "big") for i in range(0, len(packed), 2)]
     return words[::-1] if little else words
 
 
 @pytest.fixture
 def foreign_plc():
     bank = DataBank()
-    bank.set_holding_registers(0, regs("h", -215))                 # -21.5 °C, int16 scale 0.1
-    bank.set_holding_registers(1, regs("H", 61234))                # 6123.4, uint16 scale 0.1
-    bank.set_holding_registers(2, regs("i", -123456))              # int32 big
-    bank.set_holding_registers(4, regs("i", 7654321, little=True)) # int32 little
-    bank.set_holding_registers(6, regs("f", 231.25))               # float32 big
-    bank.set_holding_registers(8, regs("f", 2.5, little=True))     # float32 little, offset -1
-    bank.set_input_registers(0, regs("H", 500))                    # input register, scale 0.01 offset 20
+    bank.set_holding_registers(0, regs("h", -215))  # -21.5 °C, int16 scale 0.1
+    bank.set_holding_registers(1, regs("H", 61234))  # 6123.4, uint16 scale 0.1
+    bank.set_holding_registers(2, regs("i", -123456))  # int32 big
+    bank.set_holding_registers(4, regs("i", 7654321, little=True))  # int32 little
+    bank.set_holding_registers(6, regs("f", 231.25))  # float32 big
+    bank.set_holding_registers(8, regs("f", 2.5, little=True))  # float32 little, offset -1
+    bank.set_input_registers(0, regs("H", 500))  # input register, scale 0.01 offset 20
     server = ModbusServer("127.0.0.1", free_port(), no_block=True, data_bank=bank)
     server.start()
     yield server
@@ -40,21 +40,42 @@ def foreign_plc():
 
 
 def test_decoding_against_pymodbustcp_server(foreign_plc, tmp_path):
-    device = DeviceConfig.model_validate({
-        "id": "foreign",
-        "plc": {"host": "127.0.0.1", "port": foreign_plc.port, "unit_id": 1},
-        "sensors": {
-            "t16": {"address": 0, "data_type": "int16", "scale": 0.1, "plausible_min": -50, "plausible_max": 50},
-            "u16": {"address": 1, "data_type": "uint16", "scale": 0.1, "plausible_min": 0, "plausible_max": 7000},
-            "i32b": {"address": 2, "data_type": "int32", "plausible_min": -1e6, "plausible_max": 1e6},
-            "i32l": {"address": 4, "data_type": "int32", "word_order": "little", "plausible_min": 0, "plausible_max": 1e7},
-            "f32b": {"address": 6, "data_type": "float32", "plausible_min": 0, "plausible_max": 400},
-            "f32l": {"address": 8, "data_type": "float32", "word_order": "little", "offset": -1,
-                     "plausible_min": 0, "plausible_max": 10},
-            "in16": {"register_type": "input", "address": 0, "data_type": "uint16", "scale": 0.01, "offset": 20,
-                     "plausible_min": 0, "plausible_max": 100},
-        },
-    })
+    device = DeviceConfig.model_validate(
+        {
+            "id": "foreign",
+            "plc": {"host": "127.0.0.1", "port": foreign_plc.port, "unit_id": 1},
+            "sensors": {
+                "t16": {"address": 0, "data_type": "int16", "scale": 0.1, "plausible_min": -50, "plausible_max": 50},
+                "u16": {"address": 1, "data_type": "uint16", "scale": 0.1, "plausible_min": 0, "plausible_max": 7000},
+                "i32b": {"address": 2, "data_type": "int32", "plausible_min": -1e6, "plausible_max": 1e6},
+                "i32l": {
+                    "address": 4,
+                    "data_type": "int32",
+                    "word_order": "little",
+                    "plausible_min": 0,
+                    "plausible_max": 1e7,
+                },
+                "f32b": {"address": 6, "data_type": "float32", "plausible_min": 0, "plausible_max": 400},
+                "f32l": {
+                    "address": 8,
+                    "data_type": "float32",
+                    "word_order": "little",
+                    "offset": -1,
+                    "plausible_min": 0,
+                    "plausible_max": 10,
+                },
+                "in16": {
+                    "register_type": "input",
+                    "address": 0,
+                    "data_type": "uint16",
+                    "scale": 0.01,
+                    "offset": 20,
+                    "plausible_min": 0,
+                    "plausible_max": 100,
+                },
+            },
+        }
+    )
     gateway = PlcGateway({"foreign": device}, PlcConfig(), tmp_path / "cache.sqlite")
     try:
         values = {s: gateway.read("foreign", s) for s in device.sensors}

@@ -43,7 +43,9 @@ def test_poller_reports_failures_and_probes_an_open_unit_once_per_cycle(plant_de
         first = poll_once(gateway)
         # Three press-3 timeouts open the unit breaker; the fourth sensor is skipped.
         assert (first.refreshed, first.no_communication, first.skipped) == (3, 3, 1)
-        assert list(first.rejected) == ["cnc-7/vibration"] and "ILLEGAL DATA ADDRESS" in first.rejected["cnc-7/vibration"]
+        assert (
+            list(first.rejected) == ["cnc-7/vibration"] and "ILLEGAL DATA ADDRESS" in first.rejected["cnc-7/vibration"]
+        )
         # Each cycle probes the open unit once; its failure ends the unit's cycle.
         second = poll_once(gateway)
         assert (second.no_communication, second.skipped) == (1, 3)

@@ -42,14 +42,20 @@ def test_control_endpoint_applies_faults_the_tool_then_sees(plc_sim, plc_tool):
     control = ControlServer({"press-3": plc_sim, "cnc-7": plc_sim}, "127.0.0.1", 0)
     base = f"http://127.0.0.1:{control.port}"
     try:
-        ok = httpx.post(f"{base}/fault", json={"fault": "set_value", "device": "press-3", "sensor": "motor_temp",
-                                               "value": 200})
+        ok = httpx.post(
+            f"{base}/fault", json={"fault": "set_value", "device": "press-3", "sensor": "motor_temp", "value": 200}
+        )
         assert ok.status_code == 200
         out = plc_tool.run(PlcReadArgs(device_id="press-3", sensor="motor_temp"), ToolContext("r", "r", 1))
         assert out.items[0].fields["is_outlier"] is True
         state = httpx.get(f"{base}/state").json()
-        assert state["press-3"]["sensors"]["motor_temp"] == {"value": 200.0, "unit": "°C", "pinned": True,
-                                                             "drifting": False, "exception": None}
+        assert state["press-3"]["sensors"]["motor_temp"] == {
+            "value": 200.0,
+            "unit": "°C",
+            "pinned": True,
+            "drifting": False,
+            "exception": None,
+        }
         missing = httpx.post(f"{base}/fault", json={"fault": "drift", "device": "press-3", "sensor": "motor_temp"})
         assert missing.status_code == 400 and missing.json()["error"] == "fault 'drift' needs target, per_s"
         unknown = httpx.post(f"{base}/fault", json={"fault": "explode", "device": "press-3"})

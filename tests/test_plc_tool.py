@@ -34,14 +34,17 @@ def test_live_read_carries_value_unit_timestamp_and_quality(plc_tool, plc_sim):
     assert "Coolant level on press-3" in out.items[0].text and "%" in out.items[0].text
 
 
-@pytest.mark.parametrize("device,sensor,expected", [
-    ("press-3", "motor_temp", "motor_temp"),
-    ("Press 3", "Motor Temperature", "motor_temp"),
-    ("press-3", "冷却液", "coolant_level"),
-    ("3号液压机", "液压压力", "hydraulic_pressure"),
-    ("CNC-7", "rpm", "spindle_speed"),
-    ("cnc-7", "振动", "vibration"),
-])
+@pytest.mark.parametrize(
+    "device,sensor,expected",
+    [
+        ("press-3", "motor_temp", "motor_temp"),
+        ("Press 3", "Motor Temperature", "motor_temp"),
+        ("press-3", "冷却液", "coolant_level"),
+        ("3号液压机", "液压压力", "hydraulic_pressure"),
+        ("CNC-7", "rpm", "spindle_speed"),
+        ("cnc-7", "振动", "vibration"),
+    ],
+)
 def test_synonyms_resolve_case_insensitively_in_english_and_chinese(plc_tool, device, sensor, expected):
     out = ask(plc_tool, device, sensor)
     assert out.status == "ok"

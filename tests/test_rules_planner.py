@@ -25,13 +25,16 @@ def actions(record) -> list[str]:
     return [step.action for step in record.steps if step.action]
 
 
-@pytest.mark.parametrize("question, device, codes, sensors", [
-    ("Press-3 shows E102, what should I do?", ["press-3"], ["E102"], []),
-    ("What is the coolant level on press-3 right now?", ["press-3"], [], ["coolant_level"]),
-    ("3号液压机报警号 6065，冷却液液位现在多少？", ["press-3"], ["报警号 6065"], ["coolant_level"]),
-    ("cnc 7 spindle temperature", ["cnc-7"], [], ["spindle_temp"]),
-    ("DRV_FAULT and Err-07 on the cnc", ["cnc-7"], ["DRV_FAULT", "Err-07"], []),
-])
+@pytest.mark.parametrize(
+    "question, device, codes, sensors",
+    [
+        ("Press-3 shows E102, what should I do?", ["press-3"], ["E102"], []),
+        ("What is the coolant level on press-3 right now?", ["press-3"], [], ["coolant_level"]),
+        ("3号液压机报警号 6065，冷却液液位现在多少？", ["press-3"], ["报警号 6065"], ["coolant_level"]),
+        ("cnc 7 spindle temperature", ["cnc-7"], [], ["spindle_temp"]),
+        ("DRV_FAULT and Err-07 on the cnc", ["cnc-7"], ["DRV_FAULT", "Err-07"], []),
+    ],
+)
 def test_lexicon_finds_devices_codes_and_sensors(agent_config, question, device, codes, sensors):
     found = Lexicon(agent_config.devices).find(question)
     assert found.devices == device
@@ -117,22 +120,27 @@ def test_an_opened_plc_breaker_is_queued_once_for_the_mes(make_agent, plc_sim):
     assert events[0].work_order_id is None and "press-3" in events[0].body
 
 
-@pytest.mark.parametrize("question, codes, unknown", [
-    ("press-3 showing E1O2", ["E102"], []),  # a letter O for a zero
-    ("hmi on press-3 says El04", ["E104"], []),  # a letter l for a one
-    ("press 3 error E 104", ["E104"], []),
-    ("press-3: e.103 came up", ["E103"], []),
-    ("cnc7 says 6O65", ["6065"], []),
-    ("数控机床故障码 O4101", ["04101"], []),
-    ("Press-3: Ｅ１０５ on the screen", ["E105"], []),
-    ("line-4 is down", [], ["line-4"]),
-    ("press-9 shows E102", ["E102"], ["press-9"]),
-    ("cnc-12 alarm 6065", ["alarm 6065"], ["cnc-12"]),
-    ("5号液压机报警E102", ["E102"], ["5号液压机"]),
-    ("The machining centre 7 shows fault 6066", ["fault 6066"], []),  # part of "CNC machining centre 7"
-    ("cnc-7 6065", ["6065"], []),
-])
-def test_lexicon_reads_loosely_typed_codes_and_names_unknown_machines(agent_config, demo_index, question, codes, unknown):
+@pytest.mark.parametrize(
+    "question, codes, unknown",
+    [
+        ("press-3 showing E1O2", ["E102"], []),  # a letter O for a zero
+        ("hmi on press-3 says El04", ["E104"], []),  # a letter l for a one
+        ("press 3 error E 104", ["E104"], []),
+        ("press-3: e.103 came up", ["E103"], []),
+        ("cnc7 says 6O65", ["6065"], []),
+        ("数控机床故障码 O4101", ["04101"], []),
+        ("Press-3: Ｅ１０５ on the screen", ["E105"], []),
+        ("line-4 is down", [], ["line-4"]),
+        ("press-9 shows E102", ["E102"], ["press-9"]),
+        ("cnc-12 alarm 6065", ["alarm 6065"], ["cnc-12"]),
+        ("5号液压机报警E102", ["E102"], ["5号液压机"]),
+        ("The machining centre 7 shows fault 6066", ["fault 6066"], []),  # part of "CNC machining centre 7"
+        ("cnc-7 6065", ["6065"], []),
+    ],
+)
+def test_lexicon_reads_loosely_typed_codes_and_names_unknown_machines(
+    agent_config, demo_index, question, codes, unknown
+):
     from knowledge.search import ManualIndex
 
     index = ManualIndex(demo_index)
@@ -149,14 +157,42 @@ def test_a_value_question_finds_its_sensor_by_the_plants_own_labels_and_units():
     from tools.plant import DeviceConfig
 
     # A machine the demo does not have, with sensors no synonym list names.
-    pump = DeviceConfig.model_validate({"id": "pump-1", "sensors": {
-        "bearing_temp": {"label": "Drive-end bearing temperature", "label_zh": "驱动端轴承温度", "address": 0,
-                         "unit": "°C", "plausible_min": -20, "plausible_max": 150},
-        "casing_temp": {"label": "Pump casing temperature", "address": 1, "unit": "°C",
-                        "plausible_min": -20, "plausible_max": 150},
-        "flow": {"label": "Discharge flow", "address": 2, "unit": "l/min", "plausible_min": 0, "plausible_max": 900},
-        "suction": {"label": "Suction pressure", "address": 3, "unit": "bar", "plausible_min": 0, "plausible_max": 10},
-    }})
+    pump = DeviceConfig.model_validate(
+        {
+            "id": "pump-1",
+            "sensors": {
+                "bearing_temp": {
+                    "label": "Drive-end bearing temperature",
+                    "label_zh": "驱动端轴承温度",
+                    "address": 0,
+                    "unit": "°C",
+                    "plausible_min": -20,
+                    "plausible_max": 150,
+                },
+                "casing_temp": {
+                    "label": "Pump casing temperature",
+                    "address": 1,
+                    "unit": "°C",
+                    "plausible_min": -20,
+                    "plausible_max": 150,
+                },
+                "flow": {
+                    "label": "Discharge flow",
+                    "address": 2,
+                    "unit": "l/min",
+                    "plausible_min": 0,
+                    "plausible_max": 900,
+                },
+                "suction": {
+                    "label": "Suction pressure",
+                    "address": 3,
+                    "unit": "bar",
+                    "plausible_min": 0,
+                    "plausible_max": 10,
+                },
+            },
+        }
+    )
     assert sensors_asked("how warm is the bearing?", pump) == ["bearing_temp"]
     assert sensors_asked("轴承有多烫", pump) == ["bearing_temp"]
     assert sensors_asked("how much is it flowing", pump) == ["flow"]
@@ -178,8 +214,14 @@ def test_a_blank_question_is_asked_for_without_a_tool_call(agent, question):
     assert "Please ask a question" in record.termination.final_answer
 
 
-@pytest.mark.parametrize("question, named", [("line-4 is down, what do I do?", "line-4"), ("press-9 shows E102", "press-9"),
-                                             ("5号液压机报警 E103", "5号液压机")])
+@pytest.mark.parametrize(
+    "question, named",
+    [
+        ("line-4 is down, what do I do?", "line-4"),
+        ("press-9 shows E102", "press-9"),
+        ("5号液压机报警 E103", "5号液压机"),
+    ],
+)
 def test_an_unknown_machine_is_named_and_nothing_is_looked_up_for_it(agent, question, named):
     record = agent.ask(question)
     assert actions(record) == []
@@ -204,11 +246,14 @@ def test_a_work_order_without_a_fault_asks_for_the_code_and_searches_nothing(age
     assert actions(record) == []
 
 
-@pytest.mark.parametrize("question, proposed", [
-    ("press-3 shows E102", True),
-    ("cnc-7 shows E110", False),  # the press's code: not this machine's fault
-    ("press-3 shows E777", False),  # no manual knows it
-])
+@pytest.mark.parametrize(
+    "question, proposed",
+    [
+        ("press-3 shows E102", True),
+        ("cnc-7 shows E110", False),  # the press's code: not this machine's fault
+        ("press-3 shows E777", False),  # no manual knows it
+    ],
+)
 def test_a_work_order_is_proposed_only_for_a_fault_the_manual_lists_for_this_machine(agent, question, proposed):
     record = agent.run(RunRequest(question=question, propose_work_order=True, require_confirmation=True))
     assert (WORK_ORDER in actions(record)) is proposed
@@ -221,8 +266,17 @@ def test_another_machines_code_reads_no_sensor_of_this_machine(agent):
     assert ref.fields["fault_code"] == "E110" and ref.fields["applies_to_device"] is False
 
 
-@pytest.mark.parametrize("question", ["3号液压机报警 6065", "加工中心报警号 8123 是什么", "5号液压机报警 E103",
-                                      "液压机的冷却水够不够", "7号加工中心主轴现在转速多少", "给3号液压机开个工单"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "3号液压机报警 6065",
+        "加工中心报警号 8123 是什么",
+        "5号液压机报警 E103",
+        "液压机的冷却水够不够",
+        "7号加工中心主轴现在转速多少",
+        "给3号液压机开个工单",
+    ],
+)
 def test_a_chinese_answer_is_chinese_throughout(agent, question):
     answer = agent.ask(question).termination.final_answer
     # Codes, units, file names, device ids and quality names stay as printed; no English sentence does.

@@ -72,23 +72,43 @@ def test_a_stored_run_replays_as_the_events_it_streamed(make_agent, tmp_path, sc
 def test_the_replay_covers_warnings_rejections_format_errors_and_a_takeover(make_agent, tmp_path):
     covering = [s for s in QUICK if s.name in ("invented sensor value", "three unreadable replies")]
     kinds = {event.type for s in covering for event in streamed_and_replayed(make_agent, tmp_path, s)[0]}
-    assert kinds == {"run_started", "thought", "action", "observation", "format_error", "answer_rejected",
-                     "warning", "final_answer", "termination", "stored"}
+    assert kinds == {
+        "run_started",
+        "thought",
+        "action",
+        "observation",
+        "format_error",
+        "answer_rejected",
+        "warning",
+        "final_answer",
+        "termination",
+        "stored",
+    }
 
-    takeover = Scenario("taken over", [call(MANUAL, fault_code="E102", device_id="press-3"),
-                                       call(PLC, device_id="press-3", sensor="coolant_level")])
+    takeover = Scenario(
+        "taken over",
+        [call(MANUAL, fault_code="E102", device_id="press-3"), call(PLC, device_id="press-3", sensor="coolant_level")],
+    )
     streamed, replayed = streamed_and_replayed(make_agent, tmp_path, takeover, stop_at="observation")
     assert streamed[-2].termination.reason == "takeover"
     assert as_json(replayed) == as_json(streamed)
 
 
 def test_the_stream_carries_every_field_of_its_event_model(make_agent, tmp_path):
-    scenario = Scenario("grounded", [call(MANUAL, fault_code="E102", device_id="press-3"),
-                                     final("E102: see the manual steps.", ["obs-1"])])
+    scenario = Scenario(
+        "grounded",
+        [call(MANUAL, fault_code="E102", device_id="press-3"), final("E102: see the manual steps.", ["obs-1"])],
+    )
     streamed, _ = streamed_and_replayed(make_agent, tmp_path, scenario)
     started = as_json(streamed)[0]
-    assert started == {"type": "run_started", "run_id": streamed[0].run_id, "question": E102, "device_id": "press-3",
-                       "planner": "llm", "degraded": False}
+    assert started == {
+        "type": "run_started",
+        "run_id": streamed[0].run_id,
+        "question": E102,
+        "device_id": "press-3",
+        "planner": "llm",
+        "degraded": False,
+    }
     assert list(as_json(streamed)[-1]) == ["type", "run_id", "work_order"]
 
 
@@ -102,9 +122,16 @@ def test_a_follower_gets_the_events_from_where_it_starts_and_stops_after_the_las
         early, late = asyncio.create_task(follow(0)), asyncio.create_task(follow(1))
         await asyncio.sleep(0)
         # The worker thread appends while both wait.
-        worker = threading.Thread(target=lambda: [log.append(event) for event in (
-            WarningEvent(run_id="run-1", text="one"), WarningEvent(run_id="run-1", text="two"),
-            StoredEvent(run_id="run-1", work_order=None))])
+        worker = threading.Thread(
+            target=lambda: [
+                log.append(event)
+                for event in (
+                    WarningEvent(run_id="run-1", text="one"),
+                    WarningEvent(run_id="run-1", text="two"),
+                    StoredEvent(run_id="run-1", work_order=None),
+                )
+            ]
+        )
         worker.start()
         results = await asyncio.wait_for(asyncio.gather(early, late), 5)
         worker.join()
@@ -119,19 +146,23 @@ def test_a_follower_gets_the_events_from_where_it_starts_and_stops_after_the_las
 
 # -- over HTTP --------------------------------------------------------------------------------------------
 
+
 def slow_script(body: dict[str, Any]) -> dict[str, Any]:
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-    steps = [call(MANUAL, fault_code="E102", device_id="press-3"),
-             call(PLC, device_id="press-3", sensor="coolant_level"),
-             call(PLC, device_id="press-3", sensor="motor_temp"),
-             final("E102 is motor over-temperature protection: check the coolant.", ["obs-1", "obs-2"])]
+    steps = [
+        call(MANUAL, fault_code="E102", device_id="press-3"),
+        call(PLC, device_id="press-3", sensor="coolant_level"),
+        call(PLC, device_id="press-3", sensor="motor_temp"),
+        final("E102 is motor over-temperature protection: check the coolant.", ["obs-1", "obs-2"]),
+    ]
     return {**steps[min(turn, len(steps) - 1)], "delay_s": THINK_S}
 
 
 @pytest.fixture(scope="module")
 def slow_service(tmp_path_factory, demo_index):
-    with run_service(tmp_path_factory.mktemp("events"), demo_index, slow_script,
-                     loop={"max_wall_s": 30.0}, llm={"timeout_s": 10.0}) as running:
+    with run_service(
+        tmp_path_factory.mktemp("events"), demo_index, slow_script, loop={"max_wall_s": 30.0}, llm={"timeout_s": 10.0}
+    ) as running:
         yield running
 
 
@@ -156,8 +187,10 @@ def read_sse(response: httpx.Response, until: str | None = None) -> list[tuple[i
 
 def ask_until(service, kind: str) -> tuple[str, list[tuple[int, dict[str, Any]]]]:
     """Ask, read up to the first `kind` event, then drop the connection as a tablet leaving Wi-Fi does."""
-    with service.client() as client, client.stream("POST", "/v1/runs", json={"question": E102,
-                                                                            "device_id": "press-3"}) as response:
+    with (
+        service.client() as client,
+        client.stream("POST", "/v1/runs", json={"question": E102, "device_id": "press-3"}) as response,
+    ):
         assert response.status_code == 200
         return response.headers["x-run-id"], read_sse(response, until=kind)
 
@@ -189,8 +222,10 @@ def test_a_stream_dropped_mid_run_resumes_after_the_last_event_id_with_nothing_l
     run_id, before = ask_until(slow_service, "observation")
     assert slow_service.service.runs.get(run_id) is not None  # still running: the resumed stream goes live
 
-    with slow_service.client() as client, client.stream("GET", f"/v1/runs/{run_id}/stream",
-                                                        headers={"Last-Event-ID": str(before[-1][0])}) as response:
+    with (
+        slow_service.client() as client,
+        client.stream("GET", f"/v1/runs/{run_id}/stream", headers={"Last-Event-ID": str(before[-1][0])}) as response,
+    ):
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         after = read_sse(response)
 
@@ -217,8 +252,12 @@ def test_several_drops_in_one_run_still_add_up_to_the_whole_run(slow_service):
     run_id, first = ask_until(slow_service, "run_started")
     parts = [first]
     for kind in ("action", "observation", "observation"):
-        with slow_service.client() as client, client.stream(
-                "GET", f"/v1/runs/{run_id}/stream", headers={"Last-Event-ID": str(parts[-1][-1][0])}) as response:
+        with (
+            slow_service.client() as client,
+            client.stream(
+                "GET", f"/v1/runs/{run_id}/stream", headers={"Last-Event-ID": str(parts[-1][-1][0])}
+            ) as response,
+        ):
             parts.append(read_sse(response, until=kind))
     parts.append(read_sse(resume(slow_service, run_id, parts[-1][-1][0])))
     assert_whole_run(slow_service, run_id, parts)
@@ -242,7 +281,18 @@ def test_the_openapi_spec_documents_every_run_event(slow_service):
     for path, method in (("/v1/runs", "post"), ("/v1/runs/{run_id}/stream", "get")):
         item = spec["paths"][path][method]["responses"]["200"]["content"]["text/event-stream"]["itemSchema"]
         mapping = item["properties"]["data"]["contentSchema"]["discriminator"]["mapping"]
-        assert set(mapping) == {"run_started", "thought", "action", "observation", "warning", "format_error",
-                                "answer_rejected", "final_answer", "termination", "stored", "error"}
+        assert set(mapping) == {
+            "run_started",
+            "thought",
+            "action",
+            "observation",
+            "warning",
+            "format_error",
+            "answer_rejected",
+            "final_answer",
+            "termination",
+            "stored",
+            "error",
+        }
     refs = {match for match in json.dumps(spec).split('"') if match.startswith("#/components/schemas/")}
     assert refs and all(ref.rsplit("/", 1)[1] in spec["components"]["schemas"] for ref in refs)

@@ -87,12 +87,20 @@ def stored_proposal(service, run_id: str, **args) -> str:
     what the store holds for a run made before the plant's config or the tool's arguments changed."""
     record = service.service.run_store.get(run_id)
     step = next(s for s in reversed(record.steps) if s.action == ORDER)
-    items = [item.model_copy(update={"fields": {**item.fields, "work_order_status": "pending_confirmation"}})
-             if item.kind == "ref" else item for item in step.observation.content]
+    items = [
+        item.model_copy(update={"fields": {**item.fields, "work_order_status": "pending_confirmation"}})
+        if item.kind == "ref"
+        else item
+        for item in step.observation.content
+    ]
     observation = step.observation.model_copy(update={"content": items})
     changed = step.model_copy(update={"args": {**step.args, **args}, "observation": observation})
-    copy = record.model_copy(update={"run_id": f"{run_id}-{len(args)}{sorted(args)[0]}",
-                                     "steps": [changed if s.n == step.n else s for s in record.steps]})
+    copy = record.model_copy(
+        update={
+            "run_id": f"{run_id}-{len(args)}{sorted(args)[0]}",
+            "steps": [changed if s.n == step.n else s for s in record.steps],
+        }
+    )
     service.service.run_store.save(copy)
     return copy.run_id
 
@@ -121,15 +129,20 @@ def test_a_follow_up_in_the_session_reads_the_sensor_instead_of_searching_the_ma
 
     assert follow_up.headers["x-session-id"] == session
     assert [(e["tool"], e["args"]) for e in follow_up.of("action")] == [
-        (PLC, {"device_id": "press-3", "sensor": "coolant_level"})]
+        (PLC, {"device_id": "press-3", "sensor": "coolant_level"})
+    ]
     # Without the session the same words name no machine, so nothing can be read.
     alone = service.ask("and the coolant level?")
     assert PLC not in [e["tool"] for e in alone.of("action")]
 
 
 def test_concurrent_runs_are_isolated(service):
-    questions = [(E102, "press-3"), ("What is the spindle temperature on cnc-7 right now?", None),
-                 ("What is the coolant level on press-3 right now?", None), ("cnc-7 shows F03", "cnc-7")] * 2
+    questions = [
+        (E102, "press-3"),
+        ("What is the spindle temperature on cnc-7 right now?", None),
+        ("What is the coolant level on press-3 right now?", None),
+        ("cnc-7 shows F03", "cnc-7"),
+    ] * 2
     with concurrent.futures.ThreadPoolExecutor(len(questions)) as pool:
         results = list(pool.map(lambda q: service.ask(*q), questions))
 
@@ -144,12 +157,15 @@ def test_concurrent_runs_are_isolated(service):
     assert {r.run_id for r in results} <= stored
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"question": "   "}, "question"),
-    ({"question": "x" * 2001}, "question"),
-    ({"question": "E102?", "session_id": "has spaces"}, "session_id"),
-    ({"question": "E102?", "colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"question": "   "}, "question"),
+        ({"question": "x" * 2001}, "question"),
+        ({"question": "E102?", "session_id": "has spaces"}, "session_id"),
+        ({"question": "E102?", "colour": "red"}, "colour"),
+    ],
+)
 def test_bad_requests_name_the_field_and_start_nothing(service, body, field):
     with service.client() as client:
         before = len(client.get("/v1/runs", params={"limit": 200}).json())
@@ -166,12 +182,25 @@ def test_an_unknown_device_is_refused_with_the_known_ones(service):
     assert "press-9" in result.events[0]["detail"]["detail"] and "press-3" in result.events[0]["detail"]["detail"]
 
 
-@pytest.mark.parametrize("method, path", [
-    ("POST", "/v1/runs"), ("GET", "/v1/runs"), ("GET", "/v1/runs/run-x"), ("POST", "/v1/runs/run-x/takeover"),
-    ("POST", "/v1/runs/run-x/confirm"), ("GET", "/v1/runs/run-x/events"), ("GET", "/v1/runs/run-x/stream"),
-    ("GET", "/v1/devices"), ("GET", "/v1/tools"), ("GET", "/v1/work-orders"),
-    ("GET", "/metrics"), ("GET", "/v1/admin/outbox"), ("POST", "/v1/admin/outbox/retry"), ("GET", "/v1/admin/index"),
-])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("POST", "/v1/runs"),
+        ("GET", "/v1/runs"),
+        ("GET", "/v1/runs/run-x"),
+        ("POST", "/v1/runs/run-x/takeover"),
+        ("POST", "/v1/runs/run-x/confirm"),
+        ("GET", "/v1/runs/run-x/events"),
+        ("GET", "/v1/runs/run-x/stream"),
+        ("GET", "/v1/devices"),
+        ("GET", "/v1/tools"),
+        ("GET", "/v1/work-orders"),
+        ("GET", "/metrics"),
+        ("GET", "/v1/admin/outbox"),
+        ("POST", "/v1/admin/outbox/retry"),
+        ("GET", "/v1/admin/index"),
+    ],
+)
 @pytest.mark.parametrize("token", [None, "wrong-token"])
 def test_missing_or_wrong_tokens_get_401_and_nothing_runs(service, method, path, token):
     with service.client(TECHNICIAN_TOKEN) as client:
@@ -193,13 +222,19 @@ def test_the_tools_are_listed_from_the_registry_with_the_role_the_tablet_knows_t
     with service.client() as client:
         tools = client.get("/v1/tools").json()
     assert [(t["name"], t["role"], t["side_effect"]) for t in tools] == [
-        (MANUAL, "manual", False), (PLC, "plc", False), (ORDER, "order", True)]
+        (MANUAL, "manual", False),
+        (PLC, "plc", False),
+        (ORDER, "order", True),
+    ]
     assert all(t["description"] for t in tools)
 
 
 def test_roles_are_separate(service):
-    with service.client(TECHNICIAN_TOKEN) as technician, service.client(ADMIN_TOKEN) as admin, \
-            service.client("second-tablet-token") as other_tablet:
+    with (
+        service.client(TECHNICIAN_TOKEN) as technician,
+        service.client(ADMIN_TOKEN) as admin,
+        service.client("second-tablet-token") as other_tablet,
+    ):
         assert technician.get("/metrics").status_code == 401
         assert technician.get("/v1/admin/outbox").status_code == 401
         assert admin.get("/v1/devices").status_code == 401
@@ -219,8 +254,18 @@ def test_health_readiness_and_openapi_need_no_token(service):
     assert report["checks"]["llm"]["mode"] == "degraded"
     assert set(report["checks"]["plc"]["devices"]) == {"press-3", "cnc-7"}
     assert "models (manual search, lexicon)" in report["warmup"]
-    for path in ("/v1/runs", "/v1/runs/{run_id}", "/v1/runs/{run_id}/takeover", "/v1/runs/{run_id}/confirm",
-                 "/v1/mes/alarms", "/v1/devices", "/v1/work-orders", "/healthz", "/readyz", "/metrics"):
+    for path in (
+        "/v1/runs",
+        "/v1/runs/{run_id}",
+        "/v1/runs/{run_id}/takeover",
+        "/v1/runs/{run_id}/confirm",
+        "/v1/mes/alarms",
+        "/v1/devices",
+        "/v1/work-orders",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ):
         assert path in spec["paths"], path
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
     assert app.status_code == 200 and "app.js" in app.text

@@ -18,8 +18,13 @@ def test_demo_once_starts_everything_and_prints_the_url_and_a_first_answer(tmp_p
     port, plc_port = free_port(), free_port()
     env = {**os.environ, "FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
 
-    done = subprocess.run([sys.executable, "-m", "edge.cli.main", "demo", "--once", "--port", str(port),
-                           "--plc-port", str(plc_port)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "edge.cli.main", "demo", "--once", "--port", str(port), "--plc-port", str(plc_port)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert done.returncode == 0, done.stderr
     out = done.stdout

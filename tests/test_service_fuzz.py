@@ -41,8 +41,13 @@ def test_fuzzing_finds_no_server_error_and_no_accepted_invalid_request(service, 
         token = {"Authorization": f"Bearer {token_for(operation.path)}"}
 
         @given(case=operation.as_strategy(generation_mode=mode))
-        @hypothesis.settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
-                             suppress_health_check=list(HealthCheck))
+        @hypothesis.settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         def exercise(case: schemathesis.Case) -> None:
             # A case that leaves the token out on purpose (negative mode) must go without it. `exercise`
             # runs right below, within this iteration, so the loop's `token` is the one meant.

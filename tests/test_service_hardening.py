@@ -78,12 +78,16 @@ def detail_of(answer: bytes) -> str:
 
 # -- 1. every numeric parameter is bounded -----------------------------------
 
-@pytest.mark.parametrize("params, field", [
-    ({"min_steps": "9223372036854775808"}, "min_steps"),
-    ({"min_steps": str(10**40)}, "min_steps"),
-    ({"min_steps": "-1"}, "min_steps"),
-    ({"limit": "9223372036854775808"}, "limit"),
-])
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"min_steps": "9223372036854775808"}, "min_steps"),
+        ({"min_steps": str(10**40)}, "min_steps"),
+        ({"min_steps": "-1"}, "min_steps"),
+        ({"limit": "9223372036854775808"}, "limit"),
+    ],
+)
 def test_out_of_range_numbers_are_422_naming_the_parameter(service, params, field):
     with service.client() as client:
         response = client.get("/v1/runs", params=params)
@@ -107,9 +111,11 @@ def test_an_unknown_query_parameter_is_422_naming_it(service):
 
 # -- 2. bodies: authenticated first, limited while streaming -----------------
 
+
 def test_a_declared_oversize_body_is_refused_unread(service):
-    answer, closed = raw_request(service, f"POST /v1/runs HTTP/1.1\nHost: x\nContent-Type: application/json\n"
-                                          f"Content-Length: {100 * MB}\n")
+    answer, closed = raw_request(
+        service, f"POST /v1/runs HTTP/1.1\nHost: x\nContent-Type: application/json\nContent-Length: {100 * MB}\n"
+    )
     assert status_of(answer) == 413
     assert "at most 65536 bytes" in detail_of(answer)
     assert closed
@@ -117,17 +123,23 @@ def test_a_declared_oversize_body_is_refused_unread(service):
 
 def test_an_unauthenticated_body_is_never_read(service):
     """An endless chunked body without a token: 401 after the first piece, and the connection closes."""
-    answer, closed = raw_request(service, "POST /v1/runs HTTP/1.1\nHost: x\nContent-Type: application/json\n"
-                                          "Transfer-Encoding: chunked\n", chunks(64 * 1024, 100 * MB))
+    answer, closed = raw_request(
+        service,
+        "POST /v1/runs HTTP/1.1\nHost: x\nContent-Type: application/json\nTransfer-Encoding: chunked\n",
+        chunks(64 * 1024, 100 * MB),
+    )
     assert status_of(answer) == 401
     assert b"connection: close" in answer.lower()
     assert closed
 
 
 def test_an_authenticated_body_past_the_limit_is_413_while_it_streams(service):
-    answer, closed = raw_request(service, f"POST /v1/runs HTTP/1.1\nHost: x\nContent-Type: application/json\n"
-                                          f"Authorization: Bearer {TECHNICIAN_TOKEN}\nTransfer-Encoding: chunked\n",
-                                 chunks(16 * 1024, 100 * MB))
+    answer, closed = raw_request(
+        service,
+        f"POST /v1/runs HTTP/1.1\nHost: x\nContent-Type: application/json\n"
+        f"Authorization: Bearer {TECHNICIAN_TOKEN}\nTransfer-Encoding: chunked\n",
+        chunks(16 * 1024, 100 * MB),
+    )
     assert status_of(answer) == 413, answer[:300]
     assert "request body too large" in detail_of(answer)
     assert closed
@@ -139,8 +151,11 @@ def test_a_body_within_the_limit_still_runs(service):
 
 
 def test_an_unsigned_alarm_body_is_never_read(service):
-    answer, closed = raw_request(service, "POST /v1/mes/alarms HTTP/1.1\nHost: x\nContent-Type: application/json\n"
-                                          "Transfer-Encoding: chunked\n", chunks(64 * 1024, 100 * MB))
+    answer, closed = raw_request(
+        service,
+        "POST /v1/mes/alarms HTTP/1.1\nHost: x\nContent-Type: application/json\nTransfer-Encoding: chunked\n",
+        chunks(64 * 1024, 100 * MB),
+    )
     assert status_of(answer) == 401
     assert "missing header(s): webhook-id, webhook-timestamp, webhook-signature" in detail_of(answer)
     assert closed
@@ -150,8 +165,11 @@ def huge_alarm(service: RunningService, msg_id: str, signed_at: float) -> tuple[
     """A 100 MB chunked alarm body under headers signed (for an empty body) at `signed_at`."""
     signed = signed_headers(service.config.mes.secrets, msg_id, b"{}", signed_at)
     head = "".join(f"{name}: {value}\n" for name, value in signed.items())
-    return raw_request(service, f"POST /v1/mes/alarms HTTP/1.1\nHost: x\n{head}"
-                                "Transfer-Encoding: chunked\n", chunks(64 * 1024, 100 * MB))
+    return raw_request(
+        service,
+        f"POST /v1/mes/alarms HTTP/1.1\nHost: x\n{head}Transfer-Encoding: chunked\n",
+        chunks(64 * 1024, 100 * MB),
+    )
 
 
 def test_a_stale_alarm_is_refused_before_its_body_is_read(service):
@@ -175,11 +193,13 @@ def test_an_absurd_webhook_timestamp_is_401_not_500(service):
 
 # -- 3. slow clients ----------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory, demo_index) -> Iterator[RunningService]:
     """A service with a short header timeout and a low connection limit, so the test needs few sockets."""
-    with run_service(tmp_path_factory.mktemp("guarded"), demo_index,
-                     service={"header_timeout_s": 2.0, "max_connections": 64}) as running:
+    with run_service(
+        tmp_path_factory.mktemp("guarded"), demo_index, service={"header_timeout_s": 2.0, "max_connections": 64}
+    ) as running:
         yield running
 
 
@@ -212,8 +232,9 @@ def test_slowloris_sockets_past_the_limit_cannot_lock_out_a_real_request(guarded
     finally:
         for sock in sockets:
             sock.close()
-    dropped = metric(scrape(guarded), "fixloop_http_connections_dropped_total", reason="connection_limit") \
-        - metric(before, "fixloop_http_connections_dropped_total", reason="connection_limit")
+    dropped = metric(scrape(guarded), "fixloop_http_connections_dropped_total", reason="connection_limit") - metric(
+        before, "fixloop_http_connections_dropped_total", reason="connection_limit"
+    )
     assert dropped >= 150 - 64
 
 
@@ -265,6 +286,7 @@ def test_repeated_errors_are_logged_once_per_interval_with_a_count():
 
 # -- 4. MES alarms against a slow LLM: bounded, and health never waits ----------
 
+
 @pytest.fixture(scope="module")
 def slow_llm_service(tmp_path_factory, demo_index) -> Iterator[tuple[RunningService, threading.Event]]:
     """The first LLM reply of each run is held until the test lets go (or 60 s): runs that stay in flight.
@@ -274,14 +296,27 @@ def slow_llm_service(tmp_path_factory, demo_index) -> Iterator[tuple[RunningServ
     def held(body: dict) -> dict:
         if not any(message["role"] == "assistant" for message in body["messages"]):
             release.wait(60)
-            return {"content": json.dumps({"thought": "open the order", "action": "generate_work_order", "args": {
-                "device_id": "press-3", "fault_code": "E102", "summary": "MES alarm E102"}})}
-        return {"content": json.dumps({"thought": "done", "final_answer": "Order opened (obs-1).",
-                                       "evidence": ["obs-1"]})}
+            return {
+                "content": json.dumps(
+                    {
+                        "thought": "open the order",
+                        "action": "generate_work_order",
+                        "args": {"device_id": "press-3", "fault_code": "E102", "summary": "MES alarm E102"},
+                    }
+                )
+            }
+        return {
+            "content": json.dumps({"thought": "done", "final_answer": "Order opened (obs-1).", "evidence": ["obs-1"]})
+        }
 
-    with run_service(tmp_path_factory.mktemp("slow-llm"), demo_index, held,
-                     llm={"timeout_s": 60.0}, loop={"max_wall_s": 90.0},
-                     service={"max_concurrent_alarms": 3}) as running:
+    with run_service(
+        tmp_path_factory.mktemp("slow-llm"),
+        demo_index,
+        held,
+        llm={"timeout_s": 60.0},
+        loop={"max_wall_s": 90.0},
+        service={"max_concurrent_alarms": 3},
+    ) as running:
         try:
             yield running, release
         finally:
@@ -289,8 +324,15 @@ def slow_llm_service(tmp_path_factory, demo_index) -> Iterator[tuple[RunningServ
 
 
 def post_alarm(service: RunningService, n: int) -> httpx.Response:
-    body = json.dumps({"event_id": f"storm-{n}", "device_id": "press-3", "fault_code": "E102",
-                       "occurred_at": "2026-03-02T08:15:00+00:00", "severity": "high"}).encode()
+    body = json.dumps(
+        {
+            "event_id": f"storm-{n}",
+            "device_id": "press-3",
+            "fault_code": "E102",
+            "occurred_at": "2026-03-02T08:15:00+00:00",
+            "severity": "high",
+        }
+    ).encode()
     headers = signed_headers(service.config.mes.secrets, f"msg_storm_{n}", body, time.time())
     with httpx.Client(base_url=service.url, timeout=120) as client:
         return client.post("/v1/mes/alarms", content=body, headers=headers)
@@ -327,6 +369,7 @@ def test_an_alarm_storm_is_bounded_and_health_never_waits_behind_it(slow_llm_ser
 
 # -- 6. a run yields at most one order ----------------------------------------
 
+
 def test_confirming_again_after_the_order_was_closed_returns_that_order(service):
     result = service.ask(E102, "press-3")
     with service.client() as client:
@@ -361,8 +404,12 @@ def test_concurrent_confirmations_of_one_run_make_one_order(service):
 
 # -- 8. no run is lost under load ---------------------------------------------
 
-QUESTIONS = [(E102, "press-3"), ("What is the spindle temperature on cnc-7 right now?", None),
-             ("What is the coolant level on press-3 right now?", None), ("cnc-7 shows F03", "cnc-7")]
+QUESTIONS = [
+    (E102, "press-3"),
+    ("What is the spindle temperature on cnc-7 right now?", None),
+    ("What is the coolant level on press-3 right now?", None),
+    ("cnc-7 shows F03", "cnc-7"),
+]
 
 
 def test_64_concurrent_runs_are_all_stored(service):

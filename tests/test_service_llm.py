@@ -24,14 +24,18 @@ def final(text: str, delay_s: float = 0.0) -> dict[str, Any]:
 
 
 SCRIPTS = {
-    "E102": [call(MANUAL, fault_code="E102", device_id="press-3"),
-             call(PLC, device_id="press-3", sensor="coolant_level"),
-             final("E102: stop the press and check the coolant (obs-1, obs-2).")],
+    "E102": [
+        call(MANUAL, fault_code="E102", device_id="press-3"),
+        call(PLC, device_id="press-3", sensor="coolant_level"),
+        final("E102: stop the press and check the coolant (obs-1, obs-2)."),
+    ],
     # Slow steps leave time to take over while the model is thinking.
-    "E101": [call(MANUAL, SLOW_S, fault_code="E101", device_id="press-3"),
-             call(PLC, SLOW_S, device_id="press-3", sensor="hydraulic_pressure"),
-             call(PLC, SLOW_S, device_id="press-3", sensor="oil_temp"),
-             final("E101 handled.", SLOW_S)],
+    "E101": [
+        call(MANUAL, SLOW_S, fault_code="E101", device_id="press-3"),
+        call(PLC, SLOW_S, device_id="press-3", sensor="hydraulic_pressure"),
+        call(PLC, SLOW_S, device_id="press-3", sensor="oil_temp"),
+        final("E101 handled.", SLOW_S),
+    ],
     "E105": [{"status": 500, "content": "model crashed"}],
     "coolant": [call(PLC, device_id="press-3", sensor="coolant_level"), final("Coolant level read.")],
 }
@@ -48,15 +52,16 @@ def script(body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def llm_service(tmp_path_factory, demo_index):
-    with run_service(tmp_path_factory.mktemp("llm-service"), demo_index, script,
-                     loop={"max_wall_s": 30.0}) as running:
+    with run_service(tmp_path_factory.mktemp("llm-service"), demo_index, script, loop={"max_wall_s": 30.0}) as running:
         yield running
 
 
 def test_takeover_stops_at_the_next_step_boundary_and_hands_over_the_context(llm_service):
     events = []
-    with llm_service.client() as client, \
-            client.stream("POST", "/v1/runs", json={"question": "Press-3 shows E101", "device_id": "press-3"}) as stream:
+    with (
+        llm_service.client() as client,
+        client.stream("POST", "/v1/runs", json={"question": "Press-3 shows E101", "device_id": "press-3"}) as stream,
+    ):
         run_id = stream.headers["x-run-id"]
         lines = stream.iter_lines()
         for line in lines:
@@ -72,8 +77,11 @@ def test_takeover_stops_at_the_next_step_boundary_and_hands_over_the_context(llm
     assert taken.status_code == 200, taken.text
     result = taken.json()
     assert result["taken_over"] is True and result["stopped"] is True
-    assert result["pending_action"] == {"tool": PLC, "args": {"device_id": "press-3", "sensor": "hydraulic_pressure"},
-                                        "thought": f"next: {PLC}"}
+    assert result["pending_action"] == {
+        "tool": PLC,
+        "args": {"device_id": "press-3", "sensor": "hydraulic_pressure"},
+        "thought": f"next: {PLC}",
+    }
     record = result["record"]
     assert record["termination"]["reason"] == "takeover"
     assert record["steps"][0]["observation"]["tool"] == MANUAL  # what the agent had found so far
@@ -125,6 +133,14 @@ def test_readiness_reports_the_llm_and_metrics_count_llm_latency_and_tokens(llm_
     with llm_service.client() as client:
         record = client.get(f"/v1/runs/{result.run_id}").json()["record"]
     assert metric(after, "fixloop_llm_latency_seconds_count") - metric(before, "fixloop_llm_latency_seconds_count") == 3
-    assert (metric(after, "fixloop_llm_tokens_total", kind="prompt") - metric(before, "fixloop_llm_tokens_total", kind="prompt")
-            == record["prompt_tokens"] > 0)
-    assert metric(after, "fixloop_planner_steps_total", planner="llm") - metric(before, "fixloop_planner_steps_total", planner="llm") == 3
+    assert (
+        metric(after, "fixloop_llm_tokens_total", kind="prompt")
+        - metric(before, "fixloop_llm_tokens_total", kind="prompt")
+        == record["prompt_tokens"]
+        > 0
+    )
+    assert (
+        metric(after, "fixloop_planner_steps_total", planner="llm")
+        - metric(before, "fixloop_planner_steps_total", planner="llm")
+        == 3
+    )

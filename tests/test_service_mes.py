@@ -14,14 +14,24 @@ def post_alarm(service, webhook_id: str, alarm: dict, secret: str | None = None)
     body = json.dumps(alarm)
     now = datetime.now(UTC)
     signature = Webhook(secret or service.config.mes.secrets[0]).sign(webhook_id, now, body)
-    headers = {"webhook-id": webhook_id, "webhook-timestamp": str(int(now.timestamp())),
-               "webhook-signature": signature, "content-type": "application/json"}
+    headers = {
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": signature,
+        "content-type": "application/json",
+    }
     with service.client(None) as client:
         return client.post("/v1/mes/alarms", content=body, headers=headers)
 
 
-ALARM = {"event_id": "mes-evt-4711", "device_id": "press-3", "fault_code": "e102",
-         "occurred_at": "2026-03-02T08:15:00+00:00", "severity": "critical", "message": "motor overtemperature"}
+ALARM = {
+    "event_id": "mes-evt-4711",
+    "device_id": "press-3",
+    "fault_code": "e102",
+    "occurred_at": "2026-03-02T08:15:00+00:00",
+    "severity": "critical",
+    "message": "motor overtemperature",
+}
 
 
 def test_a_signed_alarm_runs_the_agent_and_opens_one_work_order(service):
@@ -63,9 +73,12 @@ def test_an_alarm_with_a_wrong_signature_runs_nothing(service):
 def post_status(service, webhook_id: str, change: dict):
     body = json.dumps(change)
     now = datetime.now(UTC)
-    headers = {"webhook-id": webhook_id, "webhook-timestamp": str(int(now.timestamp())),
-               "webhook-signature": Webhook(service.config.mes.secrets[0]).sign(webhook_id, now, body),
-               "content-type": "application/json"}
+    headers = {
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": Webhook(service.config.mes.secrets[0]).sign(webhook_id, now, body),
+        "content-type": "application/json",
+    }
     with service.client(None) as client:
         return client.post("/v1/mes/work-order-status", content=body, headers=headers)
 
@@ -74,10 +87,20 @@ def test_the_mes_closes_an_order_with_its_fix_and_the_next_alarm_answers_with_it
     first = post_alarm(service, "msg_fix_alarm_1", {**ALARM, "event_id": "mes-evt-5001", "fault_code": "F03"})
     order_id = first.json()["work_order"]["work_order_id"]
     for n, status in enumerate(("acknowledged", "in_progress")):
-        assert post_status(service, f"msg_fix_step_{n}", {"work_order_id": order_id, "status": status}).status_code == 200
-    closed = post_status(service, "msg_fix_close", {
-        "work_order_id": order_id, "status": "done", "cause": "coolant filter clogged",
-        "remedy": "replaced the filter", "parts": [{"part": "FLT-200", "quantity": 1}]})
+        assert (
+            post_status(service, f"msg_fix_step_{n}", {"work_order_id": order_id, "status": status}).status_code == 200
+        )
+    closed = post_status(
+        service,
+        "msg_fix_close",
+        {
+            "work_order_id": order_id,
+            "status": "done",
+            "cause": "coolant filter clogged",
+            "remedy": "replaced the filter",
+            "parts": [{"part": "FLT-200", "quantity": 1}],
+        },
+    )
     assert closed.status_code == 200, closed.text
     assert closed.json()["work_order"]["closed_by"] == "mes"
 
@@ -86,5 +109,7 @@ def test_the_mes_closes_an_order_with_its_fix_and_the_next_alarm_answers_with_it
     result = again.json()
     assert result["work_order"]["created"] is True and result["work_order"]["work_order_id"] != order_id
     date = closed.json()["work_order"]["closed_at"][:10]
-    assert (f"Last fix on this machine: {order_id}, {date} — cause: coolant filter clogged; "
-            "remedy: replaced the filter; parts: FLT-200 ×1") in result["answer"]
+    assert (
+        f"Last fix on this machine: {order_id}, {date} — cause: coolant filter clogged; "
+        "remedy: replaced the filter; parts: FLT-200 ×1"
+    ) in result["answer"]

@@ -22,8 +22,13 @@ PLC = "read_plc_sensor_value"
 ORDER = "generate_work_order"
 HISTORY = "/v1/devices/{device}/sensors/{sensor}/history"
 MINUTE_MS = 60_000
-FIX = {"status": "done", "cause": "coolant filter clogged", "remedy": "replaced the filter, flushed the circuit",
-       "parts": [{"part": "coolant filter CF-200", "quantity": 1}], "note": "the old filter was black"}
+FIX = {
+    "status": "done",
+    "cause": "coolant filter clogged",
+    "remedy": "replaced the filter, flushed the circuit",
+    "parts": [{"part": "coolant filter CF-200", "quantity": 1}],
+    "note": "the old filter was black",
+}
 
 
 def history(client: httpx.Client, device: str, sensor: str, **params: Any) -> httpx.Response:
@@ -42,8 +47,9 @@ def observations(result: Any, tool: str) -> list[dict[str, Any]]:
 
 
 def test_the_pollers_readings_are_the_sensors_history_with_its_unit_alarm_limits_and_trend(tmp_path, demo_index):
-    with run_service(tmp_path, demo_index, poller=True,
-                     plc={"poll_interval_s": 0.5, "history_retention_s": 3600}) as running:
+    with run_service(
+        tmp_path, demo_index, poller=True, plc={"poll_interval_s": 0.5, "history_retention_s": 3600}
+    ) as running:
         running.sim.set_value("press-3", "motor_temp", 61.5)
         deadline = time.monotonic() + 20
         with running.client() as client:
@@ -58,7 +64,11 @@ def test_the_pollers_readings_are_the_sensors_history_with_its_unit_alarm_limits
 
     assert len(pinned) >= 3, body["points"]
     assert (body["device_id"], body["sensor"], body["label"], body["label_zh"]) == (
-        "press-3", "motor_temp", "Main motor temperature", "主电机温度")
+        "press-3",
+        "motor_temp",
+        "Main motor temperature",
+        "主电机温度",
+    )
     assert (body["unit"], body["alarm_low"], body["alarm_high"]) == ("°C", None, 85)
     assert (body["plausible_min"], body["plausible_max"]) == (-20, 150)
     stamps = [ts for ts, _ in body["points"]]
@@ -101,10 +111,14 @@ def test_a_runs_plc_read_joins_the_history_and_the_answer_gives_the_trend_it_sho
     assert recent["points"] == body["points"][-5:] and recent["trend"] == body["trend"]
 
 
-@pytest.mark.parametrize(("device", "sensor", "named"), [
-    ("press-9", "motor_temp", ["'press-9'", "press-3", "cnc-7"]),
-    ("press-3", "spindle_speed", ["'spindle_speed'", "motor_temp", "coolant_level"]),
-], ids=["unknown device", "unknown sensor"])
+@pytest.mark.parametrize(
+    ("device", "sensor", "named"),
+    [
+        ("press-9", "motor_temp", ["'press-9'", "press-3", "cnc-7"]),
+        ("press-3", "spindle_speed", ["'spindle_speed'", "motor_temp", "coolant_level"]),
+    ],
+    ids=["unknown device", "unknown sensor"],
+)
 def test_an_unknown_device_or_sensor_is_404_naming_it_and_the_known_ones(service, device, sensor, named):
     with service.client() as client:
         response = history(client, device, sensor)
@@ -142,8 +156,9 @@ def test_a_work_order_closed_from_the_tablet_with_its_fix_is_told_when_the_fault
     assert (order["cause"], order["remedy"], order["note"]) == (FIX["cause"], FIX["remedy"], FIX["note"])
     assert order["parts"] == FIX["parts"] and order["closed_at"]
     assert again.status_code == 409
-    assert again.json()["detail"] == (f"work order {order_id} is done; it cannot move to done "
-                                      "(allowed: nothing (final))")
+    assert again.json()["detail"] == (
+        f"work order {order_id} is done; it cannot move to done (allowed: nothing (final))"
+    )
     assert [o for o in done if o["id"] == order_id] == [order]
 
     recurred = service.ask(E102, "press-3")
@@ -152,9 +167,10 @@ def test_a_work_order_closed_from_the_tablet_with_its_fix_is_told_when_the_fault
     assert past["past_work_order_id"] == order_id and past["same_device"] is True
     assert (past["cause"], past["remedy"], past["note"]) == (FIX["cause"], FIX["remedy"], FIX["note"])
     assert past["parts"] == ["coolant filter CF-200 ×1"] and past["closed_at"] == order["closed_at"]
-    assert (f"Last fix on this machine: {order_id}, {order['closed_at'][:10]} — cause: coolant filter clogged; "
-            "remedy: replaced the filter, flushed the circuit; parts: coolant filter CF-200 ×1"
-            ) in recurred.termination["final_answer"]
+    assert (
+        f"Last fix on this machine: {order_id}, {order['closed_at'][:10]} — cause: coolant filter clogged; "
+        "remedy: replaced the filter, flushed the circuit; parts: coolant filter CF-200 ×1"
+    ) in recurred.termination["final_answer"]
 
 
 @pytest.fixture
@@ -163,8 +179,14 @@ def open_order(service: RunningService) -> Iterator[dict[str, Any]]:
     test left it active, so that the next test gets an open one of its own."""
     store = service.service.work_orders
     order, created = store.create_or_get(
-        device_id="press-3", fault_code="E103", title="Hydraulic pressure low", summary="pressure drops under load",
-        priority="high", created_by="technician", run_id="run-status-test")
+        device_id="press-3",
+        fault_code="E103",
+        title="Hydraulic pressure low",
+        summary="pressure drops under load",
+        priority="high",
+        created_by="technician",
+        run_id="run-status-test",
+    )
     assert created
     yield order.model_dump(mode="json")
     if current(service, order.id)["status"] in ACTIVE_STATUSES:
@@ -176,20 +198,42 @@ def current(service: RunningService, order_id: str) -> dict[str, Any]:
     return order.model_dump(mode="json")
 
 
-@pytest.mark.parametrize(("body", "loc", "says"), [
-    ({"status": "acknowledged", "cause": "valve stuck"}, ["body"],
-     "cause, remedy, parts and note are recorded when an order is closed (done or cancelled), not when it moves to "
-     "acknowledged"),
-    ({"status": "closed"}, ["body", "status"], "Input should be 'open', 'acknowledged'"),
-    ({"cause": "valve stuck"}, ["body", "status"], "Field required"),
-    ({"status": "done", "fixed_by": "me"}, ["body", "fixed_by"], "Extra inputs are not permitted"),
-    ({"status": "done", "parts": [{"part": "seal", "quantity": 0}]}, ["body", "parts", 0, "quantity"],
-     "quantity must be a positive number"),
-    ({"status": "done", "parts": [{"part": " ", "quantity": 1}]}, ["body", "parts", 0, "part"], "at least 1 character"),
-    ({"status": "done", "remedy": "x" * 2001}, ["body", "remedy"], "at most 2000 characters"),
-    ([{"status": "done"}], ["body"], "Input should be an object"),
-], ids=["fix on a non-closing move", "unknown status", "no status", "unknown field", "zero parts", "blank part",
-        "remedy too long", "not an object"])
+@pytest.mark.parametrize(
+    ("body", "loc", "says"),
+    [
+        (
+            {"status": "acknowledged", "cause": "valve stuck"},
+            ["body"],
+            "cause, remedy, parts and note are recorded when an order is closed (done or cancelled), not when it moves to "
+            "acknowledged",
+        ),
+        ({"status": "closed"}, ["body", "status"], "Input should be 'open', 'acknowledged'"),
+        ({"cause": "valve stuck"}, ["body", "status"], "Field required"),
+        ({"status": "done", "fixed_by": "me"}, ["body", "fixed_by"], "Extra inputs are not permitted"),
+        (
+            {"status": "done", "parts": [{"part": "seal", "quantity": 0}]},
+            ["body", "parts", 0, "quantity"],
+            "quantity must be a positive number",
+        ),
+        (
+            {"status": "done", "parts": [{"part": " ", "quantity": 1}]},
+            ["body", "parts", 0, "part"],
+            "at least 1 character",
+        ),
+        ({"status": "done", "remedy": "x" * 2001}, ["body", "remedy"], "at most 2000 characters"),
+        ([{"status": "done"}], ["body"], "Input should be an object"),
+    ],
+    ids=[
+        "fix on a non-closing move",
+        "unknown status",
+        "no status",
+        "unknown field",
+        "zero parts",
+        "blank part",
+        "remedy too long",
+        "not an object",
+    ],
+)
 def test_a_bad_status_change_is_422_naming_the_field_and_changes_nothing(service, open_order, body, loc, says):
     with service.client() as client:
         response = move(client, open_order["id"], body)
@@ -201,8 +245,11 @@ def test_a_bad_status_change_is_422_naming_the_field_and_changes_nothing(service
 
 def test_malformed_json_is_422_and_changes_nothing(service, open_order):
     with service.client() as client:
-        response = client.post(f"/v1/work-orders/{open_order['id']}/status", content=b'{"status": "done",',
-                               headers={"Content-Type": "application/json"})
+        response = client.post(
+            f"/v1/work-orders/{open_order['id']}/status",
+            content=b'{"status": "done",',
+            headers={"Content-Type": "application/json"},
+        )
     assert response.status_code == 422
     assert response.json()["detail"][0]["type"] == "json_invalid"
     assert current(service, open_order["id"]) == open_order
@@ -214,8 +261,9 @@ def test_a_move_the_lifecycle_does_not_allow_is_409_and_an_unknown_order_404(ser
         unknown = move(client, "WO-0000000000000000", {"status": "acknowledged"})
         too_long = move(client, "WO-" + "0" * 62, {"status": "acknowledged"})
     assert skipped.status_code == 409
-    assert skipped.json()["detail"] == (f"work order {open_order['id']} is open; it cannot move to done "
-                                        "(allowed: acknowledged, cancelled)")
+    assert skipped.json()["detail"] == (
+        f"work order {open_order['id']} is open; it cannot move to done (allowed: acknowledged, cancelled)"
+    )
     assert current(service, open_order["id"]) == open_order
     assert unknown.status_code == 404 and unknown.json()["detail"] == "no work order 'WO-0000000000000000'"
     assert too_long.status_code == 422 and too_long.json()["detail"][0]["loc"] == ["path", "work_order_id"]
@@ -223,11 +271,18 @@ def test_a_move_the_lifecycle_does_not_allow_is_409_and_an_unknown_order_404(ser
 
 def test_cancelling_an_order_may_say_why(service, open_order):
     with service.client() as client:
-        response = move(client, open_order["id"], {"status": "cancelled", "note": "raised twice by mistake",
-                                                    "cause": "", "parts": []})
+        response = move(
+            client,
+            open_order["id"],
+            {"status": "cancelled", "note": "raised twice by mistake", "cause": "", "parts": []},
+        )
     assert response.status_code == 200, response.text
     order = response.json()
-    assert (order["status"], order["closed_by"], order["note"]) == ("cancelled", "technician", "raised twice by mistake")
+    assert (order["status"], order["closed_by"], order["note"]) == (
+        "cancelled",
+        "technician",
+        "raised twice by mistake",
+    )
     assert order["cause"] is None  # a field left empty on the form is not recorded
 
 

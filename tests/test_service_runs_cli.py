@@ -74,7 +74,9 @@ def test_the_session_summary_is_short_and_keeps_the_latest_lines(budget_service)
     context = session_context([record])
     assert context.device_id == "press-3" and context.fault_codes == ["E102"]
     assert context.summary[0] == f"Asked (press-3): {E102}"
-    assert context.summary[1].startswith("search_maintenance_manual_by_fault_code(fault_code=E102, device_id=press-3) -> ok: E102 ")
+    assert context.summary[1].startswith(
+        "search_maintenance_manual_by_fault_code(fault_code=E102, device_id=press-3) -> ok: E102 "
+    )
     assert ", p. " in context.summary[1]
 
     many = session_context([record] * 5)

@@ -54,7 +54,9 @@ def installed_copy(tmp_path: Path, replaced: dict[str, str] | None = None) -> Pa
 def verify(unit_dir: Path, name: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [systemd_tool("systemd-analyze"), "verify", "--man=no", str(unit_dir / name)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -93,7 +95,9 @@ def env_example() -> dict[str, str]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         key, sep, value = line.partition("=")
-        assert sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key), f"{ENV_EXAMPLE.name}:{number}: not KEY=VALUE: {line!r}"
+        assert sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key), (
+            f"{ENV_EXAMPLE.name}:{number}: not KEY=VALUE: {line!r}"
+        )
         env[key] = value
     return env
 
@@ -117,8 +121,16 @@ def test_security_exposure_stays_low(tmp_path, name, threshold):
     # Exposure is 0-100 in tenths of the 0.0-10.0 score systemd prints; the vLLM unit keeps GPU access.
     unit_dir = installed_copy(tmp_path)
     result = subprocess.run(
-        [systemd_tool("systemd-analyze"), "security", "--offline=true", f"--threshold={threshold}", str(unit_dir / name)],
-        capture_output=True, text=True, timeout=60,
+        [
+            systemd_tool("systemd-analyze"),
+            "security",
+            "--offline=true",
+            f"--threshold={threshold}",
+            str(unit_dir / name),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout[-400:] + result.stderr
 
@@ -180,9 +192,18 @@ def test_no_unit_hard_depends_on_another_so_one_outage_stays_contained():
 def test_service_is_hardened_restarts_and_logs_to_journald(name):
     service = dict(parse_unit(name)["Service"])
     expected = {
-        "Type": "exec", "User": "fixloop", "NoNewPrivileges": "yes", "CapabilityBoundingSet": "",
-        "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes", "ProtectKernelModules": "yes",
-        "RestrictSUIDSGID": "yes", "Restart": "on-failure", "StandardOutput": "journal", "StandardError": "journal",
+        "Type": "exec",
+        "User": "fixloop",
+        "NoNewPrivileges": "yes",
+        "CapabilityBoundingSet": "",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "ProtectKernelModules": "yes",
+        "RestrictSUIDSGID": "yes",
+        "Restart": "on-failure",
+        "StandardOutput": "journal",
+        "StandardError": "journal",
     }
     for key, value in expected.items():
         assert service.get(key) == value, f"{name}: {key}={service.get(key)!r}, want {value!r}"
@@ -225,7 +246,9 @@ def test_sysusers_file_creates_the_service_user(tmp_path):
     (tmp_path / "etc").mkdir()
     result = subprocess.run(
         [systemd_tool("systemd-sysusers"), f"--root={tmp_path}", str(SYSUSERS)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     passwd = (tmp_path / "etc" / "passwd").read_text(encoding="utf-8")

@@ -68,8 +68,15 @@ def test_a_crashing_tool_becomes_an_error_observation(vendor_registry):
     assert obs.error_code == "tool_failed" and "firmware said no" in obs.content[0].text
 
 
-@pytest.mark.parametrize("args, field", [({}, "code"), ({"code": 7}, "code"), ({"code": "E1", "colour": "red"}, "colour"),
-                                         ({"code": "E1", "sleep_s": -1}, "sleep_s")])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        ({}, "code"),
+        ({"code": 7}, "code"),
+        ({"code": "E1", "colour": "red"}, "colour"),
+        ({"code": "E1", "sleep_s": -1}, "sleep_s"),
+    ],
+)
 def test_invalid_arguments_name_the_field_the_reason_and_a_hint(vendor_registry, args, field):
     obs = vendor_registry.call("echo_vendor_reading", args, CTX, "obs-1")
     assert obs.error_code == "invalid_arguments"
@@ -82,9 +89,16 @@ def test_non_object_arguments_get_an_example(vendor_registry):
 
 
 @settings(max_examples=150, deadline=None)
-@given(args=st.one_of(st.dictionaries(st.sampled_from(["code", "sleep_s", "x"]),
-                                      st.one_of(st.none(), st.integers(), st.text(max_size=5), st.floats(0, 0.01))),
-                      st.lists(st.integers(), max_size=2), st.text(max_size=5)))
+@given(
+    args=st.one_of(
+        st.dictionaries(
+            st.sampled_from(["code", "sleep_s", "x"]),
+            st.one_of(st.none(), st.integers(), st.text(max_size=5), st.floats(0, 0.01)),
+        ),
+        st.lists(st.integers(), max_size=2),
+        st.text(max_size=5),
+    )
+)
 def test_any_arguments_give_an_observation_never_an_exception(vendor_registry, args):
     obs = vendor_registry.call("echo_vendor_reading", args, CTX, "obs-1")
     assert obs.status in ("ok", "error")
@@ -101,8 +115,14 @@ def test_registry_views_come_from_the_tools(agent_config):
             assert f". {tool.name}: " in listing and tool.name in registry.docs_markdown()
         assert "E102" in listing  # format hints live in the schema descriptions
         schema = registry.action_schema()
-        jsonschema.validate({"thought": "t", "action": "read_plc_sensor_value",
-                             "args": {"device_id": "press-3", "sensor": "coolant_level"}}, schema)
+        jsonschema.validate(
+            {
+                "thought": "t",
+                "action": "read_plc_sensor_value",
+                "args": {"device_id": "press-3", "sensor": "coolant_level"},
+            },
+            schema,
+        )
         jsonschema.validate({"thought": "t", "final_answer": "done", "evidence": ["obs-1"]}, schema)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"thought": "t", "action": "read_plc_sensor", "args": {}}, schema)
@@ -121,13 +141,20 @@ def test_long_content_is_cut_head_and_tail_with_a_marker(text, limit):
         assert len(cut) <= limit
         marker_start = cut.index("[… ")
         assert text.startswith(cut[:marker_start])
-        tail = cut[cut.index(" characters cut …]") + len(" characters cut …]"):]
+        tail = cut[cut.index(" characters cut …]") + len(" characters cut …]") :]
         assert text.endswith(tail)
 
 
 def test_envelope_fields():
-    obs = Observation(id="obs-1", request_id="req-1", loop_step=2, tool="t", status="not_found",
-                      error_code=None, suggestion="describe the symptom")
+    obs = Observation(
+        id="obs-1",
+        request_id="req-1",
+        loop_step=2,
+        tool="t",
+        status="not_found",
+        error_code=None,
+        suggestion="describe the symptom",
+    )
     payload = obs.payload()
     assert payload["status"] == "not_found" and payload["suggestion"] == "describe the symptom"
     assert obs.ts_ms > 1_700_000_000_000
@@ -155,8 +182,9 @@ def test_every_tool_resolves_device_names_the_same_way(agent_config):
 def test_a_long_observation_is_rendered_as_valid_json_with_whole_items_dropped():
     items = [Item(kind="ref", text="E102", fields={"fault_code": "E102", "title": "Motor over-temperature"})]
     items += [Item(kind="step", text=f"Step {n}: " + "check the press " * 20, fields={"n": n}) for n in range(1, 30)]
-    obs = Observation(id="obs-1", request_id="req-1", loop_step=1, tool="t", status="ok", content=items,
-                      suggestion="x" * 3000)
+    obs = Observation(
+        id="obs-1", request_id="req-1", loop_step=1, tool="t", status="ok", content=items, suggestion="x" * 3000
+    )
     for limit in (200, 600, 1800):
         rendered = obs.render(limit)
         payload = json.loads(rendered)

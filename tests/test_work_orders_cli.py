@@ -13,17 +13,27 @@ from tools.work_orders.store import WorkOrderStore
 
 @pytest.fixture
 def cli(tmp_path, mes_receiver, fixloop):
-    env = {"FIXLOOP_STATE_DIR": str(tmp_path), "FIXLOOP__MES__URL": mes_receiver.url,
-           "FIXLOOP__MES__SECRETS": f'["{MES_SECRET}"]'}
+    env = {
+        "FIXLOOP_STATE_DIR": str(tmp_path),
+        "FIXLOOP__MES__URL": mes_receiver.url,
+        "FIXLOOP__MES__SECRETS": f'["{MES_SECRET}"]',
+    }
     fixloop.env(env)
     config = load_config(env=env)
     return fixloop, WorkOrderStore(config.state_path(config.work_orders.store_file))
 
 
 def _order(store: WorkOrderStore, fault: str = "E102"):
-    return store.create_or_get(device_id="press-3", fault_code=fault, title=f"Hydraulic press 3 {fault}: overheating",
-                               summary="motor overheating", priority="high", created_by="technician", run_id="run-1",
-                               evidence=({"kind": "sensor", "sensor": "motor_temp", "value": 92.1},))[0]
+    return store.create_or_get(
+        device_id="press-3",
+        fault_code=fault,
+        title=f"Hydraulic press 3 {fault}: overheating",
+        summary="motor overheating",
+        priority="high",
+        created_by="technician",
+        run_id="run-1",
+        evidence=({"kind": "sensor", "sensor": "motor_temp", "value": 92.1},),
+    )[0]
 
 
 def test_work_orders_list_show_and_set_status(cli):
@@ -72,17 +82,40 @@ def test_set_status_done_records_the_fix_and_show_prints_it(cli):
     order = _order(store)
     for status in ("acknowledged", "in_progress"):
         assert run("work-orders", "set-status", order.id, status)[0] == 0
-    code, out, err = run("work-orders", "set-status", order.id, "done", "--actor", "technician",
-                         "--cause", "coolant filter clogged", "--remedy", "replaced the filter",
-                         "--part", "FLT-200=1", "--part", "coolant=12.5", "--part", "O-ring [NBR]",
-                         "--note", "two months overdue")
+    code, out, err = run(
+        "work-orders",
+        "set-status",
+        order.id,
+        "done",
+        "--actor",
+        "technician",
+        "--cause",
+        "coolant filter clogged",
+        "--remedy",
+        "replaced the filter",
+        "--part",
+        "FLT-200=1",
+        "--part",
+        "coolant=12.5",
+        "--part",
+        "O-ring [NBR]",
+        "--note",
+        "two months overdue",
+    )
     assert code == 0, err
     closed = store.get(order.id)
     assert (closed.status, closed.closed_by, closed.cause, closed.remedy, closed.note) == (
-        "done", "technician", "coolant filter clogged", "replaced the filter", "two months overdue")
-    assert [p.model_dump() for p in closed.parts] == [{"part": "FLT-200", "quantity": 1},
-                                                      {"part": "coolant", "quantity": 12.5},
-                                                      {"part": "O-ring [NBR]", "quantity": None}]
+        "done",
+        "technician",
+        "coolant filter clogged",
+        "replaced the filter",
+        "two months overdue",
+    )
+    assert [p.model_dump() for p in closed.parts] == [
+        {"part": "FLT-200", "quantity": 1},
+        {"part": "coolant", "quantity": 12.5},
+        {"part": "O-ring [NBR]", "quantity": None},
+    ]
     code, out, _ = run("work-orders", "show", order.id)
     assert "cause: coolant filter clogged" in out and "parts: FLT-200 ×1, coolant ×12.5, O-ring [NBR]" in out
     assert f"closed {closed.closed_at} by technician" in out
@@ -90,14 +123,20 @@ def test_set_status_done_records_the_fix_and_show_prints_it(cli):
     assert json.loads(out)["remedy"] == "replaced the filter"
 
 
-@pytest.mark.parametrize(("status", "options", "message"), [
-    ("cancelled", ["--part", "seal=two"], "--part 'seal=two': the quantity after '=' must be a number"),
-    ("cancelled", ["--part", "=2"], "--part '=2': String should have at least 1 character"),
-    ("cancelled", ["--part", "seal=0"], "--part 'seal=0': Value error, quantity must be a positive number"),
-    ("cancelled", ["--cause", "x" * 2001], "--cause: String should have at most 2000 characters"),
-    ("acknowledged", ["--cause", "loose cable"], "recorded when an order is closed (done or cancelled), not when "
-                                                 "it moves to acknowledged"),
-])
+@pytest.mark.parametrize(
+    ("status", "options", "message"),
+    [
+        ("cancelled", ["--part", "seal=two"], "--part 'seal=two': the quantity after '=' must be a number"),
+        ("cancelled", ["--part", "=2"], "--part '=2': String should have at least 1 character"),
+        ("cancelled", ["--part", "seal=0"], "--part 'seal=0': Value error, quantity must be a positive number"),
+        ("cancelled", ["--cause", "x" * 2001], "--cause: String should have at most 2000 characters"),
+        (
+            "acknowledged",
+            ["--cause", "loose cable"],
+            "recorded when an order is closed (done or cancelled), not when it moves to acknowledged",
+        ),
+    ],
+)
 def test_set_status_with_a_bad_fix_names_the_option_and_changes_nothing(cli, status, options, message):
     run, store = cli
     order = _order(store)

@@ -17,9 +17,17 @@ WORKERS = 16
 
 
 def _create(store: WorkOrderStore, actor: str, alarm: dict | None = None, evidence: tuple = (), fault: str = "E102"):
-    return store.create_or_get(device_id="press-3", fault_code=fault, title="Hydraulic press 3 E102: overheating",
-                               summary="motor overheating", priority="high", created_by=actor, run_id=f"run-{actor}",
-                               alarm=alarm, evidence=evidence)
+    return store.create_or_get(
+        device_id="press-3",
+        fault_code=fault,
+        title="Hydraulic press 3 E102: overheating",
+        summary="motor overheating",
+        priority="high",
+        created_by=actor,
+        run_id=f"run-{actor}",
+        alarm=alarm,
+        evidence=evidence,
+    )
 
 
 def _process_worker(path: str, index: int, barrier, results) -> None:
@@ -49,11 +57,17 @@ def _assert_consistent(path: Path) -> None:
         assert con.execute("""SELECT count(*) FROM work_orders o
                               WHERE (SELECT count(*) FROM outbox x WHERE x.work_order_id = o.id
                                      AND x.event_type = 'work_order.created') != 1""").fetchone() == (0,)
-        assert con.execute("""SELECT count(*) FROM outbox x
-                              WHERE NOT EXISTS (SELECT 1 FROM work_orders o WHERE o.id = x.work_order_id)""").fetchone() == (0,)
-        assert con.execute("""SELECT device_id, fault_code FROM work_orders
+        assert (
+            con.execute("""SELECT count(*) FROM outbox x
+                              WHERE NOT EXISTS (SELECT 1 FROM work_orders o WHERE o.id = x.work_order_id)""").fetchone()
+            == (0,)
+        )
+        assert (
+            con.execute("""SELECT device_id, fault_code FROM work_orders
                               WHERE status IN ('open', 'acknowledged', 'in_progress')
-                              GROUP BY device_id, fault_code HAVING count(*) > 1""").fetchall() == []
+                              GROUP BY device_id, fault_code HAVING count(*) > 1""").fetchall()
+            == []
+        )
     finally:
         con.close()
 

@@ -44,15 +44,22 @@ def store(tmp_path, clock) -> WorkOrderStore:
 def devices():
     """The demo plant plus press-4, a second machine of press-3's vendor and model."""
     plant = load_config(env={}).devices
-    press_4 = plant["press-3"].model_copy(update={"id": "press-4", "name": "Hydraulic press 4", "name_zh": "4号液压机",
-                                                  "synonyms": []})
+    press_4 = plant["press-3"].model_copy(
+        update={"id": "press-4", "name": "Hydraulic press 4", "name_zh": "4号液压机", "synonyms": []}
+    )
     return {**plant, "press-4": press_4}
 
 
 def _open(store: WorkOrderStore, device: str = "press-3", fault: str = "E102"):
-    order, created = store.create_or_get(device_id=device, fault_code=fault, title=f"{device} {fault}",
-                                         summary="motor overheating", priority="high", created_by="technician",
-                                         run_id="run-1")
+    order, created = store.create_or_get(
+        device_id=device,
+        fault_code=fault,
+        title=f"{device} {fault}",
+        summary="motor overheating",
+        priority="high",
+        created_by="technician",
+        run_id="run-1",
+    )
     assert created
     return order
 
@@ -64,8 +71,14 @@ def _close(store: WorkOrderStore, order, fix: Fix | None = None, status: str = "
     return store.set_status(order.id, status, actor="technician", fix=fix)
 
 
-def _fixed(store: WorkOrderStore, clock: Clock, device: str = "press-3", fault: str = "E102", cause: str = "",
-           days_later: float = 1.0):
+def _fixed(
+    store: WorkOrderStore,
+    clock: Clock,
+    device: str = "press-3",
+    fault: str = "E102",
+    cause: str = "",
+    days_later: float = 1.0,
+):
     """An order opened now and closed as done with `cause`; the clock then moves on `days_later`."""
     order = _close(store, _open(store, device, fault), Fix(cause=cause or f"cause on {device}", remedy="repaired"))
     clock.now += days_later * DAY
@@ -73,8 +86,7 @@ def _fixed(store: WorkOrderStore, clock: Clock, device: str = "press-3", fault: 
 
 
 def _history(store: WorkOrderStore, device: str = "press-3", fault: str = "E102", peers=("press-4",), limit=3):
-    return store.fix_history(device, fault, same_model=list(peers), limit=limit,
-                             window_s=RECURRENCE_WINDOW_DAYS * DAY)
+    return store.fix_history(device, fault, same_model=list(peers), limit=limit, window_s=RECURRENCE_WINDOW_DAYS * DAY)
 
 
 # -- closing records the fix -------------------------------------------------------------------------
@@ -83,14 +95,22 @@ def _history(store: WorkOrderStore, device: str = "press-3", fault: str = "E102"
 def test_closing_records_cause_remedy_parts_note_and_who_closed_it_when(store, clock):
     order = _open(store)
     clock.now += 3600
-    fix = Fix(cause=" coolant filter clogged ", remedy="replaced the filter, flushed the circuit",
-              parts=[Part(part="FLT-200 filter", quantity=1), Part(part="coolant", quantity=12.5), Part(part="O-ring")],
-              note="filter was two months overdue")
+    fix = Fix(
+        cause=" coolant filter clogged ",
+        remedy="replaced the filter, flushed the circuit",
+        parts=[Part(part="FLT-200 filter", quantity=1), Part(part="coolant", quantity=12.5), Part(part="O-ring")],
+        note="filter was two months overdue",
+    )
     closed = _close(store, order, fix)
 
-    assert closed.status == "done" and closed.closed_at == "2026-02-25T07:13:20.000Z" and closed.closed_by == "technician"
-    assert (closed.cause, closed.remedy, closed.note) == ("coolant filter clogged", "replaced the filter, flushed the "
-                                                          "circuit", "filter was two months overdue")
+    assert (
+        closed.status == "done" and closed.closed_at == "2026-02-25T07:13:20.000Z" and closed.closed_by == "technician"
+    )
+    assert (closed.cause, closed.remedy, closed.note) == (
+        "coolant filter clogged",
+        "replaced the filter, flushed the circuit",
+        "filter was two months overdue",
+    )
     assert [part.label() for part in closed.parts] == ["FLT-200 filter ×1", "coolant ×12.5", "O-ring"]
     assert store.get(order.id) == closed
     # The MES hears of the close with the fix in it.
@@ -111,22 +131,34 @@ def test_closing_without_a_fix_is_still_allowed_and_stamps_when_and_who(store):
 
 def test_a_fix_on_a_move_that_closes_nothing_is_refused_and_changes_nothing(store):
     order = _open(store)
-    with pytest.raises(WorkOrderError, match=r"recorded when an order is closed .done or cancelled., not when it "
-                                             "moves to acknowledged"):
+    with pytest.raises(
+        WorkOrderError,
+        match=r"recorded when an order is closed .done or cancelled., not when it "
+        "moves to acknowledged",
+    ):
         store.set_status(order.id, "acknowledged", actor="technician", fix=Fix(cause="loose cable"))
     assert store.get(order.id) == order and len(store.outbox()) == 1
     # Blank fields are "not recorded", as a form sends them: no fix, so the move is fine.
-    assert store.set_status(order.id, "acknowledged", actor="technician",
-                            fix=Fix(cause="  ", remedy="", note=None)).status == "acknowledged"
+    assert (
+        store.set_status(order.id, "acknowledged", actor="technician", fix=Fix(cause="  ", remedy="", note=None)).status
+        == "acknowledged"
+    )
 
 
-@pytest.mark.parametrize(("fix", "where", "message"), [
-    ({"parts": [{"part": "  "}]}, ("parts", 0, "part"), "at least 1 character"),
-    ({"parts": [{"part": "bearing", "quantity": 0}]}, ("parts", 0, "quantity"), "quantity must be a positive number"),
-    ({"parts": [{"part": "bearing", "quantity": float("nan")}]}, ("parts", 0, "quantity"), "positive number"),
-    ({"cause": "x" * 2001}, ("cause",), "at most 2000 characters"),
-    ({"remedy": "replaced", "colour": "red"}, ("colour",), "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    ("fix", "where", "message"),
+    [
+        ({"parts": [{"part": "  "}]}, ("parts", 0, "part"), "at least 1 character"),
+        (
+            {"parts": [{"part": "bearing", "quantity": 0}]},
+            ("parts", 0, "quantity"),
+            "quantity must be a positive number",
+        ),
+        ({"parts": [{"part": "bearing", "quantity": float("nan")}]}, ("parts", 0, "quantity"), "positive number"),
+        ({"cause": "x" * 2001}, ("cause",), "at most 2000 characters"),
+        ({"remedy": "replaced", "colour": "red"}, ("colour",), "Extra inputs are not permitted"),
+    ],
+)
 def test_a_bad_fix_names_the_field(fix, where, message):
     with pytest.raises(ValidationError) as caught:
         Fix.model_validate(fix)
@@ -152,18 +184,26 @@ def test_an_old_database_gains_the_fix_columns_in_place(tmp_path, clock):
     store = WorkOrderStore(path, clock=clock)
     old = store.get("WO-OLD1")
     assert old.status == "in_progress" and old.closed_at is None and old.parts == []
-    closed = store.set_status("WO-OLD1", "done", actor="technician", fix=Fix(cause="worn seal", parts=[{"part": "seal"}]))
+    closed = store.set_status(
+        "WO-OLD1", "done", actor="technician", fix=Fix(cause="worn seal", parts=[{"part": "seal"}])
+    )
     assert closed.cause == "worn seal" and _history(store).same_device == [closed]
     # Opening it again changes nothing; the history's indexes replace the old one.
     WorkOrderStore(path, clock=clock)
     con = sqlite3.connect(path)
     try:
         assert con.execute("PRAGMA user_version").fetchone() == (2,)
-        assert con.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'work_orders_%' "
-                           "ORDER BY name").fetchall() == [("work_orders_by_fault_time",), ("work_orders_fixes",),
-                                                           ("work_orders_one_active_key",)]
+        assert con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'work_orders_%' ORDER BY name"
+        ).fetchall() == [("work_orders_by_fault_time",), ("work_orders_fixes",), ("work_orders_one_active_key",)]
         assert [row[1] for row in con.execute("PRAGMA table_info(work_orders)")][-6:] == [
-            "closed_at", "closed_by", "cause", "remedy", "parts", "note"]
+            "closed_at",
+            "closed_by",
+            "cause",
+            "remedy",
+            "parts",
+            "note",
+        ]
     finally:
         con.close()
 
@@ -197,8 +237,9 @@ def test_past_fixes_are_the_newest_closed_first_up_to_the_limit(store, clock):
     assert [o.closed_at for o in history.same_device] == sorted((o.closed_at for o in orders), reverse=True)[:3]
 
 
-@pytest.mark.parametrize(("sql", "args"), [(PAST_FIXES_SQL, ("E102", "press-3", 3)),
-                                           (RECENT_ORDERS_SQL, ("press-3", "E102", "2026-01-01"))])
+@pytest.mark.parametrize(
+    ("sql", "args"), [(PAST_FIXES_SQL, ("E102", "press-3", 3)), (RECENT_ORDERS_SQL, ("press-3", "E102", "2026-01-01"))]
+)
 def test_the_history_queries_search_an_index_and_sort_nothing(store, sql, args):
     # Their cost stays flat however long a chronic fault's history grows (scripts/bench_past_fixes.py).
     con = sqlite3.connect(store.path)
@@ -229,21 +270,40 @@ def _call(store, devices, clock, *, confirmation=False, fault="E102", obs_id="ob
 def test_the_observation_carries_the_order_then_the_flag_then_past_fixes(store, devices, clock):
     peer = _fixed(store, clock, device="press-4", cause="worn pump seal")
     older = _fixed(store, clock, cause="filter clogged")
-    newer = _close(store, _open(store), Fix(cause="fan blocked", remedy="cleaned the fan",
-                                            parts=[Part(part="fan guard", quantity=2)]))
+    newer = _close(
+        store,
+        _open(store),
+        Fix(cause="fan blocked", remedy="cleaned the fan", parts=[Part(part="fan guard", quantity=2)]),
+    )
     clock.now += DAY
 
     obs = _call(store, devices, clock)
     order, flag, *fixes = obs.content
     assert obs.status == "ok" and obs.dropped_fields == []
     assert order.fields["created"] is True and order.fields["work_order_status"] == "open"
-    assert flag.fields == {"device_id": "press-3", "fault_code": "E102", "recent_orders": 3, "window_days": 30,
-                           "root_cause_candidate": True}
+    assert flag.fields == {
+        "device_id": "press-3",
+        "fault_code": "E102",
+        "recent_orders": 3,
+        "window_days": 30,
+        "root_cause_candidate": True,
+    }
     assert [(f.fields["past_work_order_id"], f.fields["same_device"]) for f in fixes] == [
-        (newer.id, True), (older.id, True), (peer.id, False)]
+        (newer.id, True),
+        (older.id, True),
+        (peer.id, False),
+    ]
     assert fixes[0].fields | {"closed_at": None} == {
-        "past_work_order_id": newer.id, "device_id": "press-3", "fault_code": "E102", "same_device": True,
-        "closed_at": None, "cause": "fan blocked", "remedy": "cleaned the fan", "parts": ["fan guard ×2"], "note": None}
+        "past_work_order_id": newer.id,
+        "device_id": "press-3",
+        "fault_code": "E102",
+        "same_device": True,
+        "closed_at": None,
+        "cause": "fan blocked",
+        "remedy": "cleaned the fan",
+        "parts": ["fan guard ×2"],
+        "note": None,
+    }
     assert fixes[0].fields["closed_at"] == newer.closed_at
     assert fixes[2].fields["device_id"] == "press-4"
 
@@ -254,13 +314,17 @@ def test_a_first_fault_carries_no_history(store, devices, clock):
     assert order.fields["created"] is True
 
 
-@pytest.mark.parametrize(("earlier_days_ago", "flagged"), [
-    ((20, 10), True),  # three orders within 30 days, this one included
-    ((10,), False),  # two
-    ((31, 10), False),  # three, but the first is older than the window
-])
-def test_a_fault_is_a_root_cause_candidate_at_three_orders_in_thirty_days(store, devices, clock, earlier_days_ago,
-                                                                          flagged):
+@pytest.mark.parametrize(
+    ("earlier_days_ago", "flagged"),
+    [
+        ((20, 10), True),  # three orders within 30 days, this one included
+        ((10,), False),  # two
+        ((31, 10), False),  # three, but the first is older than the window
+    ],
+)
+def test_a_fault_is_a_root_cause_candidate_at_three_orders_in_thirty_days(
+    store, devices, clock, earlier_days_ago, flagged
+):
     now = clock.now
     for days_ago in earlier_days_ago:
         clock.now = now - days_ago * DAY

@@ -19,8 +19,15 @@ from tools.work_orders.store import WorkOrderStore
 
 
 def _order(store: WorkOrderStore, fault: str = "E102", device: str = "press-3"):
-    order, _ = store.create_or_get(device_id=device, fault_code=fault, title=f"{device} {fault}", summary="overheating",
-                                   priority="high", created_by="agent", run_id="run-1")
+    order, _ = store.create_or_get(
+        device_id=device,
+        fault_code=fault,
+        title=f"{device} {fault}",
+        summary="overheating",
+        priority="high",
+        created_by="agent",
+        run_id="run-1",
+    )
     return order
 
 
@@ -55,8 +62,9 @@ def test_fails_first_attempts_then_delivers_exactly_once(work_order_store, mes_r
     assert len(mes_receiver.deliveries) == 4
     for order in orders:
         types = sorted(p["type"] for p in mes_receiver.deliveries_for(order.id))
-        assert types == (["work_order.created", "work_order.status_changed"] if order is orders[0]
-                         else ["work_order.created"])
+        assert types == (
+            ["work_order.created", "work_order.status_changed"] if order is orders[0] else ["work_order.created"]
+        )
     assert work_order_store.outbox(statuses=("failed",)) == []
     # The same webhook-id and body went out on every attempt of a row.
     by_id: dict[str, set[bytes]] = {}
@@ -189,8 +197,9 @@ def test_worker_loop_delivers_new_orders_and_stops(work_order_store, mes_receive
     config = _config(mes_receiver.url, poll_interval_s=0.05)
     stop = threading.Event()
     rounds: list = []
-    thread = threading.Thread(target=run_worker, args=(work_order_store, config, stop),
-                              kwargs={"on_round": rounds.append})
+    thread = threading.Thread(
+        target=run_worker, args=(work_order_store, config, stop), kwargs={"on_round": rounds.append}
+    )
     thread.start()
     order = _order(work_order_store)
     deadline = time.monotonic() + 10

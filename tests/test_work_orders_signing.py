@@ -52,9 +52,15 @@ def test_rotation_one_signature_per_secret():
         (lambda h, b: (h, b + b" "), "no webhook-signature matches"),
         (lambda h, b: ({**h, "webhook-id": "msg_other"}, b), "no webhook-signature matches"),
         (lambda h, b: ({**h, "webhook-timestamp": str(int(h["webhook-timestamp"]) - 301)}, b), "-?\\d+ s off"),
-        (lambda h, b: ({**h, "webhook-timestamp": str(int(h["webhook-timestamp"]) + 400)}, b), "s off; accepted: ±300 s"),
+        (
+            lambda h, b: ({**h, "webhook-timestamp": str(int(h["webhook-timestamp"]) + 400)}, b),
+            "s off; accepted: ±300 s",
+        ),
         (lambda h, b: ({**h, "webhook-timestamp": "yesterday"}, b), "not whole Unix seconds"),
-        (lambda h, b: ({k: v for k, v in h.items() if k != "webhook-signature"}, b), "missing header.*webhook-signature"),
+        (
+            lambda h, b: ({k: v for k, v in h.items() if k != "webhook-signature"}, b),
+            "missing header.*webhook-signature",
+        ),
         (lambda h, b: ({**h, "webhook-signature": "v2,abc v1,%%%"}, b), "no webhook-signature matches"),
     ],
 )

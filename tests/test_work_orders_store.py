@@ -12,8 +12,15 @@ from tools.work_orders.store import WebhookInProgress, WorkOrderStore
 
 
 def _create(store: WorkOrderStore, **overrides):
-    args = dict(device_id="press-3", fault_code="E102", title="Hydraulic press 3 E102: motor overheating",
-                summary="motor overheating", priority="high", created_by="technician", run_id="run-1")
+    args = dict(
+        device_id="press-3",
+        fault_code="E102",
+        title="Hydraulic press 3 E102: motor overheating",
+        summary="motor overheating",
+        priority="high",
+        created_by="technician",
+        run_id="run-1",
+    )
     args.update(overrides)
     return store.create_or_get(**args)
 
@@ -63,7 +70,9 @@ def test_lifecycle_and_illegal_transitions(work_order_store):
     with pytest.raises(WorkOrderNotFound, match="no work order 'WO-NOPE'"):
         work_order_store.set_status("WO-NOPE", "cancelled", actor="technician")
     # Every accepted change is one outbox row; refused ones wrote nothing.
-    events = _rows(work_order_store, f"SELECT webhook_id FROM outbox WHERE work_order_id = '{order.id}' ORDER BY row_id")
+    events = _rows(
+        work_order_store, f"SELECT webhook_id FROM outbox WHERE work_order_id = '{order.id}' ORDER BY row_id"
+    )
     assert [e[0].rsplit("_", 1)[-1] for e in events] == ["open", "acknowledged", "progress", "done"]
     assert work_order_store.get(other.id).status == "open"
 
@@ -158,12 +167,16 @@ def test_listing_active_orders_counts_only_active_ones_against_the_limit(work_or
 def test_requeue_failed_rows(work_order_store):
     _create(work_order_store)
     (row,) = work_order_store.outbox()
-    work_order_store.record_attempt(row.row_id, status="failed", next_attempt_at=0, status_code=410, error="gone", now=0)
+    work_order_store.record_attempt(
+        row.row_id, status="failed", next_attempt_at=0, status_code=410, error="gone", now=0
+    )
     assert work_order_store.outbox(statuses=("pending",)) == []
     assert work_order_store.requeue([row.row_id]) == 1
     (again,) = work_order_store.outbox(statuses=("pending",))
     assert again.attempts == 1 and again.webhook_id == row.webhook_id
-    work_order_store.record_attempt(row.row_id, status="delivered", next_attempt_at=0, status_code=204, error=None, now=1)
+    work_order_store.record_attempt(
+        row.row_id, status="delivered", next_attempt_at=0, status_code=204, error=None, now=1
+    )
     with pytest.raises(WorkOrderError, match="already delivered"):
         work_order_store.requeue([row.row_id])
     with pytest.raises(WorkOrderNotFound, match="no outbox row 999"):
@@ -176,7 +189,9 @@ def test_inbound_webhook_claims(work_order_store):
         work_order_store.claim_webhook("msg_1", now=101, stale_after_s=60, keep_s=3600)
     work_order_store.finish_webhook("msg_1", 200, {"work_order": {"id": "WO-1"}})
     assert work_order_store.claim_webhook("msg_1", now=102, stale_after_s=60, keep_s=3600) == {
-        "status_code": 200, "body": {"work_order": {"id": "WO-1"}}}
+        "status_code": 200,
+        "body": {"work_order": {"id": "WO-1"}},
+    }
     # A failed handling releases the id; a claim abandoned by a dead process expires.
     assert work_order_store.claim_webhook("msg_2", now=100, stale_after_s=60, keep_s=3600) is None
     work_order_store.release_webhook("msg_2")

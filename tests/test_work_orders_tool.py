@@ -49,28 +49,36 @@ def test_create_then_repeat_returns_the_existing_order(work_order_store, devices
 
 
 def test_evidence_and_actor_are_stored_as_the_trace(work_order_store, devices):
-    evidence = ({"kind": "manual", "doc": "HP-200.pdf", "page": 14, "fault_code": "E102"},
-                {"kind": "sensor", "sensor": "motor_temp", "value": 92.1, "unit": "°C"})
-    obs = _registry(work_order_store, devices).call("generate_work_order", ARGS, _ctx(actor="agent", run_id="run-77",
-                                                                                       evidence=evidence), "o")
+    evidence = (
+        {"kind": "manual", "doc": "HP-200.pdf", "page": 14, "fault_code": "E102"},
+        {"kind": "sensor", "sensor": "motor_temp", "value": 92.1, "unit": "°C"},
+    )
+    obs = _registry(work_order_store, devices).call(
+        "generate_work_order", ARGS, _ctx(actor="agent", run_id="run-77", evidence=evidence), "o"
+    )
     order = work_order_store.get(_ref(obs)["work_order_id"])
     assert (order.created_by, order.source_run_id, order.evidence) == ("agent", "run-77", list(evidence))
 
 
 def test_unknown_device_lists_the_known_ones(work_order_store, devices):
-    obs = _registry(work_order_store, devices).call("generate_work_order", {**ARGS, "device_id": "press-9"}, _ctx(), "o")
+    obs = _registry(work_order_store, devices).call(
+        "generate_work_order", {**ARGS, "device_id": "press-9"}, _ctx(), "o"
+    )
     assert (obs.status, obs.error_code) == ("error", "unknown_device")
     assert "press-9" in obs.content[0].text and "press-3, cnc-7" in obs.content[0].text
     assert work_order_store.list() == []
 
 
-@pytest.mark.parametrize(("args", "field"), [
-    ({**ARGS, "fault_code": "overheating!!"}, "fault_code"),
-    ({**ARGS, "priority": "asap"}, "priority"),
-    ({k: v for k, v in ARGS.items() if k != "summary"}, "summary"),
-    ({**ARGS, "summary": "      "}, "summary"),  # spaces only: stripped before the length check
-    ({**ARGS, "colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({**ARGS, "fault_code": "overheating!!"}, "fault_code"),
+        ({**ARGS, "priority": "asap"}, "priority"),
+        ({k: v for k, v in ARGS.items() if k != "summary"}, "summary"),
+        ({**ARGS, "summary": "      "}, "summary"),  # spaces only: stripped before the length check
+        ({**ARGS, "colour": "red"}, "colour"),
+    ],
+)
 def test_bad_arguments_name_the_field(work_order_store, devices, args, field):
     obs = _registry(work_order_store, devices).call("generate_work_order", args, _ctx(), "o")
     assert (obs.status, obs.error_code) == ("error", "invalid_arguments")
@@ -85,8 +93,9 @@ def test_tablet_flow_waits_for_confirmation(work_order_store, devices):
     assert parked.status == "ok" and fields["work_order_status"] == "pending_confirmation"
     assert (fields["priority"], fields["fault_code"], fields["created"]) == ("high", "E102", False)
     assert "work_order_id" not in fields and work_order_store.list() == []
-    confirmed = registry.call("generate_work_order", {**ARGS, "priority": "high"},
-                              _ctx(actor="technician", confirmed=True), "o2")
+    confirmed = registry.call(
+        "generate_work_order", {**ARGS, "priority": "high"}, _ctx(actor="technician", confirmed=True), "o2"
+    )
     assert _ref(confirmed)["created"] is True and _ref(confirmed)["work_order_status"] == "open"
     # Once an order is open, the same report returns it without asking again.
     repeat = registry.call("generate_work_order", ARGS, _ctx(actor="technician"), "o3")
@@ -99,8 +108,9 @@ def test_mes_alarms_need_no_confirmation_and_set_priority_from_severity(work_ord
     obs = registry.call("generate_work_order", ARGS, _ctx(actor="mes", alarm=alarm), "o")
     assert _ref(obs)["created"] is True and _ref(obs)["priority"] == "urgent"
     # An explicit request for confirmation is honoured whoever asks.
-    parked = registry.call("generate_work_order", {**ARGS, "fault_code": "F03"},
-                           _ctx(actor="mes", require_confirmation=True), "o2")
+    parked = registry.call(
+        "generate_work_order", {**ARGS, "fault_code": "F03"}, _ctx(actor="mes", require_confirmation=True), "o2"
+    )
     assert _ref(parked)["work_order_status"] == "pending_confirmation"
 
 

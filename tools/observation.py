@@ -90,9 +90,15 @@ class Observation(BaseModel):
     def fingerprint(self) -> str:
         """Identity of what the model reads, ignoring the observation's id and time."""
         return json.dumps(
-            {"tool": self.tool, "status": self.status, "content": _content_payload(self.content, self.prompt_fields),
-             "error_code": self.error_code},
-            sort_keys=True, ensure_ascii=False, default=str,
+            {
+                "tool": self.tool,
+                "status": self.status,
+                "content": _content_payload(self.content, self.prompt_fields),
+                "error_code": self.error_code,
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
         )
 
 
@@ -126,7 +132,7 @@ def cut_middle(text: str, max_chars: int) -> str:
     head = keep * 2 // 3
     tail = keep - head
     cut = len(text) - head - tail
-    return text[:head] + TRUNCATION_MARKER.format(n=cut) + text[len(text) - tail:]
+    return text[:head] + TRUNCATION_MARKER.format(n=cut) + text[len(text) - tail :]
 
 
 def _compact(payload: dict[str, Any]) -> str:

@@ -96,7 +96,9 @@ class DeviceConfig(Strict):
                     raise ValueError(f"sensors {owner[name]!r} and {sensor.id!r} both answer to the name {name!r}")
         by_table: dict[str, list[tuple[int, int, str]]] = {}
         for sensor in self.sensors.values():
-            by_table.setdefault(sensor.register_type, []).append((sensor.address, sensor.address + sensor.width, sensor.id))
+            by_table.setdefault(sensor.register_type, []).append(
+                (sensor.address, sensor.address + sensor.width, sensor.id)
+            )
         for table, spans in by_table.items():
             spans.sort()
             for (_, end_a, a), (start_b, _, b) in pairwise(spans):
@@ -131,15 +133,21 @@ def find_device(devices: dict[str, DeviceConfig], name: str) -> str | None:
 
 def unknown_device(devices: dict[str, DeviceConfig], name: str, source: str) -> ToolOutput:
     known = ", ".join(devices) or "(none configured)"
-    return ToolOutput.error("unknown_device", f"There is no device {name!r}. Known devices: {known}.",
-                            f"Use one of the known device ids exactly as listed: {known}.", source=source)
+    return ToolOutput.error(
+        "unknown_device",
+        f"There is no device {name!r}. Known devices: {known}.",
+        f"Use one of the known device ids exactly as listed: {known}.",
+        source=source,
+    )
 
 
 class UnknownDevice(ValueError):
     """A device id the plant config does not have; the message lists the ones it has, for the operator."""
 
     def __init__(self, device_id: str, known: Iterable[str]):
-        super().__init__(f"unknown device {device_id!r}; known devices: {', '.join(sorted(known)) or '(none configured)'}")
+        super().__init__(
+            f"unknown device {device_id!r}; known devices: {', '.join(sorted(known)) or '(none configured)'}"
+        )
         self.device_id = device_id
 
 
@@ -164,8 +172,12 @@ def endpoints(devices: Mapping[str, DeviceConfig]) -> dict[tuple[str, int], dict
     return grouped
 
 
-def repoint(devices: Mapping[str, DeviceConfig], host: str | None = None, port: int | None = None) -> dict[str, DeviceConfig]:
+def repoint(
+    devices: Mapping[str, DeviceConfig], host: str | None = None, port: int | None = None
+) -> dict[str, DeviceConfig]:
     """Copies of the devices served at another host and/or port (a simulator); unit ids and sensors unchanged."""
     moved = {key: value for key, value in (("host", host), ("port", port)) if value is not None}
-    return {device_id: device.model_copy(update={"plc": device.plc.model_copy(update=moved)}, deep=True)
-            for device_id, device in devices.items()}
+    return {
+        device_id: device.model_copy(update={"plc": device.plc.model_copy(update=moved)}, deep=True)
+        for device_id, device in devices.items()
+    }

@@ -99,8 +99,9 @@ class ToolRegistry:
 
     # -- execution -------------------------------------------------------
 
-    def call(self, name: str, args: Any, ctx: ToolContext, observation_id: str,
-             time_left_s: float | None = None) -> Observation:
+    def call(
+        self, name: str, args: Any, ctx: ToolContext, observation_id: str, time_left_s: float | None = None
+    ) -> Observation:
         """Run a tool within its own timeout, and within `time_left_s` (the caller's deadline) if sooner."""
         started = time.perf_counter()
         output = self._call(name, args, ctx, time_left_s)
@@ -130,7 +131,8 @@ class ToolRegistry:
                 "unknown_tool",
                 f"There is no tool named {name!r}. Available tools: {', '.join(self.names)}.",
                 f"Use {closest[0]!r} if that is what you meant; copy tool names exactly from the numbered list."
-                if closest else "Answer from the observations you have.",
+                if closest
+                else "Answer from the observations you have.",
             )
         if not isinstance(args, dict):
             return ToolOutput.error(
@@ -184,8 +186,11 @@ def _validation_error(tool: Tool, exc: ValidationError) -> ToolOutput:
 
 def _example_args(tool: Tool) -> str:
     schema = tool.input_schema()
-    example = {arg: (spec.get("examples") or ["..."])[0] for arg, spec in schema.get("properties", {}).items()
-               if arg in schema.get("required", [])}
+    example = {
+        arg: (spec.get("examples") or ["..."])[0]
+        for arg, spec in schema.get("properties", {}).items()
+        if arg in schema.get("required", [])
+    }
     return str(example)
 
 

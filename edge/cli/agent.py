@@ -63,8 +63,10 @@ def print_trace(record: RunRecord, console: Console) -> None:
         if step.observation:
             obs = step.observation
             style = STATUS_STYLE.get(obs.status, "white")
-            console.print(f"   [{style}]{obs.status}[/] from {obs.source} ({obs.elapsed_ms:.0f} ms)"
-                          + (f" — {obs.suggestion}" if obs.suggestion else ""))
+            console.print(
+                f"   [{style}]{obs.status}[/] from {obs.source} ({obs.elapsed_ms:.0f} ms)"
+                + (f" — {obs.suggestion}" if obs.suggestion else "")
+            )
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     term = record.termination
@@ -72,9 +74,11 @@ def print_trace(record: RunRecord, console: Console) -> None:
         console.rule("answer")
         console.print(term.final_answer, markup=False, highlight=False)
         console.rule()
-        console.print(f"[dim]run {record.run_id} · planner {record.planner} · {len(record.steps)} steps · "
-                      f"{record.elapsed_ms:.0f} ms · stop: {term.reason} · confidence {term.confidence:.2f} · "
-                      f"evidence {', '.join(term.supporting_observations) or '-'}[/]")
+        console.print(
+            f"[dim]run {record.run_id} · planner {record.planner} · {len(record.steps)} steps · "
+            f"{record.elapsed_ms:.0f} ms · stop: {term.reason} · confidence {term.confidence:.2f} · "
+            f"evidence {', '.join(term.supporting_observations) or '-'}[/]"
+        )
 
 
 def run_tools(args: argparse.Namespace, config: Config) -> int:

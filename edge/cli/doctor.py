@@ -15,7 +15,9 @@ _STATUS_STYLE = {"ok": "green", "notice": "cyan", "warning": "yellow", "failure"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    doctor = subparsers.add_parser("doctor", help="check config, manual index, PLCs and the LLM server; say what to fix")
+    doctor = subparsers.add_parser(
+        "doctor", help="check config, manual index, PLCs and the LLM server; say what to fix"
+    )
     json_option(doctor, help="print the checks as JSON")
     doctor.set_defaults(func=run_doctor)
 
@@ -34,9 +36,13 @@ def run_doctor(args: argparse.Namespace, config: Config) -> int:
     table.add_column("detail")
     table.add_column("how to fix")
     for check in checks:
-        table.add_row(check.name, f"[{_STATUS_STYLE[check.status]}]{check.status}[/]", escape(check.detail), escape(check.fix))
+        table.add_row(
+            check.name, f"[{_STATUS_STYLE[check.status]}]{check.status}[/]", escape(check.detail), escape(check.fix)
+        )
     console.print(table)
     counts = {status: sum(c.status == status for c in checks) for status in _STATUS_STYLE}
     verdict = "[bold red]not ready[/]" if failed(checks) else "[green]ready[/]"
-    console.print(f"{verdict}: {counts['failure']} failure(s), {counts['warning']} warning(s), {counts['notice']} notice(s)")
+    console.print(
+        f"{verdict}: {counts['failure']} failure(s), {counts['warning']} warning(s), {counts['notice']} notice(s)"
+    )
     return 1 if failed(checks) else 0

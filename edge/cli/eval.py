@@ -23,7 +23,8 @@ MARK = {True: "[green]✓[/]", False: "[red]✗[/]", None: "[dim]·[/]"}
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     evaluate = subparsers.add_parser(
-        "eval", help="run regression cases through the agent against the demo plant and score them")
+        "eval", help="run regression cases through the agent against the demo plant and score them"
+    )
     case_options(evaluate)
     json_option(evaluate, help="print every case's run records and scores, and the summary, as JSON")
     evaluate.add_argument("--quiet", action="store_true", help="print only failing cases and the summary")
@@ -50,8 +51,9 @@ def run_eval(args: argparse.Namespace, config: Config) -> int:
     found = regressions(report.summary, baseline) if baseline else []
     if args.write_baseline:
         scores = {case.case.id: case.score for case in report.cases}
-        Path(args.write_baseline).write_text(baseline_of(report.summary, scores).model_dump_json(indent=2) + "\n",
-                                             encoding="utf-8")
+        Path(args.write_baseline).write_text(
+            baseline_of(report.summary, scores).model_dump_json(indent=2) + "\n", encoding="utf-8"
+        )
     if args.json:
         payload = report.model_dump(mode="json")
         payload["regressions"] = found
@@ -76,17 +78,37 @@ def _print_case(console: Console, report, quiet: bool) -> None:
         return
     verdict = "[green]PASS[/]" if score.passed else "[bold red]FAIL[/]"
     console.rule(f"{verdict} {report.case.id}")
-    console.print(f"[bold]{report.case.question}[/]" + (f"  [dim](device {report.case.device_id})[/]" if report.case.device_id else ""),
-                  highlight=False)
+    console.print(
+        f"[bold]{report.case.question}[/]"
+        + (f"  [dim](device {report.case.device_id})[/]" if report.case.device_id else ""),
+        highlight=False,
+    )
     for earlier in report.session_runs:
-        console.print(f"[dim]earlier in the session: {earlier.question} → stop {earlier.termination.reason if earlier.termination else '-'}[/]")
+        console.print(
+            f"[dim]earlier in the session: {earlier.question} → stop {earlier.termination.reason if earlier.termination else '-'}[/]"
+        )
     if report.case.fault:
         fault = report.case.fault
-        console.print(f"[yellow]fault injected:[/] {fault.kind} on {fault.device_id}" + (f"/{fault.sensor}" if fault.sensor else ""))
+        console.print(
+            f"[yellow]fault injected:[/] {fault.kind} on {fault.device_id}"
+            + (f"/{fault.sensor}" if fault.sensor else "")
+        )
     if report.record is not None:
         print_trace(report.record, console)
-    marks = " ".join(f"{name} {MARK[getattr(score, name)]}" for name in
-                     ("first_tool", "tool_set", "fault_code", "sensor", "manual", "work_order", "grounded", "termination", "language"))
+    marks = " ".join(
+        f"{name} {MARK[getattr(score, name)]}"
+        for name in (
+            "first_tool",
+            "tool_set",
+            "fault_code",
+            "sensor",
+            "manual",
+            "work_order",
+            "grounded",
+            "termination",
+            "language",
+        )
+    )
     console.print(f"{marks}  [dim]{score.steps} steps · {score.tokens} tokens · {score.latency_ms:.0f} ms[/]")
     for problem in score.problems:
         console.print(f"  [red]•[/] {problem}", highlight=False)
@@ -106,9 +128,13 @@ def print_summary(console: Console, report) -> None:
     console.print(
         f"steps mean {summary.steps_mean} (max {summary.steps_max}) · tokens mean {summary.tokens_mean} "
         f"(max {summary.tokens_max}, context max {summary.context_tokens_max}) · latency p50 {summary.latency_p50_ms:.0f} ms, "
-        f"p95 {summary.latency_p95_ms:.0f} ms, max {summary.latency_max_ms:.0f} ms · {report.elapsed_s:.1f} s")
-    console.print(f"[dim]index {report.index}{' (demo index built for this run)' if report.index_built else ''}"
-                  + (f" · LLM {report.model} at {report.llm_url}" if report.llm_url else " · rules planner (no LLM URL)") + "[/]")
+        f"p95 {summary.latency_p95_ms:.0f} ms, max {summary.latency_max_ms:.0f} ms · {report.elapsed_s:.1f} s"
+    )
+    console.print(
+        f"[dim]index {report.index}{' (demo index built for this run)' if report.index_built else ''}"
+        + (f" · LLM {report.model} at {report.llm_url}" if report.llm_url else " · rules planner (no LLM URL)")
+        + "[/]"
+    )
     if summary.failed:
         console.print(f"[red]failed:[/] {', '.join(summary.failed)}")
 
@@ -118,6 +144,7 @@ def _both(first, second):
         if first is not None:
             first(report)
         second(report)
+
     return call
 
 
@@ -157,8 +184,15 @@ class run_workdir:
 
 class progress:
     def __init__(self, console: Console, total: int, label: str):
-        self._bar = Progress(TextColumn(f"[bold]{label}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                             console=console, transient=True, disable=not console.is_terminal)
+        self._bar = Progress(
+            TextColumn(f"[bold]{label}[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
+        )
         self._task = self._bar.add_task(label, total=total)
 
     def __enter__(self):

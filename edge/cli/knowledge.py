@@ -1,10 +1,10 @@
 """`fixloop index build`, `fixloop index status` and `fixloop search`.
 
-    fixloop index build var/manuals/                 # PDFs or folders; incremental, atomic swap
-    fixloop index status
-    fixloop search E102 --device press-3
-    fixloop search "the motor is hot" --device press-3 --k 3
-    fixloop search --batch queries.txt --json        # one query a line, one JSON result list a line
+fixloop index build var/manuals/                 # PDFs or folders; incremental, atomic swap
+fixloop index status
+fixloop search E102 --device press-3
+fixloop search "the motor is hot" --device press-3 --k 3
+fixloop search --batch queries.txt --json        # one query a line, one JSON result list a line
 """
 
 from __future__ import annotations
@@ -38,16 +38,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build = actions.add_parser("build", help="index PDF manuals (files or folders); unchanged PDFs are reused")
     build.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     build.add_argument("--db", type=Path, help="index file (default: [knowledge] index_file in the state directory)")
-    build.add_argument("--embedding-model", dest="embedding_model", metavar="DIR",
-                       help="sentence-transformers model directory (default: [knowledge] model_path)")
+    build.add_argument(
+        "--embedding-model",
+        dest="embedding_model",
+        metavar="DIR",
+        help="sentence-transformers model directory (default: [knowledge] model_path)",
+    )
     # What the operator knows better than the cover page; a `<file>.pdf.toml` beside a PDF says it per manual.
     build.add_argument("--vendor", help="vendor of every manual given (over the title pages and any sidecar file)")
-    build.add_argument("--model", dest="machine_model", metavar="MODEL",
-                       help="machine model or series, e.g. HP-200 (over the title pages and any sidecar file)")
+    build.add_argument(
+        "--model",
+        dest="machine_model",
+        metavar="MODEL",
+        help="machine model or series, e.g. HP-200 (over the title pages and any sidecar file)",
+    )
     build.add_argument("--version", help="manual version, e.g. V2.1")
     build.add_argument("--device", help="device id from the config these manuals belong to, e.g. press-3")
-    build.add_argument("--no-ocr", dest="ocr", action="store_false",
-                       help="leave scanned pages unread (a quick rebuild; they are reported as without text)")
+    build.add_argument(
+        "--no-ocr",
+        dest="ocr",
+        action="store_false",
+        help="leave scanned pages unread (a quick rebuild; they are reported as without text)",
+    )
     build.set_defaults(func=run_index_build)
     status = actions.add_parser("status", help="what the live index holds")
     status.add_argument("--db", type=Path)
@@ -55,13 +67,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status.set_defaults(func=run_index_status)
 
     search = subparsers.add_parser("search", help="search the manuals by fault code or symptom")
-    search.add_argument("query", nargs="?", help="a fault code (E102) or a symptom (\"the motor is hot\")")
+    search.add_argument("query", nargs="?", help='a fault code (E102) or a symptom ("the motor is hot")')
     search.add_argument("--device", help="device id from the config, e.g. press-3")
     search.add_argument("--version", help="manual version, e.g. V1.2 (default: the newest)")
     search.add_argument("--k", type=int, default=3, help="results to show (default 3)")
     json_option(search, help="machine-readable output")
     search.add_argument("--db", type=Path)
-    search.add_argument("--batch", type=Path, help="file with one query a line (text, or JSON with query/device/version)")
+    search.add_argument(
+        "--batch", type=Path, help="file with one query a line (text, or JSON with query/device/version)"
+    )
     search.set_defaults(func=run_search)
 
 
@@ -78,9 +92,19 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
     if missing:
         raise CliError(f"no such file or folder: {', '.join(missing)}")
     console = Console(stderr=True)
-    with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[file]}"), console=console, transient=False) as progress:
-        tasks = {stage: progress.add_task(stage, total=None, file="") for stage in ("manuals", "pages", "records", "embeddings")}
+    with Progress(
+        TextColumn("{task.description:<11}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[file]}"),
+        console=console,
+        transient=False,
+    ) as progress:
+        tasks = {
+            stage: progress.add_task(stage, total=None, file="")
+            for stage in ("manuals", "pages", "records", "embeddings")
+        }
 
         def on_event(event: BuildEvent) -> None:
             task = tasks[event.stage]
@@ -89,9 +113,14 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
             progress.update(task, advance=event.advance, file=escape(event.file))
 
         try:
-            report = build_index(args.paths, _db(args, config),
-                                 model_path=args.embedding_model or config.knowledge.model_path,
-                                 progress=on_event, overrides=_overrides(args, config), ocr=args.ocr)
+            report = build_index(
+                args.paths,
+                _db(args, config),
+                model_path=args.embedding_model or config.knowledge.model_path,
+                progress=on_event,
+                overrides=_overrides(args, config),
+                ocr=args.ocr,
+            )
         except (BuildError, plant.UnknownDevice) as exc:
             raise CliError(f"{exc}; the live index is unchanged") from None
         for stage in ("pages", "records"):
@@ -116,11 +145,24 @@ def _print_build(console: Console, report: BuildReport) -> None:
             (["no fault entries found: searched as pages only"] if m.status == "indexed" and not m.records else [])
             + ([f"no text on p. {', '.join(map(str, m.scanned_pages))}"] if m.scanned_pages else [])
             + ([f"{m.duplicates} duplicate entries merged"] if m.duplicates else [])
-            + m.warnings)
+            + m.warnings
+        )
         style = "yellow" if m.status == "indexed" and not m.records else _STATUS_STYLE[m.status]
-        table.add_row(escape(m.file), f"[{style}]{m.status}[/]", escape(m.vendor), escape(m.model),
-                      m.version, m.language, str(m.pages), str(m.text_pages), str(len(m.ocr_pages)),
-                      str(len(m.scanned_pages)), str(m.fault_sections), str(m.records), escape(note))
+        table.add_row(
+            escape(m.file),
+            f"[{style}]{m.status}[/]",
+            escape(m.vendor),
+            escape(m.model),
+            m.version,
+            m.language,
+            str(m.pages),
+            str(m.text_pages),
+            str(len(m.ocr_pages)),
+            str(len(m.scanned_pages)),
+            str(m.fault_sections),
+            str(m.records),
+            escape(note),
+        )
     console.print(table)
     counts = {s: sum(m.status == s for m in report.manuals) for s in _STATUS_STYLE}
     rate = report.pages / report.elapsed_s if report.elapsed_s else 0.0
@@ -155,20 +197,46 @@ def run_index_status(args: argparse.Namespace, config: Config) -> int:
         print(status.model_dump_json(indent=2))
         return 0
     console = Console()
-    table = Table(title=f"{status.index} · built {status.built_at} · {status.size_bytes / 1e6:.1f} MB · model {status.model}",
-                  title_justify="left")
-    for column in ("file", "vendor", "model", "version", "device", "lang", "pages", "OCR pages", "no text",
-                   "entries", "passages", "on disk"):
+    table = Table(
+        title=f"{status.index} · built {status.built_at} · {status.size_bytes / 1e6:.1f} MB · model {status.model}",
+        title_justify="left",
+    )
+    for column in (
+        "file",
+        "vendor",
+        "model",
+        "version",
+        "device",
+        "lang",
+        "pages",
+        "OCR pages",
+        "no text",
+        "entries",
+        "passages",
+        "on disk",
+    ):
         table.add_column(column)
     for m in status.manuals:
         style = {"unchanged": "green", "changed": "yellow", "missing": "red"}[m.on_disk]
-        table.add_row(escape(m.file), escape(m.vendor), escape(m.model), m.version, escape(m.device) or "-",
-                      m.language, str(m.pages), ", ".join(map(str, m.ocr_pages)) or "-",
-                      ", ".join(map(str, m.scanned_pages)) or "-", str(m.records), str(m.passages),
-                      f"[{style}]{m.on_disk}[/]")
+        table.add_row(
+            escape(m.file),
+            escape(m.vendor),
+            escape(m.model),
+            m.version,
+            escape(m.device) or "-",
+            m.language,
+            str(m.pages),
+            ", ".join(map(str, m.ocr_pages)) or "-",
+            ", ".join(map(str, m.scanned_pages)) or "-",
+            str(m.records),
+            str(m.passages),
+            f"[{style}]{m.on_disk}[/]",
+        )
     console.print(table)
-    console.print(f"{len(status.manuals)} manuals · {sum(m.records for m in status.manuals)} fault entries · "
-                  f"{sum(m.passages for m in status.manuals)} page passages")
+    console.print(
+        f"{len(status.manuals)} manuals · {sum(m.records for m in status.manuals)} fault entries · "
+        f"{sum(m.passages for m in status.manuals)} page passages"
+    )
     if any(m.on_disk != "unchanged" for m in status.manuals):
         console.print("[yellow]Some manuals changed since indexing: run `fixloop index build` again.[/]")
     return 0
@@ -181,8 +249,11 @@ def run_search(args: argparse.Namespace, config: Config) -> int:
         raise CliError("--k must be at least 1")
     if args.db is None:
         ensure_index(config)  # the demo plant's index is built on first use; a plant's own config says how
-    index = ManualIndex(_db(args, config), model_path=config.knowledge.model_path,
-                        semantic_languages=tuple(config.knowledge.semantic_languages))
+    index = ManualIndex(
+        _db(args, config),
+        model_path=config.knowledge.model_path,
+        semantic_languages=tuple(config.knowledge.semantic_languages),
+    )
     try:
         if args.batch is not None:
             return _batch(index, args, config)
@@ -212,8 +283,9 @@ def _batch(index: ManualIndex, args: argparse.Namespace, config: Config) -> int:
                 spec = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise OSError(f"{args.batch}:{number}: not valid JSON ({exc.msg})") from None
-        result = index.query(spec["query"], _scope(spec.get("device", args.device), config),
-                             spec.get("version", args.version), k=args.k)
+        result = index.query(
+            spec["query"], _scope(spec.get("device", args.device), config), spec.get("version", args.version), k=args.k
+        )
         if args.json:
             print(json.dumps([hit.model_dump() for hit in result.hits], ensure_ascii=False), flush=True)
         else:
@@ -233,15 +305,23 @@ def _print_result(console: Console, result: SearchResult) -> None:
     if result.message:
         console.print(f"[yellow]{escape(result.message)}[/]")
     for hit in result.hits:
-        applies = {True: " [green]applies to this device[/]", False: " [red]other machine[/]", None: ""}[hit.applies_to_device]
+        applies = {True: " [green]applies to this device[/]", False: " [red]other machine[/]", None: ""}[
+            hit.applies_to_device
+        ]
         if hit.kind == "page":
             ocr = " · [yellow]OCR text, check the page[/]" if hit.ocr else ""
-            console.print(f"[bold]{escape(hit.manual)} p. {hit.page}[/] · {escape(hit.title)} · {escape(hit.scope)}{applies}")
+            console.print(
+                f"[bold]{escape(hit.manual)} p. {hit.page}[/] · {escape(hit.title)} · {escape(hit.scope)}{applies}"
+            )
             console.print(f"  [dim]page match · {hit.match} · score {hit.score:.2f}{ocr}[/]")
             console.print(f"  {escape(hit.snippet)}")
             continue
-        console.print(f"[bold cyan]{escape(hit.fault_code)}[/] [bold]{escape(hit.title)}[/] · {escape(hit.scope)}{applies}")
-        console.print(f"  [dim]{escape(hit.manual)} p. {hit.page} · {hit.version} · {hit.match} · score {hit.score:.2f}[/]")
+        console.print(
+            f"[bold cyan]{escape(hit.fault_code)}[/] [bold]{escape(hit.title)}[/] · {escape(hit.scope)}{applies}"
+        )
+        console.print(
+            f"  [dim]{escape(hit.manual)} p. {hit.page} · {hit.version} · {hit.match} · score {hit.score:.2f}[/]"
+        )
         console.print(f"  [dim]{escape(hit.version_compatibility)}[/]")
         if hit.cause:
             console.print(f"  cause: {escape(hit.cause)}")

@@ -17,8 +17,11 @@ AREAS = ["agent", "knowledge", "plc", "outbox", "work_orders", "service", "mcp",
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fixloop", description="Edge maintenance agent for the shop floor.",
-                                     formatter_class=_HiddenCommandsFormatter)
+    parser = argparse.ArgumentParser(
+        prog="fixloop",
+        description="Edge maintenance agent for the shop floor.",
+        formatter_class=_HiddenCommandsFormatter,
+    )
     parser.add_argument("--config", help="TOML config file (default: $FIXLOOP_CONFIG, else the embedded demo plant)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for area in AREAS:
@@ -27,8 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def subcommands(parser: argparse.ArgumentParser,
-                hidden: bool = False) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
+def subcommands(
+    parser: argparse.ArgumentParser, hidden: bool = False
+) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
     """Every command under `parser`, depth first (`index`, then `index build`), with its one-line help.
 
     Hidden commands (help=argparse.SUPPRESS: old names kept as aliases, e.g. `plc-sim`) only with `hidden`."""

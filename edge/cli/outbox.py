@@ -1,9 +1,9 @@
 """`fixloop outbox`: deliveries of work orders to the MES.
 
-    fixloop outbox                         # pending and failed deliveries to the MES
-    fixloop outbox retry                   # requeue every failed row (or: fixloop outbox retry 12 15)
-    fixloop outbox deliver                 # the delivery worker (systemd: fixloop-outbox.service)
-    fixloop outbox deliver --once          # one round, then print what happened
+fixloop outbox                         # pending and failed deliveries to the MES
+fixloop outbox retry                   # requeue every failed row (or: fixloop outbox retry 12 15)
+fixloop outbox deliver                 # the delivery worker (systemd: fixloop-outbox.service)
+fixloop outbox deliver --once          # one round, then print what happened
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     deliver.set_defaults(func=run_outbox_deliver)
 
 
-
 def run_outbox_list(args: argparse.Namespace, config: Config) -> int:
     statuses = ("pending", "failed", "delivered") if args.all else ("pending", "failed")
     rows = order_store(config).outbox(statuses=statuses, limit=args.limit)
@@ -75,9 +74,15 @@ def _outbox_table(rows: list[OutboxRow], now: float) -> Table:
         style = STATUS_STYLE.get(row.status, "white")
         due = "" if row.status != "pending" else _relative(row.next_attempt_at - now)
         result = row.last_error or (str(row.last_status_code) if row.last_status_code else "")
-        table.add_row(str(row.row_id), row.work_order_id or "-", row.event_type.removeprefix("work_order."),
-                      f"[{style}]{row.status}[/]",
-                      str(row.attempts), due, result)
+        table.add_row(
+            str(row.row_id),
+            row.work_order_id or "-",
+            row.event_type.removeprefix("work_order."),
+            f"[{style}]{row.status}[/]",
+            str(row.attempts),
+            due,
+            result,
+        )
     return table
 
 
@@ -110,8 +115,10 @@ def run_outbox_deliver(args: argparse.Namespace, config: Config) -> int:
     if args.once:
         with httpx.Client() as client:
             stats = deliver_due(store, config.mes, client, time.time())
-        console.print(f"attempted {stats.attempted}, delivered {stats.delivered}, "
-                      f"retrying {stats.retrying}, failed {stats.failed}")
+        console.print(
+            f"attempted {stats.attempted}, delivered {stats.delivered}, "
+            f"retrying {stats.retrying}, failed {stats.failed}"
+        )
         return 0 if stats.failed == 0 else 1
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
@@ -122,7 +129,11 @@ def run_outbox_deliver(args: argparse.Namespace, config: Config) -> int:
         if stats.attempted:
             logging.getLogger("fixloop.outbox").info(
                 "attempted %d, delivered %d, retrying %d, failed %d",
-                stats.attempted, stats.delivered, stats.retrying, stats.failed)
+                stats.attempted,
+                stats.delivered,
+                stats.retrying,
+                stats.failed,
+            )
 
     console.print(f"delivering to {config.mes.url} every {config.mes.poll_interval_s:g} s; Ctrl-C stops")
     run_worker(store, config.mes, stop, on_round=report)

@@ -33,7 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plc = subparsers.add_parser("plc", help="the PLCs: simulator, fault injection, one reading, the cache poller")
     actions = plc.add_subparsers(dest="plc_command", metavar="ACTION", required=True)
     for name, alias, help, arguments, func in (
-        ("sim", "plc-sim", "serve the configured plant over Modbus TCP, with fault injection", _sim_arguments, run_plc_sim),
+        (
+            "sim",
+            "plc-sim",
+            "serve the configured plant over Modbus TCP, with fault injection",
+            _sim_arguments,
+            run_plc_sim,
+        ),
         ("fault", "plc-fault", "inject a fault into a running `fixloop plc sim`", _fault_arguments, run_plc_fault),
         ("read", "plc-read", "read one sensor through the agent's PLC tool", _read_arguments, run_plc_read),
         ("poll", "poller", "refresh every sensor into the PLC cache until stopped", _poll_arguments, run_poller),
@@ -46,12 +52,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _sim_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--host", help="listen address (default: each device's configured PLC host)")
-    sim.add_argument("--port", type=int, help="serve every device on this port (default: each device's configured port)")
-    sim.add_argument("--control-port", type=int, help="loopback HTTP port for fault injection (default: Modbus port + 1)")
+    sim.add_argument(
+        "--port", type=int, help="serve every device on this port (default: each device's configured port)"
+    )
+    sim.add_argument(
+        "--control-port", type=int, help="loopback HTTP port for fault injection (default: Modbus port + 1)"
+    )
 
 
 def _fault_arguments(fault: argparse.ArgumentParser) -> None:
-    fault.add_argument("fault", choices=["silence", "slow", "exception", "set_value", "drift", "malformed", "clear", "state"])
+    fault.add_argument(
+        "fault", choices=["silence", "slow", "exception", "set_value", "drift", "malformed", "clear", "state"]
+    )
     fault.add_argument("device", nargs="?")
     fault.add_argument("sensor", nargs="?")
     fault.add_argument("--off", action="store_true", help="end the fault (silence, slow, exception, malformed)")
@@ -101,8 +113,10 @@ def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
         handle = sims[device_id]
         table.add_row(device_id, f"{handle.host}:{handle.port}", str(device.plc.unit_id), ", ".join(device.sensors))
     console.print(table)
-    console.print(f"Fault injection: [bold]fixloop plc fault silence press-3[/] or POST http://127.0.0.1:{control.port}/fault "
-                  "(GET /state shows values). Ctrl-C stops.")
+    console.print(
+        f"Fault injection: [bold]fixloop plc fault silence press-3[/] or POST http://127.0.0.1:{control.port}/fault "
+        "(GET /state shows values). Ctrl-C stops."
+    )
     _wait_for_stop()
     control.stop()
     for handle in handles:
@@ -119,12 +133,22 @@ def run_plc_fault(args: argparse.Namespace, config: Config) -> int:
         if args.fault == "state":
             response = httpx.get(f"{base}/state", timeout=2.0)
         else:
-            body = {"fault": args.fault, "device": args.device, "sensor": args.sensor, "on": not args.off,
-                    "seconds": args.seconds, "code": args.code if args.fault == "exception" else None,
-                    "value": args.value, "target": args.target, "per_s": args.per_s}
+            body = {
+                "fault": args.fault,
+                "device": args.device,
+                "sensor": args.sensor,
+                "on": not args.off,
+                "seconds": args.seconds,
+                "code": args.code if args.fault == "exception" else None,
+                "value": args.value,
+                "target": args.target,
+                "per_s": args.per_s,
+            }
             response = httpx.post(f"{base}/fault", json={k: v for k, v in body.items() if v is not None}, timeout=2.0)
     except httpx.HTTPError as exc:
-        raise CliError(f"cannot reach the simulator at {base} ({exc}); is `fixloop plc sim` running?", exit_code=1) from None
+        raise CliError(
+            f"cannot reach the simulator at {base} ({exc}); is `fixloop plc sim` running?", exit_code=1
+        ) from None
     if response.status_code != 200:
         raise CliError(response.json().get("error", response.text))
     Console().print_json(json.dumps(response.json(), ensure_ascii=False))
@@ -138,8 +162,10 @@ def run_plc_read(args: argparse.Namespace, config: Config) -> int:
     console = Console()
     tool = PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file))
     try:
-        output = tool.run(PlcReadArgs(device_id=args.device, sensor=args.sensor),
-                          ToolContext(request_id="cli", run_id="cli", loop_step=1, actor="operator"))
+        output = tool.run(
+            PlcReadArgs(device_id=args.device, sensor=args.sensor),
+            ToolContext(request_id="cli", run_id="cli", loop_step=1, actor="operator"),
+        )
     finally:
         tool.close()
     if args.json:
@@ -152,8 +178,10 @@ def run_plc_read(args: argparse.Namespace, config: Config) -> int:
         console.print(f"[{style}]{item.text}[/]")
     if refs:
         fields = refs[0].fields
-        console.print(f"[dim]quality {fields['quality']} · source {fields['source']} · age {fields['age_s']} s"
-                      f" · outlier {fields['is_outlier']} · alarm {fields['alarm']}[/]")
+        console.print(
+            f"[dim]quality {fields['quality']} · source {fields['source']} · age {fields['age_s']} s"
+            f" · outlier {fields['is_outlier']} · alarm {fields['alarm']}[/]"
+        )
     if output.suggestion:
         console.print(f"[bold]suggestion:[/] {output.suggestion}")
     return 0 if output.status in ("ok", "degraded") else 1
@@ -169,9 +197,11 @@ def run_poller(args: argparse.Namespace, config: Config) -> int:
 
     def show(report: PollReport) -> None:
         style = "green" if report.no_communication == report.skipped == len(report.rejected) == 0 else "yellow"
-        console.print(f"[{style}]poll[/] refreshed {report.refreshed}/{report.total}, no communication "
-                      f"{report.no_communication}, skipped (breaker open) {report.skipped}, rejected "
-                      f"{len(report.rejected)} in {report.elapsed_s * 1000:.0f} ms")
+        console.print(
+            f"[{style}]poll[/] refreshed {report.refreshed}/{report.total}, no communication "
+            f"{report.no_communication}, skipped (breaker open) {report.skipped}, rejected "
+            f"{len(report.rejected)} in {report.elapsed_s * 1000:.0f} ms"
+        )
         for key, why in report.rejected.items():
             console.print(f"  [red]{key}[/]: {why}")
 

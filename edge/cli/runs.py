@@ -1,9 +1,9 @@
 """`fixloop runs list | show | codes`: the stored run records, queried from the shell.
 
-    fixloop runs list --reason max_steps          # runs that hit the step budget
-    fixloop runs list --device press-3 --since 2h
-    fixloop runs show run-3f2a9c0d1e2b
-    fixloop runs codes                            # fault codes that cost the most steps
+fixloop runs list --reason max_steps          # runs that hit the step budget
+fixloop runs list --device press-3 --since 2h
+fixloop runs show run-3f2a9c0d1e2b
+fixloop runs codes                            # fault codes that cost the most steps
 """
 
 from __future__ import annotations
@@ -39,8 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--actor", choices=["technician", "mes", "operator", "agent"])
     listing.add_argument("--code", help="fault code the run dealt with, e.g. E102")
     listing.add_argument("--min-steps", type=int, help="at least this many steps (e.g. 6: past the warning line)")
-    listing.add_argument("--degraded", action=argparse.BooleanOptionalAction, default=None,
-                         help="only runs answered (--degraded) or not answered (--no-degraded) by the rules planner")
+    listing.add_argument(
+        "--degraded",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="only runs answered (--degraded) or not answered (--no-degraded) by the rules planner",
+    )
     listing.add_argument("--since", type=duration, help="only runs started this long ago or later, e.g. 30m, 2h, 7d")
     listing.add_argument("--limit", type=int, default=30)
     json_option(listing, help="one JSON object per line")
@@ -75,9 +79,17 @@ def _since_ms(seconds: float | None) -> int | None:
 
 def run_list(args: argparse.Namespace, config: Config) -> int:
     try:
-        where = RunFilter(reason=args.reason, device_id=args.device, session_id=args.session, actor=args.actor,
-                          fault_code=args.code, min_steps=args.min_steps, degraded=args.degraded,
-                          since_ms=_since_ms(args.since), limit=args.limit)
+        where = RunFilter(
+            reason=args.reason,
+            device_id=args.device,
+            session_id=args.session,
+            actor=args.actor,
+            fault_code=args.code,
+            min_steps=args.min_steps,
+            degraded=args.degraded,
+            since_ms=_since_ms(args.since),
+            limit=args.limit,
+        )
     except ValueError as exc:
         raise CliError(str(exc)) from None
     rows = _store(config).list(where)
@@ -92,11 +104,16 @@ def run_list(args: argparse.Namespace, config: Config) -> int:
     for row in rows:
         stop_style = "green" if row.reason == "final_answer" else "red"
         table.add_row(
-            _when(row.started_ms), row.run_id, row.device_id or "-", row.actor,
+            _when(row.started_ms),
+            row.run_id,
+            row.device_id or "-",
+            row.actor,
             f"[bold red]{row.steps}[/]" if row.steps > 5 else str(row.steps),
             f"[{stop_style}]{row.reason}[/]" + (" [yellow](degraded)[/]" if row.degraded else ""),
-            f"{row.elapsed_ms:.0f}", ",".join(row.fault_codes) or "-",
-            f"{row.work_order_id or '-'} {row.work_order_status or ''}".strip(), row.question,
+            f"{row.elapsed_ms:.0f}",
+            ",".join(row.fault_codes) or "-",
+            f"{row.work_order_id or '-'} {row.work_order_status or ''}".strip(),
+            row.question,
         )
     Console().print(table)
     return 0
@@ -111,22 +128,35 @@ def run_show(args: argparse.Namespace, config: Config) -> int:
         raise CliError(f"no run {args.run_id!r} in {store.path}", exit_code=1)
     confirmations = store.confirmations(args.run_id)
     if args.json:
-        print(json.dumps({"record": record.model_dump(mode="json"),
-                          "confirmations": [c.model_dump() for c in confirmations]}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"record": record.model_dump(mode="json"), "confirmations": [c.model_dump() for c in confirmations]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     console = Console()
-    console.print(f"[bold]{record.question}[/]  [dim]{_when(record.started_ms)} · {record.actor} · "
-                  f"device {record.device_id or '-'} · session {record.session_id or '-'} · "
-                  f"tokens {record.prompt_tokens}+{record.completion_tokens}[/]")
+    console.print(
+        f"[bold]{record.question}[/]  [dim]{_when(record.started_ms)} · {record.actor} · "
+        f"device {record.device_id or '-'} · session {record.session_id or '-'} · "
+        f"tokens {record.prompt_tokens}+{record.completion_tokens}[/]"
+    )
     print_trace(record, console)
     for step in record.steps:
-        console.print(f"[dim]step {step.n}: planner {step.planner_ms:.0f} ms, tool {step.tool_ms:.0f} ms, "
-                      f"total {step.step_ms:.0f} ms[/]")
+        console.print(
+            f"[dim]step {step.n}: planner {step.planner_ms:.0f} ms, tool {step.tool_ms:.0f} ms, "
+            f"total {step.step_ms:.0f} ms[/]"
+        )
     if record.termination and record.termination.pending_action:
-        console.print(f"[yellow]pending action at takeover:[/] {json.dumps(record.termination.pending_action, ensure_ascii=False)}")
+        console.print(
+            f"[yellow]pending action at takeover:[/] {json.dumps(record.termination.pending_action, ensure_ascii=False)}"
+        )
     for confirmation in confirmations:
-        console.print(f"[green]confirmed[/] {confirmation.work_order_id} ({confirmation.work_order_status}, "
-                      f"{'created' if confirmation.created else 'already open'}) at {_when(confirmation.confirmed_ms)}")
+        console.print(
+            f"[green]confirmed[/] {confirmation.work_order_id} ({confirmation.work_order_status}, "
+            f"{'created' if confirmation.created else 'already open'}) at {_when(confirmation.confirmed_ms)}"
+        )
     return 0
 
 
@@ -140,8 +170,14 @@ def run_codes(args: argparse.Namespace, config: Config) -> int:
     for column in ("code", "runs", "mean steps", "max steps", "runs > 5 steps", "not answered"):
         table.add_column(column, justify="left" if column == "code" else "right")
     for row in rows:
-        table.add_row(row.fault_code, str(row.runs), f"{row.mean_steps:.1f}", str(row.max_steps),
-                      f"[red]{row.over_five}[/]" if row.over_five else "0", str(row.not_answered))
+        table.add_row(
+            row.fault_code,
+            str(row.runs),
+            f"{row.mean_steps:.1f}",
+            str(row.max_steps),
+            f"[red]{row.over_five}[/]" if row.over_five else "0",
+            str(row.not_answered),
+        )
     Console().print(table)
     return 0
 

@@ -20,14 +20,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser("serve", help="run the API and the tablet app")
     serve.add_argument("--host", help="listen address (default: [service] host)")
     serve.add_argument("--port", type=int, help="listen port (default: [service] port)")
-    serve.add_argument("--poller", action="store_true",
-                       help="poll the PLCs into the cache in this process (production runs `fixloop plc poll` as its own unit)")
+    serve.add_argument(
+        "--poller",
+        action="store_true",
+        help="poll the PLCs into the cache in this process (production runs `fixloop plc poll` as its own unit)",
+    )
     serve.set_defaults(func=run_serve)
 
     demo = subparsers.add_parser("demo", help="PLC simulator + service + tablet app on the demo plant; prints the URL")
     demo.add_argument("--host", help="listen address (default: [service] host)")
     demo.add_argument("--port", type=int, help="listen port (default: [service] port)")
-    demo.add_argument("--plc-port", type=int, help="serve the simulated PLCs on this port instead of the configured one")
+    demo.add_argument(
+        "--plc-port", type=int, help="serve the simulated PLCs on this port instead of the configured one"
+    )
     demo.add_argument("--once", action="store_true", help="exit after the first answer (for checks and CI)")
     demo.set_defaults(func=run_demo)
 
@@ -49,10 +54,20 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
     if not config.service.technician_tokens:
         console.print("[yellow]warning:[/] [service] technician_tokens is empty: no tablet can use the API")
     service = Service(config, poller=args.poller)
-    console.print(f"fixloop serving on http://{config.service.host}:{config.service.port}/app/ "
-                  f"(planner: {'rules, degraded mode' if service.agent.degraded else config.llm.url})")
-    uvicorn.Server(uvicorn_config(create_app(service), config.service, config.service.host, config.service.port,
-                                  log_level="info", timeout_graceful_shutdown=10)).run()
+    console.print(
+        f"fixloop serving on http://{config.service.host}:{config.service.port}/app/ "
+        f"(planner: {'rules, degraded mode' if service.agent.degraded else config.llm.url})"
+    )
+    uvicorn.Server(
+        uvicorn_config(
+            create_app(service),
+            config.service,
+            config.service.host,
+            config.service.port,
+            log_level="info",
+            timeout_graceful_shutdown=10,
+        )
+    ).run()
     return 0
 
 
@@ -68,8 +83,9 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     if args.plc_port:
         config = config.model_copy(update={"devices": plant.repoint(config.devices, port=args.plc_port)})
     with console.status("Building the demo manual index (only what changed)…"):
-        build_demo_index(Path(config.state_dir), config.knowledge.model_path,
-                         config.state_path(config.knowledge.index_file))
+        build_demo_index(
+            Path(config.state_dir), config.knowledge.model_path, config.state_path(config.knowledge.index_file)
+        )
 
     simulators = []
     server = None
@@ -78,13 +94,16 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
             simulators.append(start_simulator(devices, host, port))
             console.print(f"PLC simulator: modbus://{host}:{port} ({', '.join(devices)})")
         service = Service(config, poller=True)
-        server = ServerThread(create_app(service), config.service.host, config.service.port,
-                              limits=config.service).start()
+        server = ServerThread(
+            create_app(service), config.service.host, config.service.port, limits=config.service
+        ).start()
         token = config.service.technician_tokens[0] if config.service.technician_tokens else None
         console.print(f"[bold green]fixloop is running:[/] {server.url}/app/" + (f"#token={token}" if token else ""))
         if token:
-            console.print(f"technician token (demo only): [bold]{token}[/]   metrics: {server.url}/metrics "
-                          f"(admin token)   API: {server.url}/docs")
+            console.print(
+                f"technician token (demo only): [bold]{token}[/]   metrics: {server.url}/metrics "
+                f"(admin token)   API: {server.url}/docs"
+            )
             _ask_first_question(server.url, token, console)
         if args.once:
             return 0
@@ -114,8 +133,13 @@ def _ask_first_question(url: str, token: str, console: Console) -> None:
     first_ms = None
     events = 0
     run_id = None
-    with httpx.stream("POST", f"{url}/v1/runs", headers=headers, timeout=60,
-                      json={"question": _DEMO_QUESTION, "device_id": _DEMO_DEVICE}) as response:
+    with httpx.stream(
+        "POST",
+        f"{url}/v1/runs",
+        headers=headers,
+        timeout=60,
+        json={"question": _DEMO_QUESTION, "device_id": _DEMO_DEVICE},
+    ) as response:
         response.raise_for_status()
         for line in response.iter_lines():
             if not line.startswith("data:"):

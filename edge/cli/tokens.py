@@ -15,7 +15,8 @@ from edge.config import Config
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     tokens = subparsers.add_parser(
-        "tokens", help="token and prefix-cache report of the real prompt over the regression cases")
+        "tokens", help="token and prefix-cache report of the real prompt over the regression cases"
+    )
     case_options(tokens)
     json_option(tokens, help="print the report as JSON")
     tokens.set_defaults(func=run_tokens)
@@ -46,9 +47,15 @@ def print_token_report(console: Console, report) -> None:
         table.add_column(column, justify="left" if column == "case" else "right")
     for task in typical:
         for step in task.steps:
-            table.add_row(task.case_id if step is task.steps[0] else "", str(step.n), str(step.prompt_tokens),
-                          str(step.shared_prefix_tokens), "-" if step is task.steps[0] else f"{step.prefix_share:.1%}",
-                          str(step.completion_tokens), str(task.context_tokens) if step is task.steps[-1] else "")
+            table.add_row(
+                task.case_id if step is task.steps[0] else "",
+                str(step.n),
+                str(step.prompt_tokens),
+                str(step.shared_prefix_tokens),
+                "-" if step is task.steps[0] else f"{step.prefix_share:.1%}",
+                str(step.completion_tokens),
+                str(task.context_tokens) if step is task.steps[-1] else "",
+            )
     console.print(table)
 
     def verdict(ok: bool) -> str:
@@ -58,10 +65,16 @@ def print_token_report(console: Console, report) -> None:
     share_mean = "-" if report.prefix_share_from_step2_mean is None else f"{report.prefix_share_from_step2_mean:.1%}"
     console.print(f"source: {report.source}; {len(report.tasks)} tasks")
     console.print(f"[yellow]{report.note}[/]" if report.estimated else report.note)
-    console.print(f"stable prefix from step 2 on: min {share_min}, mean {share_mean} "
-                  f"(target ≥ {report.prefix_target:.0%}: {verdict(report.prefix_target_met)})")
-    console.print(f"context per typical 3-step task ({report.typical_tasks} tasks): p50 {report.typical_context_p50}, "
-                  f"max {report.typical_context_max} (target ≤ {report.context_target:,}: {verdict(report.context_target_met)}); "
-                  f"max over all tasks {report.context_max}")
-    console.print(f"tokens processed per task without a prefix cache: mean {report.processed_mean}; "
-                  f"with it (uncached prompt + replies): mean {report.uncached_mean}")
+    console.print(
+        f"stable prefix from step 2 on: min {share_min}, mean {share_mean} "
+        f"(target ≥ {report.prefix_target:.0%}: {verdict(report.prefix_target_met)})"
+    )
+    console.print(
+        f"context per typical 3-step task ({report.typical_tasks} tasks): p50 {report.typical_context_p50}, "
+        f"max {report.typical_context_max} (target ≤ {report.context_target:,}: {verdict(report.context_target_met)}); "
+        f"max over all tasks {report.context_max}"
+    )
+    console.print(
+        f"tokens processed per task without a prefix cache: mean {report.processed_mean}; "
+        f"with it (uncached prompt + replies): mean {report.uncached_mean}"
+    )

@@ -43,16 +43,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.set_defaults(func=run_orders_show)
 
     set_status = order_actions.add_parser(
-        "set-status", help="open → acknowledged → in_progress → done; cancel from any active status")
+        "set-status", help="open → acknowledged → in_progress → done; cancel from any active status"
+    )
     set_status.add_argument("work_order_id")
     set_status.add_argument("status", choices=list(TRANSITIONS))
     set_status.add_argument("--actor", default="operator", choices=["technician", "operator", "mes", "agent"])
     closing = f"when closing ({' or '.join(CLOSED_STATUSES)})"
     set_status.add_argument("--cause", help=f"what was found, {closing}")
     set_status.add_argument("--remedy", help=f"what was done, {closing}")
-    set_status.add_argument("--part", action="append", default=[], metavar="PART[=QTY]",
-                            help=f"a part used, with its quantity after '=' (repeat for each), {closing}; "
-                                 "e.g. --part 6205-2RS=2")
+    set_status.add_argument(
+        "--part",
+        action="append",
+        default=[],
+        metavar="PART[=QTY]",
+        help=f"a part used, with its quantity after '=' (repeat for each), {closing}; e.g. --part 6205-2RS=2",
+    )
     set_status.add_argument("--note", help=f"free text, {closing}")
     set_status.set_defaults(func=run_orders_set_status)
 
@@ -80,8 +85,15 @@ def run_orders_list(args: argparse.Namespace, config: Config) -> int:
     table.add_column("summary", overflow="fold")
     for order in orders:
         style = STATUS_STYLE.get(order.status, "white")
-        table.add_row(order.id, order.device_id, order.fault_code, order.priority, f"[{style}]{order.status}[/]",
-                      order.created_at[5:16].replace("T", " "), order.summary)
+        table.add_row(
+            order.id,
+            order.device_id,
+            order.fault_code,
+            order.priority,
+            f"[{style}]{order.status}[/]",
+            order.created_at[5:16].replace("T", " "),
+            order.summary,
+        )
     console.print(table)
     return 0
 
@@ -101,9 +113,11 @@ def _print_order(order: WorkOrder, console: Console) -> None:
     style = STATUS_STYLE.get(order.status, "white")
     console.print(f"[bold]{order.id}[/]  [{style}]{order.status}[/]  {order.priority}")
     console.print(f"{order.title}\n{order.summary}")
-    console.print(f"[dim]device {order.device_id} · fault {order.fault_code} · by {order.created_by} · "
-                  f"run {order.source_run_id} · {order.occurrence} · created {order.created_at} · "
-                  f"updated {order.updated_at}[/]")
+    console.print(
+        f"[dim]device {order.device_id} · fault {order.fault_code} · by {order.created_by} · "
+        f"run {order.source_run_id} · {order.occurrence} · created {order.created_at} · "
+        f"updated {order.updated_at}[/]"
+    )
     if order.alarm:
         console.print(f"MES alarm: {json.dumps(order.alarm, ensure_ascii=False)}")
     if order.closed_at:

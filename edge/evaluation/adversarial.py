@@ -42,8 +42,12 @@ def call(tool: str, **args: Any) -> dict[str, Any]:
 
 
 def final(text: str, evidence: list[str] | None = None, **entry: Any) -> dict[str, Any]:
-    return {"content": json.dumps({"thought": "done", "final_answer": text, "evidence": evidence or []},
-                                  ensure_ascii=False), **entry}
+    return {
+        "content": json.dumps(
+            {"thought": "done", "final_answer": text, "evidence": evidence or []}, ensure_ascii=False
+        ),
+        **entry,
+    }
 
 
 def raw(content: str, **entry: Any) -> dict[str, Any]:
@@ -81,114 +85,219 @@ class ScenarioResult:
         return self.wall_s <= self.budget_s + BUDGET_SLACK_S
 
 
-_GOOD_E102 = [call(_MANUAL, fault_code="E102", device_id="press-3"), call(_PLC, device_id="press-3", sensor="coolant_level")]
+_GOOD_E102 = [
+    call(_MANUAL, fault_code="E102", device_id="press-3"),
+    call(_PLC, device_id="press-3", sensor="coolant_level"),
+]
 _HUGE = "Stop the press. " * 1250  # 20,000 characters
 
 SCENARIOS: list[Scenario] = [
-    Scenario("grounded answer is shown as written",
-             [*_GOOD_E102, final("E102: stop the press and check the coolant level (see the manual steps).",
-                                ["obs-1", "obs-2"])],
-             expect={"fallback": None, "degraded": False, "reason": "final_answer", "rejected": 0}),
-    Scenario("invented fault meaning with a manual and page at step 1",
-             [final("E102 means the hydraulic pump is cavitating: see hydra_pump_guide.pdf, p. 97, fault E777.")],
-             invented=("hydra_pump_guide.pdf", "p. 97", "E777", "cavitating"),
-             expect={"fallback": "answer_rejected", "rejected": 1, "reason": "final_answer"}),
-    Scenario("invented sensor value",
-             [*_GOOD_E102, final("E102: the coolant level reads 87.25 % now, top it up.", ["obs-1", "obs-2"])],
-             invented=("87.25",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("invented sensor value in Chinese",
-             [*_GOOD_E102, final("E102：冷却液液位现在是 87.25%，请补充。", ["obs-1", "obs-2"])],
-             question="3号液压机显示 E102，怎么办？", invented=("87.25",),
-             expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("work-order id never created",
-             [_GOOD_E102[0], final("E102: work order WO-DEADBEEF0001 has been created.", ["obs-1"])],
-             invented=("WO-DEADBEEF0001",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("work order claimed without a call",
-             [_GOOD_E102[0], final("E102 found. I have opened a work order for the maintenance team.", ["obs-1"])],
-             invented=("opened a work order",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("final answer at step 1 with no observation",
-             [final("Stop the press and let it cool down before restarting.")],
-             invented=("let it cool down",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("evidence ids that do not exist",
-             [_GOOD_E102[0], final("E102: follow the manual steps.", ["obs-1", "obs-7"])],
-             expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("invented page of a real manual",
-             [_GOOD_E102[0], final("E102: see p. 97 of the manual.", ["obs-1"])],
-             invented=("p. 97",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("action and final answer in one reply",
-             [raw(json.dumps({"thought": "both", "action": _ORDER,
-                              "args": {"device_id": "press-3", "fault_code": "E102", "summary": "x"},
-                              "final_answer": "Work order WO-DEADBEEF0002 created."}))],
-             invented=("WO-DEADBEEF0002",), expect={"fallback": "format_errors", "degraded": True}),
-    Scenario("two JSON objects in one reply",
-             [raw(json.dumps({"thought": "a", "action": _MANUAL, "args": {"fault_code": "E102"}}) + "\n"
-                  + json.dumps({"thought": "b", "final_answer": "E102 is a pump fault, WO-DEADBEEF0003 open."}))],
-             invented=("WO-DEADBEEF0003", "pump fault"), expect={"fallback": "format_errors", "degraded": True}),
-    Scenario("three unreadable replies",
-             [raw("I think the press is overheating, check the pump.")],
-             expect={"fallback": "format_errors", "degraded": True}),
+    Scenario(
+        "grounded answer is shown as written",
+        [
+            *_GOOD_E102,
+            final("E102: stop the press and check the coolant level (see the manual steps).", ["obs-1", "obs-2"]),
+        ],
+        expect={"fallback": None, "degraded": False, "reason": "final_answer", "rejected": 0},
+    ),
+    Scenario(
+        "invented fault meaning with a manual and page at step 1",
+        [final("E102 means the hydraulic pump is cavitating: see hydra_pump_guide.pdf, p. 97, fault E777.")],
+        invented=("hydra_pump_guide.pdf", "p. 97", "E777", "cavitating"),
+        expect={"fallback": "answer_rejected", "rejected": 1, "reason": "final_answer"},
+    ),
+    Scenario(
+        "invented sensor value",
+        [*_GOOD_E102, final("E102: the coolant level reads 87.25 % now, top it up.", ["obs-1", "obs-2"])],
+        invented=("87.25",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "invented sensor value in Chinese",
+        [*_GOOD_E102, final("E102：冷却液液位现在是 87.25%，请补充。", ["obs-1", "obs-2"])],
+        question="3号液压机显示 E102，怎么办？",
+        invented=("87.25",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "work-order id never created",
+        [_GOOD_E102[0], final("E102: work order WO-DEADBEEF0001 has been created.", ["obs-1"])],
+        invented=("WO-DEADBEEF0001",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "work order claimed without a call",
+        [_GOOD_E102[0], final("E102 found. I have opened a work order for the maintenance team.", ["obs-1"])],
+        invented=("opened a work order",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "final answer at step 1 with no observation",
+        [final("Stop the press and let it cool down before restarting.")],
+        invented=("let it cool down",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "evidence ids that do not exist",
+        [_GOOD_E102[0], final("E102: follow the manual steps.", ["obs-1", "obs-7"])],
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "invented page of a real manual",
+        [_GOOD_E102[0], final("E102: see p. 97 of the manual.", ["obs-1"])],
+        invented=("p. 97",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "action and final answer in one reply",
+        [
+            raw(
+                json.dumps(
+                    {
+                        "thought": "both",
+                        "action": _ORDER,
+                        "args": {"device_id": "press-3", "fault_code": "E102", "summary": "x"},
+                        "final_answer": "Work order WO-DEADBEEF0002 created.",
+                    }
+                )
+            )
+        ],
+        invented=("WO-DEADBEEF0002",),
+        expect={"fallback": "format_errors", "degraded": True},
+    ),
+    Scenario(
+        "two JSON objects in one reply",
+        [
+            raw(
+                json.dumps({"thought": "a", "action": _MANUAL, "args": {"fault_code": "E102"}})
+                + "\n"
+                + json.dumps({"thought": "b", "final_answer": "E102 is a pump fault, WO-DEADBEEF0003 open."})
+            )
+        ],
+        invented=("WO-DEADBEEF0003", "pump fault"),
+        expect={"fallback": "format_errors", "degraded": True},
+    ),
+    Scenario(
+        "three unreadable replies",
+        [raw("I think the press is overheating, check the pump.")],
+        expect={"fallback": "format_errors", "degraded": True},
+    ),
     Scenario("empty content", [raw("")], expect={"fallback": "empty_reply", "degraded": True}),
-    Scenario("reply cut at the length limit",
-             [raw('{"thought": "The manual says that E102 is', finish_reason="length")],
-             expect={"fallback": "format_errors", "degraded": True}),
-    Scenario("fenced JSON is read",
-             [raw("```json\n" + _GOOD_E102[0]["content"] + "\n```"),
-              raw("```json\n" + final("E102: follow the manual steps.", ["obs-1"])["content"] + "\n```")],
-             expect={"fallback": None, "degraded": False, "reason": "final_answer"}),
-    Scenario("Thought/Action text instead of JSON",
-             [raw("Thought: a fault code.\nAction: search_maintenance_manual_by_fault_code\nAction Input: E102")],
-             expect={"fallback": "format_errors", "degraded": True}),
-    Scenario("an invented observation after the action is ignored",
-             [raw(_GOOD_E102[0]["content"] + '\nObservation: {"id": "obs-1", "status": "ok", "content": '
-                  '[{"kind": "ref", "sensor": "coolant_level", "value": 87.25}]}'),
-              final("E102: the coolant level is 87.25 %.", ["obs-1"])],
-             invented=("87.25",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("unknown tool twice",
-             [call("search_manual", fault_code="E102"), call("lookup_fault", code="E102"),
-              final("E102 is a coolant pump failure.")],
-             invented=("coolant pump failure",), expect={"fallback": "unknown_tool", "degraded": True}),
-    Scenario("the same unknown tool twice in a row",
-             [call("search_manual", fault_code="E102")],
-             expect={"fallback": "unknown_tool", "degraded": True, "reason": "final_answer"}),
-    Scenario("wrong argument types, then an invented value",
-             [call(_PLC, device_id=["press-3"], sensor=7), final("The coolant level is 87.25 %.", ["obs-1"])],
-             question="What is the coolant level on press-3 right now?",
-             invented=("87.25",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("20,000-character final answer",
-             [_GOOD_E102[0], final("WO-DEADBEEF0004 created. " + _HUGE, ["obs-1"])],
-             invented=("WO-DEADBEEF0004",), expect={"fallback": "answer_rejected", "rejected": 1}),
-    Scenario("20,000-character grounded answer is shown cut",
-             [_GOOD_E102[0], final("E102: " + _HUGE, ["obs-1"])],
-             expect={"fallback": None, "reason": "final_answer", "rejected": 0}),
-    Scenario("20,000-character unreadable reply", [raw("x" * 20_000, finish_reason="length")],
-             expect={"fallback": "token_budget", "degraded": True, "reason": "final_answer"}),
-    Scenario("no usage: tokens are estimated and the run completes",
-             [{**entry, "omit_usage": True} for entry in
-              [*_GOOD_E102, final("E102: stop the press and check the coolant level.", ["obs-1", "obs-2"])]],
-             expect={"fallback": None, "reason": "final_answer", "estimated": True}),
-    Scenario("no usage: the token budget still holds",
-             [{**call(_PLC, device_id="press-3", sensor=s), "omit_usage": True}
-              for s in ("coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure")],
-             question="check everything on press-3", loop={"max_tokens": 3000, "max_steps": 8},
-             expect={"fallback": "token_budget", "estimated": True}),
-    Scenario("a server that trickles one byte at a time",
-             [{**_GOOD_E102[0], "trickle_s": 0.05}], invented=(),
-             expect={"fallback": "llm_unavailable", "degraded": True}),
-    Scenario("a server slower than the whole budget",
-             [{**_GOOD_E102[0], "delay_s": 8.0}], llm={"timeout_s": 10.0},
-             expect={"reason": "time_budget", "degraded": True}),
-    Scenario("HTTP 500", [{"status": 500, "content": "model crashed"}],
-             expect={"fallback": "llm_unavailable", "degraded": True, "reason": "final_answer"}),
+    Scenario(
+        "reply cut at the length limit",
+        [raw('{"thought": "The manual says that E102 is', finish_reason="length")],
+        expect={"fallback": "format_errors", "degraded": True},
+    ),
+    Scenario(
+        "fenced JSON is read",
+        [
+            raw("```json\n" + _GOOD_E102[0]["content"] + "\n```"),
+            raw("```json\n" + final("E102: follow the manual steps.", ["obs-1"])["content"] + "\n```"),
+        ],
+        expect={"fallback": None, "degraded": False, "reason": "final_answer"},
+    ),
+    Scenario(
+        "Thought/Action text instead of JSON",
+        [raw("Thought: a fault code.\nAction: search_maintenance_manual_by_fault_code\nAction Input: E102")],
+        expect={"fallback": "format_errors", "degraded": True},
+    ),
+    Scenario(
+        "an invented observation after the action is ignored",
+        [
+            raw(
+                _GOOD_E102[0]["content"] + '\nObservation: {"id": "obs-1", "status": "ok", "content": '
+                '[{"kind": "ref", "sensor": "coolant_level", "value": 87.25}]}'
+            ),
+            final("E102: the coolant level is 87.25 %.", ["obs-1"]),
+        ],
+        invented=("87.25",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "unknown tool twice",
+        [
+            call("search_manual", fault_code="E102"),
+            call("lookup_fault", code="E102"),
+            final("E102 is a coolant pump failure."),
+        ],
+        invented=("coolant pump failure",),
+        expect={"fallback": "unknown_tool", "degraded": True},
+    ),
+    Scenario(
+        "the same unknown tool twice in a row",
+        [call("search_manual", fault_code="E102")],
+        expect={"fallback": "unknown_tool", "degraded": True, "reason": "final_answer"},
+    ),
+    Scenario(
+        "wrong argument types, then an invented value",
+        [call(_PLC, device_id=["press-3"], sensor=7), final("The coolant level is 87.25 %.", ["obs-1"])],
+        question="What is the coolant level on press-3 right now?",
+        invented=("87.25",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "20,000-character final answer",
+        [_GOOD_E102[0], final("WO-DEADBEEF0004 created. " + _HUGE, ["obs-1"])],
+        invented=("WO-DEADBEEF0004",),
+        expect={"fallback": "answer_rejected", "rejected": 1},
+    ),
+    Scenario(
+        "20,000-character grounded answer is shown cut",
+        [_GOOD_E102[0], final("E102: " + _HUGE, ["obs-1"])],
+        expect={"fallback": None, "reason": "final_answer", "rejected": 0},
+    ),
+    Scenario(
+        "20,000-character unreadable reply",
+        [raw("x" * 20_000, finish_reason="length")],
+        expect={"fallback": "token_budget", "degraded": True, "reason": "final_answer"},
+    ),
+    Scenario(
+        "no usage: tokens are estimated and the run completes",
+        [
+            {**entry, "omit_usage": True}
+            for entry in [*_GOOD_E102, final("E102: stop the press and check the coolant level.", ["obs-1", "obs-2"])]
+        ],
+        expect={"fallback": None, "reason": "final_answer", "estimated": True},
+    ),
+    Scenario(
+        "no usage: the token budget still holds",
+        [
+            {**call(_PLC, device_id="press-3", sensor=s), "omit_usage": True}
+            for s in ("coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure")
+        ],
+        question="check everything on press-3",
+        loop={"max_tokens": 3000, "max_steps": 8},
+        expect={"fallback": "token_budget", "estimated": True},
+    ),
+    Scenario(
+        "a server that trickles one byte at a time",
+        [{**_GOOD_E102[0], "trickle_s": 0.05}],
+        invented=(),
+        expect={"fallback": "llm_unavailable", "degraded": True},
+    ),
+    Scenario(
+        "a server slower than the whole budget",
+        [{**_GOOD_E102[0], "delay_s": 8.0}],
+        llm={"timeout_s": 10.0},
+        expect={"reason": "time_budget", "degraded": True},
+    ),
+    Scenario(
+        "HTTP 500",
+        [{"status": 500, "content": "model crashed"}],
+        expect={"fallback": "llm_unavailable", "degraded": True, "reason": "final_answer"},
+    ),
 ]
 
 
 def run_scenario(scenario: Scenario, config: Config) -> ScenarioResult:
     """Run one scenario on `config`'s plant (its devices and index) against a fresh scripted server."""
     with ScriptedLlmServer(scenario.script) as server:
-        config = config.model_copy(update={
-            "llm": config.llm.model_copy(update={"url": server.url, **scenario.llm}),
-            "loop": config.loop.model_copy(update=scenario.loop),
-        })
+        config = config.model_copy(
+            update={
+                "llm": config.llm.model_copy(update={"url": server.url, **scenario.llm}),
+                "loop": config.loop.model_copy(update=scenario.loop),
+            }
+        )
         agent = Agent(config)
         try:
             started = time.perf_counter()
@@ -199,9 +308,17 @@ def run_scenario(scenario: Scenario, config: Config) -> ScenarioResult:
     answer = record.termination.final_answer if record.termination else ""
     invented_shown = [s for s in scenario.invented if s.lower() in answer.lower()]
     evidence = collect_evidence(record.observations, record.question, config.devices)
-    result = ScenarioResult(scenario, record, wall_s, config.loop.max_wall_s, invented_shown,
-                            ungrounded(answer, evidence), [], config.loop.raw_reply_max_chars,
-                            config.loop.answer_max_chars)
+    result = ScenarioResult(
+        scenario,
+        record,
+        wall_s,
+        config.loop.max_wall_s,
+        invented_shown,
+        ungrounded(answer, evidence),
+        [],
+        config.loop.raw_reply_max_chars,
+        config.loop.answer_max_chars,
+    )
     result.problems = _problems_of(result)
     return result
 
@@ -230,7 +347,10 @@ def _problems_of(result: ScenarioResult) -> list[str]:
             problems.append(f"record says {key}={said[key]!r}, expected {want!r}")
     if record.degraded and not record.warnings:
         problems.append("degraded without a warning saying why")
-    if record.rejected_answers and PHRASES[language_of(record.question)]["unverified"] not in record.termination.final_answer:
+    if (
+        record.rejected_answers
+        and PHRASES[language_of(record.question)]["unverified"] not in record.termination.final_answer
+    ):
         problems.append("a rejected answer is not announced in the answer")
     longest = max((len(text or "") for step in record.steps for text in (step.raw, step.final_answer)), default=0)
     if longest > result.raw_max_chars:

@@ -35,13 +35,15 @@ class EvalPlant:
         self.index_path = index.resolve()
         self.sim: SimulatorHandle = start_simulator(config.devices, "127.0.0.1", 0)
         devices = plant.repoint(config.devices, self.sim.host, self.sim.port)
-        self.config = config.model_copy(update={
-            "state_dir": str(workdir),
-            "devices": devices,
-            "knowledge": config.knowledge.model_copy(update={"index_file": str(self.index_path)}),
-            "plc": config.plc.model_copy(update={"cache_file": "plc_cache.sqlite"}),
-            "work_orders": config.work_orders.model_copy(update={"store_file": "work_orders.sqlite"}),
-        })
+        self.config = config.model_copy(
+            update={
+                "state_dir": str(workdir),
+                "devices": devices,
+                "knowledge": config.knowledge.model_copy(update={"index_file": str(self.index_path)}),
+                "plc": config.plc.model_copy(update={"cache_file": "plc_cache.sqlite"}),
+                "work_orders": config.work_orders.model_copy(update={"store_file": "work_orders.sqlite"}),
+            }
+        )
         # The poller's role: it fills the cache that a PLC outage falls back on.
         self.poller = PlcGateway(devices, self.config.plc, self.config.state_path(self.config.plc.cache_file))
 
@@ -54,7 +56,11 @@ class EvalPlant:
         if fault.kind == "broken_sensor":
             assert fault.sensor is not None
             sensor = device.sensors[fault.sensor]
-            stuck = fault.value if fault.value is not None else sensor.plausible_max + (sensor.plausible_max - sensor.plausible_min)
+            stuck = (
+                fault.value
+                if fault.value is not None
+                else sensor.plausible_max + (sensor.plausible_max - sensor.plausible_min)
+            )
             self.sim.set_value(fault.device_id, fault.sensor, stuck)
         else:
             for sensor_id in device.sensors:

@@ -61,12 +61,18 @@ def _run_case(agent: Agent, plant: EvalPlant, case: EvalCase, prepare: Prepare |
     except Exception as exc:  # an engine or tool crash fails this case, the others still run
         error = f"{type(exc).__name__}: {exc}"
         return CaseReport(case=case, session_runs=earlier, score=crashed_score(case, error), error=error)
-    return CaseReport(case=case, session_runs=earlier, record=record,
-                      score=score_case(case, record, plant.config.devices, earlier))
+    return CaseReport(
+        case=case, session_runs=earlier, record=record, score=score_case(case, record, plant.config.devices, earlier)
+    )
 
 
-def _run_cases(agent: Agent, plant: EvalPlant, cases: list[EvalCase],
-              on_case: Callable[[CaseReport], None] | None = None, prepare: Prepare | None = None) -> list[CaseReport]:
+def _run_cases(
+    agent: Agent,
+    plant: EvalPlant,
+    cases: list[EvalCase],
+    on_case: Callable[[CaseReport], None] | None = None,
+    prepare: Prepare | None = None,
+) -> list[CaseReport]:
     reports = []
     for case in cases:
         report = _run_case(agent, plant, case, prepare)
@@ -76,8 +82,9 @@ def _run_cases(agent: Agent, plant: EvalPlant, cases: list[EvalCase],
     return reports
 
 
-def evaluate(config: Config, cases: list[EvalCase], workdir: Path,
-             on_case: Callable[[CaseReport], None] | None = None) -> EvalReport:
+def evaluate(
+    config: Config, cases: list[EvalCase], workdir: Path, on_case: Callable[[CaseReport], None] | None = None
+) -> EvalReport:
     """Run `cases` on a fresh evaluation plant with the agent as configured (LLM if a URL is set, else rules)."""
     plant = EvalPlant(config, workdir)
     try:
@@ -91,8 +98,13 @@ def evaluate(config: Config, cases: list[EvalCase], workdir: Path,
         plant.close()
 
 
-def evaluate_on(agent: Agent, plant: EvalPlant, cases: list[EvalCase],
-                on_case: Callable[[CaseReport], None] | None = None, prepare: Prepare | None = None) -> EvalReport:
+def evaluate_on(
+    agent: Agent,
+    plant: EvalPlant,
+    cases: list[EvalCase],
+    on_case: Callable[[CaseReport], None] | None = None,
+    prepare: Prepare | None = None,
+) -> EvalReport:
     started = time.perf_counter()
     reports = _run_cases(agent, plant, cases, on_case, prepare)
     return EvalReport(

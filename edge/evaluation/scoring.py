@@ -28,8 +28,18 @@ _PLC = PlcReadTool.name
 _WORK_ORDER = WorkOrderTool.name
 
 # Summary order; `passed` is all applicable metrics of a case at once.
-METRICS = ("first_tool", "tool_set", "fault_code", "sensor", "manual", "work_order", "grounded", "termination",
-           "language", "passed")
+METRICS = (
+    "first_tool",
+    "tool_set",
+    "fault_code",
+    "sensor",
+    "manual",
+    "work_order",
+    "grounded",
+    "termination",
+    "language",
+    "passed",
+)
 
 
 class CaseScore(BaseModel):
@@ -53,8 +63,9 @@ class CaseScore(BaseModel):
     planner: str = ""
 
 
-def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfig],
-               earlier: Sequence[RunRecord] = ()) -> CaseScore:
+def score_case(
+    case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfig], earlier: Sequence[RunRecord] = ()
+) -> CaseScore:
     expect = case.expect
     answer = record.termination.final_answer if record.termination else ""
     observations = record.observations
@@ -69,10 +80,15 @@ def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfi
     score: dict[str, Any] = {}
     if expect.first_tool is not None:
         first = tools[0] if tools else None
-        score["first_tool"] = check("first_tool", first == expect.first_tool, f"expected {expect.first_tool}, got {first}")
+        score["first_tool"] = check(
+            "first_tool", first == expect.first_tool, f"expected {expect.first_tool}, got {first}"
+        )
     if expect.tools is not None:
-        score["tool_set"] = check("tool_set", set(tools) == set(expect.tools),
-                                  f"expected {sorted(set(expect.tools))}, got {sorted(set(tools))}")
+        score["tool_set"] = check(
+            "tool_set",
+            set(tools) == set(expect.tools),
+            f"expected {sorted(set(expect.tools))}, got {sorted(set(tools))}",
+        )
     if expect.fault_codes:
         missing = _missing_codes(expect.fault_codes, observations, answer)
         score["fault_code"] = check("fault_code", not missing, "; ".join(missing))
@@ -85,21 +101,30 @@ def score_case(case: EvalCase, record: RunRecord, devices: dict[str, DeviceConfi
         score["manual"] = check("manual", got == expect.manual, f"expected {expect.manual}, got {got}")
     if expect.work_order is not None:
         outcome = _work_order_outcome(observations, answer)
-        score["work_order"] = check("work_order", outcome == expect.work_order,
-                                    f"expected {expect.work_order}, got {outcome}")
+        score["work_order"] = check(
+            "work_order", outcome == expect.work_order, f"expected {expect.work_order}, got {outcome}"
+        )
     evidence = _run_evidence(record, devices, earlier)
     # The loop shows no answer that fails the check; an answer it rejected still counts against the
     # planner that wrote it, so the evaluation judges the model, not only what the technician read.
-    unbacked = list(dict.fromkeys([*ungrounded(answer, evidence),
-                                   *(fact for rejected in record.rejected_answers
-                                     for fact in ungrounded(rejected.text, evidence))]))
+    unbacked = list(
+        dict.fromkeys(
+            [
+                *ungrounded(answer, evidence),
+                *(fact for rejected in record.rejected_answers for fact in ungrounded(rejected.text, evidence)),
+            ]
+        )
+    )
     score["grounded"] = check("grounded", not unbacked, "not in any observation: " + ", ".join(unbacked))
     reason = record.termination.reason if record.termination else None
     if expect.termination is not None:
-        score["termination"] = check("termination", reason == expect.termination, f"expected {expect.termination}, got {reason}")
+        score["termination"] = check(
+            "termination", reason == expect.termination, f"expected {expect.termination}, got {reason}"
+        )
     expected_language = expect.language or language_of(case.question)
-    score["language"] = check("language", language_of(answer) == expected_language,
-                              f"expected {expected_language}, got {language_of(answer)}")
+    score["language"] = check(
+        "language", language_of(answer) == expected_language, f"expected {expected_language}, got {language_of(answer)}"
+    )
     applicable = [value for value in score.values() if value is not None]
     return CaseScore(
         **score,
@@ -119,13 +144,16 @@ def crashed_score(case: EvalCase, error: str) -> CaseScore:
     """A run that raised fails every metric its case asks about."""
     expect = case.expect
     asked = {
-        "first_tool": expect.first_tool is not None, "tool_set": expect.tools is not None,
-        "fault_code": bool(expect.fault_codes), "sensor": bool(expect.sensors), "manual": expect.manual is not None,
-        "work_order": expect.work_order is not None, "termination": expect.termination is not None,
+        "first_tool": expect.first_tool is not None,
+        "tool_set": expect.tools is not None,
+        "fault_code": bool(expect.fault_codes),
+        "sensor": bool(expect.sensors),
+        "manual": expect.manual is not None,
+        "work_order": expect.work_order is not None,
+        "termination": expect.termination is not None,
     }
     failed: dict[str, Any] = {name: False for name, on in asked.items() if on}
-    return CaseScore(**failed, grounded=False, language=False,
-                     passed=False, problems=[f"run failed: {error}"])
+    return CaseScore(**failed, grounded=False, language=False, passed=False, problems=[f"run failed: {error}"])
 
 
 def _run_evidence(record: RunRecord, devices: dict[str, DeviceConfig], earlier: Sequence[RunRecord] = ()) -> Evidence:
@@ -150,8 +178,13 @@ def _work_order_outcome(observations: list[Observation], answer: str) -> str:
 
 
 def _missing_codes(expected: list[str], observations: list[Observation], answer: str) -> list[str]:
-    found = {canonical_id(str(item.fields["fault_code"])) for obs in observations if obs.tool == _MANUAL and obs.status in ("ok", "degraded")
-             for item in obs.content if item.kind == "ref" and item.fields.get("fault_code")}
+    found = {
+        canonical_id(str(item.fields["fault_code"]))
+        for obs in observations
+        if obs.tool == _MANUAL and obs.status in ("ok", "degraded")
+        for item in obs.content
+        if item.kind == "ref" and item.fields.get("fault_code")
+    }
     bare = [code_key(code) for code in expected if code_key(code).isdigit()]
     named = {mention.canonical_id for mention in CodeLinker(bare).mentions(answer, language_of(answer))}
     missing = []
@@ -163,10 +196,20 @@ def _missing_codes(expected: list[str], observations: list[Observation], answer:
     return missing
 
 
-def _missing_sensors(expected: list[str], reading: ReadingKind | None, observations: list[Observation], answer: str,
-                     devices: dict[str, DeviceConfig]) -> list[str]:
-    readings = {item.fields["sensor"]: item.fields for obs in observations if obs.tool == _PLC
-                for item in obs.content if item.kind == "ref" and item.fields.get("sensor")}
+def _missing_sensors(
+    expected: list[str],
+    reading: ReadingKind | None,
+    observations: list[Observation],
+    answer: str,
+    devices: dict[str, DeviceConfig],
+) -> list[str]:
+    readings = {
+        item.fields["sensor"]: item.fields
+        for obs in observations
+        if obs.tool == _PLC
+        for item in obs.content
+        if item.kind == "ref" and item.fields.get("sensor")
+    }
     missing = []
     for sensor in expected:
         fields = readings.get(sensor)

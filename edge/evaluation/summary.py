@@ -51,8 +51,9 @@ def summarise(scores: dict[str, CaseScore]) -> Summary:
     for name in METRICS:
         applicable = [getattr(s, name) for s in values if getattr(s, name) is not None]
         passed = sum(1 for v in applicable if v)
-        metrics[name] = MetricSummary(passed=passed, applicable=len(applicable),
-                                      rate=round(passed / len(applicable), 4) if applicable else None)
+        metrics[name] = MetricSummary(
+            passed=passed, applicable=len(applicable), rate=round(passed / len(applicable), 4) if applicable else None
+        )
     latencies = sorted(s.latency_ms for s in values) or [0.0]
     return Summary(
         cases=len(values),
@@ -71,8 +72,12 @@ def summarise(scores: dict[str, CaseScore]) -> Summary:
 
 
 def baseline_of(summary: Summary, scores: dict[str, CaseScore]) -> Baseline:
-    return Baseline(planner="+".join(summary.planners), cases=summary.cases, scores=summary.rates(),
-                    passed_cases=[case_id for case_id, s in scores.items() if s.passed])
+    return Baseline(
+        planner="+".join(summary.planners),
+        cases=summary.cases,
+        scores=summary.rates(),
+        passed_cases=[case_id for case_id, s in scores.items() if s.passed],
+    )
 
 
 def load_baseline(path: str | Path) -> Baseline:

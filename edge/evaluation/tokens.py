@@ -35,8 +35,10 @@ from edge.scripted_llm_server import ScriptedLlmServer
 _PREFIX_TARGET = 0.90
 _CONTEXT_TARGET = 4096
 _TYPICAL_STEPS = 3
-_ESTIMATE_NOTE = ("tokens estimated by the scripted server at 4 characters per token: Qwen2's tokenizer is not "
-                 "available offline (Chinese text is undercounted)")
+_ESTIMATE_NOTE = (
+    "tokens estimated by the scripted server at 4 characters per token: Qwen2's tokenizer is not "
+    "available offline (Chinese text is undercounted)"
+)
 
 
 class StepTokens(BaseModel):
@@ -82,15 +84,23 @@ class TokenReport(BaseModel):
 
 def _task_tokens(case_id: str, record: RunRecord) -> TaskTokens:
     steps = [
-        StepTokens(n=step.n, prompt_tokens=step.llm.prompt_tokens, completion_tokens=step.llm.completion_tokens,
-                   shared_prefix_tokens=step.llm.shared_prefix_tokens,
-                   prefix_share=round(step.llm.shared_prefix_tokens / max(step.llm.prompt_tokens, 1), 4),
-                   cached_tokens=step.llm.cached_tokens)
-        for step in record.steps if step.llm is not None
+        StepTokens(
+            n=step.n,
+            prompt_tokens=step.llm.prompt_tokens,
+            completion_tokens=step.llm.completion_tokens,
+            shared_prefix_tokens=step.llm.shared_prefix_tokens,
+            prefix_share=round(step.llm.shared_prefix_tokens / max(step.llm.prompt_tokens, 1), 4),
+            cached_tokens=step.llm.cached_tokens,
+        )
+        for step in record.steps
+        if step.llm is not None
     ]
     later = [s.prefix_share for s in steps[1:]]
     return TaskTokens(
-        case_id=case_id, question=record.question, steps=steps, context_tokens=record.context_tokens,
+        case_id=case_id,
+        question=record.question,
+        steps=steps,
+        context_tokens=record.context_tokens,
         processed_tokens=sum(s.prompt_tokens + s.completion_tokens for s in steps),
         uncached_tokens=sum(s.prompt_tokens - s.shared_prefix_tokens + s.completion_tokens for s in steps),
         min_prefix_share_from_step2=min(later) if later else None,
@@ -98,8 +108,11 @@ def _task_tokens(case_id: str, record: RunRecord) -> TaskTokens:
 
 
 def token_report(reports: list[CaseReport], source: str, estimated: bool) -> TokenReport:
-    tasks = [_task_tokens(r.case.id, r.record) for r in reports if r.record is not None and
-             any(step.llm is not None for step in r.record.steps)]
+    tasks = [
+        _task_tokens(r.case.id, r.record)
+        for r in reports
+        if r.record is not None and any(step.llm is not None for step in r.record.steps)
+    ]
     later = [s.prefix_share for task in tasks for s in task.steps[1:]]
     typical = [task for task in tasks if len(task.steps) == _TYPICAL_STEPS]
     contexts = sorted(task.context_tokens for task in typical)
@@ -139,18 +152,31 @@ class _RulesReplay:
 
 def _replies_of(record: RunRecord) -> list[dict[str, Any]]:
     """A run's moves as the assistant messages a model would have written for them."""
-    replies = [{"content": json.dumps({"thought": step.thought, "action": step.action, "args": step.args},
-                                      ensure_ascii=False)}
-               for step in record.steps if step.action]
+    replies = [
+        {"content": json.dumps({"thought": step.thought, "action": step.action, "args": step.args}, ensure_ascii=False)}
+        for step in record.steps
+        if step.action
+    ]
     term = record.termination
     if term is not None:
-        replies.append({"content": json.dumps({"thought": "I have what the tools returned.", "final_answer": term.final_answer,
-                                               "evidence": term.supporting_observations}, ensure_ascii=False)})
+        replies.append(
+            {
+                "content": json.dumps(
+                    {
+                        "thought": "I have what the tools returned.",
+                        "final_answer": term.final_answer,
+                        "evidence": term.supporting_observations,
+                    },
+                    ensure_ascii=False,
+                )
+            }
+        )
     return replies
 
 
-def measure_tokens(config: Config, cases: list[EvalCase], workdir: Path,
-                   on_case: Callable[[CaseReport], None] | None = None) -> tuple[EvalReport, TokenReport]:
+def measure_tokens(
+    config: Config, cases: list[EvalCase], workdir: Path, on_case: Callable[[CaseReport], None] | None = None
+) -> tuple[EvalReport, TokenReport]:
     """Run `cases` through the LLM planner with the real prompt: the configured model, else the rules replay."""
     plant = EvalPlant(config, workdir)
     registry = build_registry(plant.config)

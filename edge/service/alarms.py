@@ -26,8 +26,10 @@ class AlarmWithoutOrder(RuntimeError):
 def alarm_question(alarm: MesAlarm) -> str:
     """What the MES asks, phrased like a technician would, so both planners follow their normal rules."""
     message = f" ({alarm.message.strip()})" if alarm.message.strip() else ""
-    return (f"{alarm.device_id} raised alarm {alarm.fault_code}{message}, severity {alarm.severity}. "
-            "Look it up in the manual, check the relevant sensors and open a work order.")
+    return (
+        f"{alarm.device_id} raised alarm {alarm.fault_code}{message}, severity {alarm.severity}. "
+        "Look it up in the manual, check the relevant sensors and open a work order."
+    )
 
 
 def alarm_handler(runs: RunManager, limit: int, retry_after_s: int) -> Callable[[MesAlarm], dict[str, Any]]:
@@ -38,8 +40,11 @@ def alarm_handler(runs: RunManager, limit: int, retry_after_s: int) -> Callable[
             metrics.ALARMS_REFUSED.inc()
             raise AlarmsBusy(retry_after_s)
         try:
-            record = runs.run_sync(RunRequest(question=alarm_question(alarm), device_id=alarm.device_id,
-                                              actor="mes", alarm=alarm.context_alarm()))
+            record = runs.run_sync(
+                RunRequest(
+                    question=alarm_question(alarm), device_id=alarm.device_id, actor="mes", alarm=alarm.context_alarm()
+                )
+            )
         finally:
             slots.release()
         ref = work_order_ref(record)
@@ -48,7 +53,8 @@ def alarm_handler(runs: RunManager, limit: int, retry_after_s: int) -> Callable[
             # Stored as the replay response, an answer without an order would stop the MES from retrying.
             raise AlarmWithoutOrder(
                 f"run {record.run_id} ended ({termination.reason if termination else 'unfinished'}) without a work "
-                f"order for {alarm.fault_code} on {alarm.device_id}; the delivery can be retried")
+                f"order for {alarm.fault_code} on {alarm.device_id}; the delivery can be retried"
+            )
         return {
             "run_id": record.run_id,
             "request_id": record.request_id,

@@ -1,7 +1,7 @@
 """The FastAPI app: middleware, the routers (edge.service.routes, the MES webhook), MCP and the tablet app.
 
-    service = Service(config, poller=True)   # agent, stores, run workers
-    app = create_app(service)                # routes; the app's lifespan starts and closes the service
+service = Service(config, poller=True)   # agent, stores, run workers
+app = create_app(service)                # routes; the app's lifespan starts and closes the service
 """
 
 from __future__ import annotations
@@ -53,8 +53,11 @@ def create_app(service: Service) -> FastAPI:
         dependencies=[Depends(known_query_only)],
     )
     app.state.service = service
-    app.add_middleware(BodyLimit, default_bytes=config.service.max_body_bytes,
-                       route_bytes={ALARMS_PATH: config.service.max_alarm_body_bytes})
+    app.add_middleware(
+        BodyLimit,
+        default_bytes=config.service.max_body_bytes,
+        route_bytes={ALARMS_PATH: config.service.max_alarm_body_bytes},
+    )
     app.add_middleware(RequestIds)
     app.add_middleware(metrics.RequestMetrics)
     for error in HANDLED:
@@ -85,8 +88,14 @@ def mes_router(service: Service) -> APIRouter:
     """The MES webhook: its own signatures instead of tokens; its alarms run as headless runs."""
     config = service.config
     handle = alarm_handler(service.runs, config.service.max_concurrent_alarms, alarm_retry_after_s(config))
-    return build_mes_router(config.mes.secrets, handle, service.work_orders, known_devices=list(config.devices),
-                            tolerance_s=config.mes.tolerance_s, replay_ttl_s=config.mes.replay_ttl_s)
+    return build_mes_router(
+        config.mes.secrets,
+        handle,
+        service.work_orders,
+        known_devices=list(config.devices),
+        tolerance_s=config.mes.tolerance_s,
+        replay_ttl_s=config.mes.replay_ttl_s,
+    )
 
 
 def alarm_retry_after_s(config: Config) -> int:

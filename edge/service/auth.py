@@ -31,8 +31,11 @@ def require(role: Role, tokens: Sequence[str]) -> Callable[..., None]:
 
     def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
         if credentials is None:
-            raise HTTPException(401, f"missing token: send 'Authorization: Bearer <{role} token>'",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401,
+                f"missing token: send 'Authorization: Bearer <{role} token>'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         if not token_matches(credentials.credentials, tokens):
             raise HTTPException(401, f"invalid {role} token", headers={"WWW-Authenticate": "Bearer"})
 

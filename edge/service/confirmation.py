@@ -67,15 +67,25 @@ class Confirmations:
             raise NothingToConfirm(f"run {run_id} proposed no work order")
         step, proposed = ref
         if proposed.get("work_order_status") != "pending_confirmation":
-            raise NothingToConfirm(f"run {run_id}'s work order {proposed.get('work_order_id')} needs no "
-                                   f"confirmation (status {proposed.get('work_order_status')})")
-        ctx = ToolContext(request_id=request_id, run_id=run_id, loop_step=step.n, actor="technician",
-                          require_confirmation=True, confirmed=True,
-                          evidence=tuple(evidence_of([o for o in record.observations if o.loop_step < step.n])))
+            raise NothingToConfirm(
+                f"run {run_id}'s work order {proposed.get('work_order_id')} needs no "
+                f"confirmation (status {proposed.get('work_order_status')})"
+            )
+        ctx = ToolContext(
+            request_id=request_id,
+            run_id=run_id,
+            loop_step=step.n,
+            actor="technician",
+            require_confirmation=True,
+            confirmed=True,
+            evidence=tuple(evidence_of([o for o in record.observations if o.loop_step < step.n])),
+        )
         observation = self.registry.call(WORK_ORDER_TOOL, step.args, ctx, f"confirm-{step.n}")
         metrics.TOOL_CALLS.labels(WORK_ORDER_TOOL, observation.status).inc()
-        order = next((item.fields for item in observation.content
-                      if item.kind == "ref" and item.fields.get("work_order_id")), None)
+        order = next(
+            (item.fields for item in observation.content if item.kind == "ref" and item.fields.get("work_order_id")),
+            None,
+        )
         if observation.status != "ok" or order is None:
             raise OrderRefused(observation.error_code, " ".join(item.text for item in observation.content if item.text))
         return order
@@ -83,5 +93,9 @@ class Confirmations:
 
 def order_fields(order: WorkOrder) -> dict[str, Any]:
     """An existing order as the work-order tool describes one it returns rather than creates."""
-    return {"work_order_id": order.id, "work_order_status": order.status, "created": False,
-            **order.model_dump(include={"device_id", "fault_code", "title", "summary", "priority", "created_at"})}
+    return {
+        "work_order_id": order.id,
+        "work_order_status": order.status,
+        "created": False,
+        **order.model_dump(include={"device_id", "fault_code", "title", "summary", "priority", "created_at"}),
+    }

@@ -53,8 +53,11 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._wait_for_request()
         if len(self.connections) > self.max_connections:
-            waiting = [c for c in self.connections
-                       if isinstance(c, GuardedH11Protocol) and c.waiting() and not c.transport.is_closing()]
+            waiting = [
+                c
+                for c in self.connections
+                if isinstance(c, GuardedH11Protocol) and c.waiting() and not c.transport.is_closing()
+            ]
             # This connection waits too, but it is the newest: it is dropped only when nothing else waits.
             victim = min(waiting, key=lambda c: c._waiting_since, default=self)
             metrics.CONNECTIONS_DROPPED.labels("connection_limit").inc()
@@ -88,8 +91,11 @@ class GuardedH11Protocol(H11Protocol):
 
 
 def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[GuardedH11Protocol]:
-    return type("GuardedH11Protocol", (GuardedH11Protocol,),
-                {"header_timeout_s": header_timeout_s, "max_connections": max_connections})
+    return type(
+        "GuardedH11Protocol",
+        (GuardedH11Protocol,),
+        {"header_timeout_s": header_timeout_s, "max_connections": max_connections},
+    )
 
 
 def connection_limit(wanted: int) -> int:
@@ -105,8 +111,13 @@ def connection_limit(wanted: int) -> int:
             pass  # e.g. the unit's SystemCallFilter forbids it: LimitNOFILE= is the way there
     if soft != resource.RLIM_INFINITY and soft < needed:
         fitted = max(16, soft - FD_RESERVE)
-        log.warning("open-file limit %d leaves room for %d client connections, not max_connections=%d: "
-                    "raise LimitNOFILE (systemd) or `ulimit -n`", soft, fitted, wanted)
+        log.warning(
+            "open-file limit %d leaves room for %d client connections, not max_connections=%d: "
+            "raise LimitNOFILE (systemd) or `ulimit -n`",
+            soft,
+            fitted,
+            wanted,
+        )
         return fitted
     return wanted
 
@@ -114,5 +125,4 @@ def connection_limit(wanted: int) -> int:
 def uvicorn_config(app: Any, service: ServiceConfig, host: str, port: int, **options: Any) -> uvicorn.Config:
     limit_repeated_errors()
     protocol = guarded_protocol(service.header_timeout_s, connection_limit(service.max_connections))
-    return uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=service.keep_alive_s,
-                          **options)
+    return uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=service.keep_alive_s, **options)

@@ -54,18 +54,30 @@ class OrderRefused(RunError):
     """The work-order tool refused the confirmed proposal; `error_code` is the observation's."""
 
     def __init__(self, error_code: str | None, text: str):
-        super().__init__(f"the work-order tool refused the order ({error_code or 'no order returned'})"
-                         + (f": {text}" if text else ""))
+        super().__init__(
+            f"the work-order tool refused the order ({error_code or 'no order returned'})"
+            + (f": {text}" if text else "")
+        )
         self.error_code = error_code
 
 
 STATUS: dict[type[Exception], int] = {
-    RunNotFound: 404, RunStillRunning: 409, RunFinished: 409, NothingToConfirm: 409, OrderGone: 409,
+    RunNotFound: 404,
+    RunStillRunning: 409,
+    RunFinished: 409,
+    NothingToConfirm: 409,
+    OrderGone: 409,
     UnknownDevice: 422,
-    ManualNotFound: 404, PageNotFound: 404, EntryNotFound: 404, SourceUnavailable: 409, IndexUnavailable: 503,
+    ManualNotFound: 404,
+    PageNotFound: 404,
+    EntryNotFound: 404,
+    SourceUnavailable: 409,
+    IndexUnavailable: 503,
     # A move the order's lifecycle does not allow now is a conflict with its state (409); a request that
     # could never be right (a fix on a move that does not close the order, an unknown status) is 422.
-    WorkOrderNotFound: 404, IllegalTransition: 409, WorkOrderError: 422,
+    WorkOrderNotFound: 404,
+    IllegalTransition: 409,
+    WorkOrderError: 422,
 }
 # The work-order tool runs in this process, so its refusals are ours to classify, not a bad gateway's.
 # The stored proposal no longer fits the tool (arguments) or the plant (device removed since the run).

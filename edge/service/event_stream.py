@@ -28,8 +28,11 @@ async def _encoded(events: AsyncIterator[tuple[int, RunEvent]]) -> AsyncIterator
 
 def event_stream(events: AsyncIterator[tuple[int, RunEvent]], headers: dict[str, str]) -> StreamingResponse:
     # X-Accel-Buffering: a reverse proxy (nginx) would otherwise hold events back until its buffer fills.
-    return StreamingResponse(_encoded(events), media_type=MEDIA_TYPE,
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers})
+    return StreamingResponse(
+        _encoded(events),
+        media_type=MEDIA_TYPE,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+    )
 
 
 def event_stream_responses(description: str) -> dict[int | str, dict[str, Any]]:
@@ -37,10 +40,17 @@ def event_stream_responses(description: str) -> dict[int | str, dict[str, Any]]:
     members are in the spec's components because `GET /v1/runs/{run_id}/events` returns them."""
     data = RUN_EVENT.json_schema(ref_template="#/components/schemas/{model}", mode="serialization")
     data.pop("$defs")
-    item = {"type": "object", "required": ["event", "data", "id"], "properties": {
-        "event": {"type": "string", "description": "the event's `type`"},
-        "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
-        "id": {"type": "string", "description": "the event's number in the run, from 0; send the last one "
-                                                "received as Last-Event-ID to resume"},
-    }}
+    item = {
+        "type": "object",
+        "required": ["event", "data", "id"],
+        "properties": {
+            "event": {"type": "string", "description": "the event's `type`"},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
+            "id": {
+                "type": "string",
+                "description": "the event's number in the run, from 0; send the last one "
+                "received as Last-Event-ID to resume",
+            },
+        },
+    }
     return {200: {"description": description, "content": {MEDIA_TYPE: {"itemSchema": item}}}}

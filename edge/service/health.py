@@ -109,8 +109,13 @@ class Readiness:
             devices[device_id] = {
                 "ok": fresh,
                 "detail": f"PLC {endpoint[0]}:{endpoint[1]} not reachable; "
-                          + (f"cache fresh (oldest {max(ages) / 1000:.0f} s)" if fresh
-                             else "cache stale or empty" if ages else "no cached readings"),
+                + (
+                    f"cache fresh (oldest {max(ages) / 1000:.0f} s)"
+                    if fresh
+                    else "cache stale or empty"
+                    if ages
+                    else "no cached readings"
+                ),
             }
         return {"ok": all(d["ok"] for d in devices.values()), "devices": devices}
 
@@ -120,20 +125,30 @@ class Readiness:
             return {"ok": True, "mode": "degraded", "detail": "no LLM configured: the rules planner answers"}
         breaker = self.llm_breaker.snapshot() if self.llm_breaker is not None else None
         if breaker is not None and breaker["state"] != "closed":
-            return {"ok": True, "mode": "degraded", "breaker": breaker,
-                    "detail": f"LLM circuit breaker {breaker['state'].replace('_', '-')} after "
-                              f"{breaker['consecutive_failures']} failures ({breaker['last_error']}): the rules "
-                              f"planner answers; next probe in {breaker['retry_in_s']:g} s"}
+            return {
+                "ok": True,
+                "mode": "degraded",
+                "breaker": breaker,
+                "detail": f"LLM circuit breaker {breaker['state'].replace('_', '-')} after "
+                f"{breaker['consecutive_failures']} failures ({breaker['last_error']}): the rules "
+                f"planner answers; next probe in {breaker['retry_in_s']:g} s",
+            }
         return {**self._probe_llm(url), **({"breaker": breaker} if breaker is not None else {})}
 
     def _probe_llm(self, url: str) -> dict[str, Any]:
         try:
-            response = httpx.get(f"{url.rstrip('/')}/models", timeout=PROBE_TIMEOUT_S,
-                                 headers={"Authorization": f"Bearer {self.config.llm.api_key}"} if self.config.llm.api_key else {})
+            response = httpx.get(
+                f"{url.rstrip('/')}/models",
+                timeout=PROBE_TIMEOUT_S,
+                headers={"Authorization": f"Bearer {self.config.llm.api_key}"} if self.config.llm.api_key else {},
+            )
             response.raise_for_status()
         except httpx.HTTPError as exc:
-            return {"ok": True, "mode": "degraded",
-                    "detail": f"LLM not reachable ({type(exc).__name__}): the rules planner answers until it is back"}
+            return {
+                "ok": True,
+                "mode": "degraded",
+                "detail": f"LLM not reachable ({type(exc).__name__}): the rules planner answers until it is back",
+            }
         return {"ok": True, "mode": "llm", "detail": f"LLM answers ({self.config.llm.model})"}
 
 

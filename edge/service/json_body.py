@@ -28,8 +28,12 @@ def json_body(model: type[Model]) -> Callable[[Request], Awaitable[Model]]:
         except ValidationError as exc:
             # FastAPI's 422 shape, each error naming its field under `loc`; without the input, which may be
             # bytes that are not UTF-8 (unencodable as JSON) or a whole oversized field echoed back.
-            raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in exc.errors(
-                include_url=False, include_context=False, include_input=False)]) from None
+            raise RequestValidationError(
+                [
+                    {**error, "loc": ("body", *error["loc"])}
+                    for error in exc.errors(include_url=False, include_context=False, include_input=False)
+                ]
+            ) from None
 
     return read
 

@@ -71,8 +71,9 @@ class MesStatusChange(StatusChange):
 
     model_config = ConfigDict(extra="ignore")
 
-    work_order_id: str = Field(min_length=1, max_length=64, description="the order's id as fixloop gave it, e.g. "
-                                                                        "WO-3F9A1C2B7D4E5F60")
+    work_order_id: str = Field(
+        min_length=1, max_length=64, description="the order's id as fixloop gave it, e.g. WO-3F9A1C2B7D4E5F60"
+    )
 
 
 def build_mes_router(
@@ -107,11 +108,14 @@ def build_mes_router(
         except WebhookInProgress as exc:
             return JSONResponse({"detail": str(exc)}, status_code=409, headers={"retry-after": "1"})
         if earlier is not None:
-            return JSONResponse(earlier["body"], status_code=earlier["status_code"], headers={"webhook-replayed": "true"})
+            return JSONResponse(
+                earlier["body"], status_code=earlier["status_code"], headers={"webhook-replayed": "true"}
+            )
         return None
 
-    async def handled(request: Request, parse: Callable[[bytes], Any],
-                      act: Callable[[Any], dict[str, Any]], failed: str) -> JSONResponse:
+    async def handled(
+        request: Request, parse: Callable[[bytes], Any], act: Callable[[Any], dict[str, Any]], failed: str
+    ) -> JSONResponse:
         """Verify, parse, claim the webhook-id, act once (off the event loop), store the answer for replays.
         A refused or failed action releases the claim, so a retry of this webhook-id is handled afresh."""
         now = clock()
@@ -137,8 +141,12 @@ def build_mes_router(
 
     @router.post(ALARMS_PATH)
     async def receive_alarm(request: Request) -> JSONResponse:
-        return await handled(request, lambda body: MesAlarm.model_validate_json(body, context=alarm_context),
-                             handle_alarm, "alarm handling")
+        return await handled(
+            request,
+            lambda body: MesAlarm.model_validate_json(body, context=alarm_context),
+            handle_alarm,
+            "alarm handling",
+        )
 
     def change_status(change: MesStatusChange) -> dict[str, Any]:
         order = store.set_status(change.work_order_id, change.status, "mes", change.fix())
@@ -167,4 +175,3 @@ def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
     for error in exc.errors(include_url=False, include_input=False, include_context=False):
         errors.append({"loc": ["body", *error["loc"]], "msg": error["msg"], "type": error["type"]})
     return errors
-

@@ -18,42 +18,70 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from edge.actions import ToolCall
 from edge.run_record import RunRecord
 
-REQUESTS = Counter("fixloop_http_requests_total", "HTTP requests by endpoint and status.",
-                   ["method", "endpoint", "status"])
-REQUEST_SECONDS = Histogram("fixloop_http_request_duration_seconds",
-                            "Time until the response was complete (for a run stream: the whole run).",
-                            ["method", "endpoint"],
-                            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5, 10))
-FIRST_EVENT_SECONDS = Histogram("fixloop_first_event_seconds",
-                                "From a run request to its first event on the stream (technicians wait ~1.5 s).",
-                                buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5))
+REQUESTS = Counter(
+    "fixloop_http_requests_total", "HTTP requests by endpoint and status.", ["method", "endpoint", "status"]
+)
+REQUEST_SECONDS = Histogram(
+    "fixloop_http_request_duration_seconds",
+    "Time until the response was complete (for a run stream: the whole run).",
+    ["method", "endpoint"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5, 10),
+)
+FIRST_EVENT_SECONDS = Histogram(
+    "fixloop_first_event_seconds",
+    "From a run request to its first event on the stream (technicians wait ~1.5 s).",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5),
+)
 RUNS = Counter("fixloop_runs_total", "Finished runs by actor and termination reason.", ["actor", "reason"])
 ACTIVE_RUNS = Gauge("fixloop_active_runs", "Runs executing now.")
-LOOP_STEPS = Histogram("fixloop_loop_step", "Steps per run (over 5 means the prompt or a tool needs work).",
-                       buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15))
-RUN_SECONDS = Histogram("fixloop_run_duration_seconds", "Wall time of a run.",
-                        buckets=(0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10))
+LOOP_STEPS = Histogram(
+    "fixloop_loop_step",
+    "Steps per run (over 5 means the prompt or a tool needs work).",
+    buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15),
+)
+RUN_SECONDS = Histogram(
+    "fixloop_run_duration_seconds", "Wall time of a run.", buckets=(0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10)
+)
 TOOL_CALLS = Counter("fixloop_tool_calls_total", "Tool calls by tool and observation status.", ["tool", "status"])
-REPEATED_CALLS = Counter("fixloop_repeated_calls_total",
-                         "Tool calls repeating an earlier call of the same run with the same arguments.", ["tool"])
+REPEATED_CALLS = Counter(
+    "fixloop_repeated_calls_total",
+    "Tool calls repeating an earlier call of the same run with the same arguments.",
+    ["tool"],
+)
 PLANNER_STEPS = Counter("fixloop_planner_steps_total", "Planner decisions by planner.", ["planner"])
 FORMAT_ERRORS = Counter("fixloop_format_errors_total", "LLM replies that could not be read as an action.")
 DEGRADED_RUNS = Counter("fixloop_degraded_runs_total", "Runs answered (wholly or partly) by the rules planner.")
-LLM_FALLBACKS = Counter("fixloop_llm_fallbacks_total",
-                        "Runs handed from the LLM to the rules planner, by reason (see FallbackReason).", ["reason"])
-REJECTED_ANSWERS = Counter("fixloop_answers_rejected_total",
-                           "Final answers not shown because they failed verification against the run's "
-                           "observations, by the planner that wrote them.", ["planner"])
-LLM_SECONDS = Histogram("fixloop_llm_latency_seconds", "Latency of one LLM request.",
-                        buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2.5, 5))
+LLM_FALLBACKS = Counter(
+    "fixloop_llm_fallbacks_total",
+    "Runs handed from the LLM to the rules planner, by reason (see FallbackReason).",
+    ["reason"],
+)
+REJECTED_ANSWERS = Counter(
+    "fixloop_answers_rejected_total",
+    "Final answers not shown because they failed verification against the run's "
+    "observations, by the planner that wrote them.",
+    ["planner"],
+)
+LLM_SECONDS = Histogram(
+    "fixloop_llm_latency_seconds",
+    "Latency of one LLM request.",
+    buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2.5, 5),
+)
 LLM_TOKENS = Counter("fixloop_llm_tokens_total", "LLM tokens by kind (prompt, completion, shared_prefix).", ["kind"])
-CONFIRMATIONS = Counter("fixloop_work_order_confirmations_total",
-                        "Work orders confirmed by a technician; created=false means one was already open.", ["created"])
-CONNECTIONS_DROPPED = Counter("fixloop_http_connections_dropped_total",
-                              "Client connections closed by the server: a request head too slow "
-                              "(header_timeout) or the oldest waiting one past max_connections.", ["reason"])
-ALARMS_REFUSED = Counter("fixloop_mes_alarms_refused_total",
-                         "MES alarms answered 503 because max_concurrent_alarms were running.")
+CONFIRMATIONS = Counter(
+    "fixloop_work_order_confirmations_total",
+    "Work orders confirmed by a technician; created=false means one was already open.",
+    ["created"],
+)
+CONNECTIONS_DROPPED = Counter(
+    "fixloop_http_connections_dropped_total",
+    "Client connections closed by the server: a request head too slow "
+    "(header_timeout) or the oldest waiting one past max_connections.",
+    ["reason"],
+)
+ALARMS_REFUSED = Counter(
+    "fixloop_mes_alarms_refused_total", "MES alarms answered 503 because max_concurrent_alarms were running."
+)
 OUTBOX_BACKLOG = Gauge("fixloop_outbox_backlog", "Outbox rows not yet delivered to the MES, by status.", ["status"])
 
 

@@ -16,7 +16,9 @@ class RequestIds:
             await self.app(scope, receive, send)
             return
         sent = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = sent if sent and len(sent) <= 64 and sent.replace("-", "").isalnum() else f"req-{uuid.uuid4().hex[:12]}"
+        request_id = (
+            sent if sent and len(sent) <= 64 and sent.replace("-", "").isalnum() else f"req-{uuid.uuid4().hex[:12]}"
+        )
         scope.setdefault("state", {})["request_id"] = request_id
 
         async def send_with_id(message: Message) -> None:

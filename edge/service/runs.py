@@ -97,8 +97,9 @@ class LiveRun:
 
 
 class RunManager:
-    def __init__(self, agent: Agent, store: RunStore, workers: int,
-                 on_record: Callable[[RunRecord], None] = metrics.observe_run):
+    def __init__(
+        self, agent: Agent, store: RunStore, workers: int, on_record: Callable[[RunRecord], None] = metrics.observe_run
+    ):
         self.agent = agent
         self.store = store
         self._on_record = on_record
@@ -191,9 +192,13 @@ class RunManager:
         stopped = live.done.wait(TAKEOVER_GRACE_S + self.agent.config.llm.timeout_s)
         record = live.record
         termination = record.termination if record else None
-        return TakeoverResult(run_id=run_id, stopped=stopped, record=record,
-                              taken_over=bool(termination and termination.reason == "takeover"),
-                              pending_action=termination.pending_action if termination else None)
+        return TakeoverResult(
+            run_id=run_id,
+            stopped=stopped,
+            record=record,
+            taken_over=bool(termination and termination.reason == "takeover"),
+            pending_action=termination.pending_action if termination else None,
+        )
 
     def close(self) -> None:
         with self._lock:

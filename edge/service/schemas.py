@@ -16,13 +16,21 @@ SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 class AskBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=2000, description="what the technician asks, in English or Chinese",
-                          examples=["Press-3 shows E102, what should I do?"])
-    device_id: str | None = Field(default=None, description="device id as configured, e.g. press-3; optional",
-                                  examples=["press-3"])
-    session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN,
-                                   description="earlier runs of this session are summarised for follow-ups; "
-                                               "omit to start a new session (its id comes back in X-Session-ID)")
+    question: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="what the technician asks, in English or Chinese",
+        examples=["Press-3 shows E102, what should I do?"],
+    )
+    device_id: str | None = Field(
+        default=None, description="device id as configured, e.g. press-3; optional", examples=["press-3"]
+    )
+    session_id: str | None = Field(
+        default=None,
+        pattern=SESSION_ID_PATTERN,
+        description="earlier runs of this session are summarised for follow-ups; "
+        "omit to start a new session (its id comes back in X-Session-ID)",
+    )
 
     @field_validator("question")
     @classmethod
@@ -37,8 +45,9 @@ class StatusChange(Fix):
     """A work order's next status; closing it (done, cancelled) may say what was found and done (`Fix`).
     The tablet's body (`POST /v1/work-orders/{id}/status`) as it is; the MES's adds the order's id."""
 
-    status: OrderStatus = Field(description="the status to move to: acknowledged, in_progress, then done; "
-                                            "or cancelled", examples=["done"])
+    status: OrderStatus = Field(
+        description="the status to move to: acknowledged, in_progress, then done; or cancelled", examples=["done"]
+    )
 
     @model_validator(mode="after")
     def _fix_only_when_closing(self) -> StatusChange:

@@ -17,10 +17,20 @@ from edge.service.connections import uvicorn_config
 
 
 class ServerThread:
-    def __init__(self, app: FastAPI, host: str, port: int, log_level: str = "warning",
-                 limits: ServiceConfig | None = None):
-        self.server = uvicorn.Server(uvicorn_config(app, limits or ServiceConfig(), host, port, log_level=log_level,
-                                                    access_log=False, timeout_graceful_shutdown=5))
+    def __init__(
+        self, app: FastAPI, host: str, port: int, log_level: str = "warning", limits: ServiceConfig | None = None
+    ):
+        self.server = uvicorn.Server(
+            uvicorn_config(
+                app,
+                limits or ServiceConfig(),
+                host,
+                port,
+                log_level=log_level,
+                access_log=False,
+                timeout_graceful_shutdown=5,
+            )
+        )
         self.thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
         self.host = host
         self.port = port

@@ -62,11 +62,18 @@ class Service:
         session_id = session_id or new_id("ses")
         earlier = self.run_store.session_records(session_id, SESSION_SUMMARY_RUNS)
         require_confirmation = self.config.work_orders.require_confirmation
-        return self.runs.start(RunRequest(
-            question=question, device_id=device_id, session_id=session_id, session=session_context(earlier),
-            actor="technician", require_confirmation=require_confirmation, propose_work_order=require_confirmation,
-            request_id=request_id,
-        ))
+        return self.runs.start(
+            RunRequest(
+                question=question,
+                device_id=device_id,
+                session_id=session_id,
+                session=session_context(earlier),
+                actor="technician",
+                require_confirmation=require_confirmation,
+                propose_work_order=require_confirmation,
+                request_id=request_id,
+            )
+        )
 
     def close(self) -> None:
         self.runs.close()

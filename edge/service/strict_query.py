@@ -30,5 +30,9 @@ async def known_query_only(request: Request) -> None:
     unknown = sorted(set(request.query_params) - declared)
     if unknown:
         takes = f"this endpoint takes {', '.join(sorted(declared))}" if declared else "this endpoint takes none"
-        raise RequestValidationError([{"loc": ("query", name), "type": "extra_forbidden",
-                                       "msg": f"unknown query parameter; {takes}"} for name in unknown])
+        raise RequestValidationError(
+            [
+                {"loc": ("query", name), "type": "extra_forbidden", "msg": f"unknown query parameter; {takes}"}
+                for name in unknown
+            ]
+        )

@@ -24,9 +24,13 @@ def demo_manuals() -> dict[str, ManualDoc]:
     for machine in content["machines"]:
         for version in content["versions"]:
             for lang in content["languages"]:
-                faults = [f for f in machine["faults"] if version_order(f.get("since", version)) <= version_order(version)]
-                entries = {layout: [_entry(f, version, lang) for f in faults if f["layout"] == layout]
-                           for layout in ("table", "text")}
+                faults = [
+                    f for f in machine["faults"] if version_order(f.get("since", version)) <= version_order(version)
+                ]
+                entries = {
+                    layout: [_entry(f, version, lang) for f in faults if f["layout"] == layout]
+                    for layout in ("table", "text")
+                }
                 name = f"{machine['slug']}_{version.lower()}_{lang}.pdf"
                 manuals[name] = ManualDoc(
                     title=machine["title"][lang],
@@ -67,5 +71,6 @@ def build_demo_index(state_dir: Path, model_path: str | None = None, index_path:
 
 def _entry(fault: dict[str, Any], version: str, lang: str) -> FaultEntry:
     text = {**fault[lang], **fault.get("changes", {}).get(version, {}).get(lang, {})}
-    return FaultEntry(code=fault["code"], title=text["title"], symptom=text["symptom"],
-                      cause=text["cause"], steps=list(text["steps"]))
+    return FaultEntry(
+        code=fault["code"], title=text["title"], symptom=text["symptom"], cause=text["cause"], steps=list(text["steps"])
+    )

@@ -33,14 +33,36 @@ class Labels(TypedDict):
 
 
 LABELS: dict[str, Labels] = {
-    "en": {"vendor": "Vendor", "model": "Model", "version": "Version", "valid_for": "Valid for",
-           "safety": "1 Safety notes", "table": "2 Fault code overview", "text": "3 Fault procedures",
-           "columns": ("Code", "Name", "Cause", "Remedy"), "symptom": "Symptom", "cause": "Cause",
-           "remedy": "Remedy", "page": "Page {n} of {total}", "appendix": "Appendix A — Hydraulic and electrical diagrams (scanned)"},
-    "zh": {"vendor": "厂商", "model": "型号", "version": "版本", "valid_for": "适用范围",
-           "safety": "1 安全须知", "table": "2 故障代码一览表", "text": "3 故障处理",
-           "columns": ("代码", "名称", "原因", "处理方法"), "symptom": "现象", "cause": "原因",
-           "remedy": "处理方法", "page": "第 {n} 页 / 共 {total} 页", "appendix": "附录 A — 液压和电气图（扫描件）"},
+    "en": {
+        "vendor": "Vendor",
+        "model": "Model",
+        "version": "Version",
+        "valid_for": "Valid for",
+        "safety": "1 Safety notes",
+        "table": "2 Fault code overview",
+        "text": "3 Fault procedures",
+        "columns": ("Code", "Name", "Cause", "Remedy"),
+        "symptom": "Symptom",
+        "cause": "Cause",
+        "remedy": "Remedy",
+        "page": "Page {n} of {total}",
+        "appendix": "Appendix A — Hydraulic and electrical diagrams (scanned)",
+    },
+    "zh": {
+        "vendor": "厂商",
+        "model": "型号",
+        "version": "版本",
+        "valid_for": "适用范围",
+        "safety": "1 安全须知",
+        "table": "2 故障代码一览表",
+        "text": "3 故障处理",
+        "columns": ("代码", "名称", "原因", "处理方法"),
+        "symptom": "现象",
+        "cause": "原因",
+        "remedy": "处理方法",
+        "page": "第 {n} 页 / 共 {total} 页",
+        "appendix": "附录 A — 液压和电气图（扫描件）",
+    },
 }
 CSS = """
 body { font-family: sans-serif; font-size: 10pt; }

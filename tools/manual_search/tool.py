@@ -28,22 +28,30 @@ class ManualSearchInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fault_code: str | None = Field(
-        default=None, max_length=40, examples=["E102"],
+        default=None,
+        max_length=40,
+        examples=["E102"],
         description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1, Err-07, XX204, DRV_FAULT",
     )
     query: str | None = Field(
-        default=None, max_length=300, examples=["the motor is hot"],
+        default=None,
+        max_length=300,
+        examples=["the motor is hot"],
         description="symptom in the technician's words when no code is shown, e.g. 'the motor is hot', '电机过热'",
     )
     device_id: str | None = Field(
-        default=None, max_length=64, description="device id from the plant list, e.g. press-3, cnc-7; "
-                                                 "gives the meaning of the code on that machine",
+        default=None,
+        max_length=64,
+        description="device id from the plant list, e.g. press-3, cnc-7; gives the meaning of the code on that machine",
     )
     language: Literal["en", "zh"] | None = Field(
-        default=None, description="edition to quote for a fault code: zh when the question is in Chinese, else en",
+        default=None,
+        description="edition to quote for a fault code: zh when the question is in Chinese, else en",
     )
     manual_version: str | None = Field(
-        default=None, max_length=16, description="manual version, e.g. V1.2 or V2.1; leave out for the newest",
+        default=None,
+        max_length=16,
+        description="manual version, e.g. V1.2 or V2.1; leave out for the newest",
     )
 
     @field_validator("fault_code", "query", "device_id", "manual_version")
@@ -66,19 +74,58 @@ class ManualSearchTool(Tool):
         "with manual file, page and version to cite."
     )
     input_model = ManualSearchInput
-    output_fields = frozenset({
-        "fault_code", "title", "manual", "manual_title", "version", "version_compatibility", "page", "score",
-        "match", "vendor", "model", "scope", "applies_to_device", "cause", "symptom", "n", "language",
-        "kind", "snippet", "ocr", "manual_id",
-    })
-    prompt_fields = frozenset({
-        "fault_code", "title", "manual", "version", "version_compatibility", "page", "match", "scope",
-        "applies_to_device", "cause", "n", "kind", "snippet", "ocr",
-    })
+    output_fields = frozenset(
+        {
+            "fault_code",
+            "title",
+            "manual",
+            "manual_title",
+            "version",
+            "version_compatibility",
+            "page",
+            "score",
+            "match",
+            "vendor",
+            "model",
+            "scope",
+            "applies_to_device",
+            "cause",
+            "symptom",
+            "n",
+            "language",
+            "kind",
+            "snippet",
+            "ocr",
+            "manual_id",
+        }
+    )
+    prompt_fields = frozenset(
+        {
+            "fault_code",
+            "title",
+            "manual",
+            "version",
+            "version_compatibility",
+            "page",
+            "match",
+            "scope",
+            "applies_to_device",
+            "cause",
+            "n",
+            "kind",
+            "snippet",
+            "ocr",
+        }
+    )
     timeout_s = 2.0
 
-    def __init__(self, index_path: Path, devices: dict[str, DeviceConfig], model_path: str | None,
-                 semantic_languages: tuple[str, ...] = ("en",)):
+    def __init__(
+        self,
+        index_path: Path,
+        devices: dict[str, DeviceConfig],
+        model_path: str | None,
+        semantic_languages: tuple[str, ...] = ("en",),
+    ):
         self._index = ManualIndex(Path(index_path), model_path=model_path, semantic_languages=tuple(semantic_languages))
         self._devices = devices
         self._warming: threading.Thread | None = None
@@ -113,8 +160,9 @@ class ManualSearchTool(Tool):
         degraded = False
         try:
             if args.fault_code is not None:
-                result = self._index.lookup(args.fault_code, scope, args.manual_version, language=args.language,
-                                            k=CODE_HITS)
+                result = self._index.lookup(
+                    args.fault_code, scope, args.manual_version, language=args.language, k=CODE_HITS
+                )
             else:
                 assert args.query is not None  # ManualSearchInput._one_of: no fault code means a symptom
                 if self.semantic_ready:
@@ -122,19 +170,22 @@ class ManualSearchTool(Tool):
                 else:
                     self._warm_in_background()
                     degraded = True
-                    result = self._index.search(args.query, scope, args.manual_version, k=SYMPTOM_HITS,
-                                                mode="lexical")
+                    result = self._index.search(args.query, scope, args.manual_version, k=SYMPTOM_HITS, mode="lexical")
         except IndexMissing as exc:
-            return ToolOutput.error("index_missing", str(exc),
-                                    "Answer without the manuals and say so; an operator must build the manual index.",
-                                    source=self.name)
+            return ToolOutput.error(
+                "index_missing",
+                str(exc),
+                "Answer without the manuals and say so; an operator must build the manual index.",
+                source=self.name,
+            )
         return _output(result, degraded)
 
     def _warm_in_background(self) -> None:
         with self._warm_lock:
             if self._warming is None or not self._warming.is_alive():
-                self._warming = threading.Thread(target=self._warm_unless_closed, name="manual-search-warm",
-                                                 daemon=True)
+                self._warming = threading.Thread(
+                    target=self._warm_unless_closed, name="manual-search-warm", daemon=True
+                )
                 self._warming.start()
 
     def _warm_unless_closed(self) -> None:
@@ -149,17 +200,27 @@ class ManualSearchTool(Tool):
 
 def _output(result: SearchResult, degraded: bool) -> ToolOutput:
     if result.status == "not_found":
-        return ToolOutput(status="not_found", items=[Item(kind="text", text=result.message)],
-                          suggestion=result.suggestion, confidence=0.0, source="manuals")
+        return ToolOutput(
+            status="not_found",
+            items=[Item(kind="text", text=result.message)],
+            suggestion=result.suggestion,
+            confidence=0.0,
+            source="manuals",
+        )
     items: list[Item] = []
     if result.message:
         items.append(Item(kind="text", text=result.message))
     for rank, hit in enumerate(result.hits):
         items.append(_ref(hit))
         if hit.match == "exact" or rank == 0:  # steps of the best symptom match only: the rest are candidates
-            items.extend(Item(kind="step", text=step, fields={"n": n, "page": hit.page, "manual": hit.manual,
-                                                               "version": hit.version})
-                         for n, step in enumerate(hit.steps, 1))
+            items.extend(
+                Item(
+                    kind="step",
+                    text=step,
+                    fields={"n": n, "page": hit.page, "manual": hit.manual, "version": hit.version},
+                )
+                for n, step in enumerate(hit.steps, 1)
+            )
     top = result.hits[0]
     confidence = top.score if top.applies_to_device is not False else min(top.score, 0.5)
     if top.ocr:  # text read from a scan: a letter may be wrong
@@ -167,8 +228,13 @@ def _output(result: SearchResult, degraded: bool) -> ToolOutput:
     suggestion = result.suggestion
     if degraded:
         suggestion = "Semantic search is still loading: these are keyword matches only; confirm with the fault code."
-    return ToolOutput(status="degraded" if degraded else "ok", items=items, confidence=confidence,
-                      suggestion=suggestion, source=f"{top.manual} p.{top.page}")
+    return ToolOutput(
+        status="degraded" if degraded else "ok",
+        items=items,
+        confidence=confidence,
+        suggestion=suggestion,
+        source=f"{top.manual} p.{top.page}",
+    )
 
 
 def _ref(hit: Hit) -> Item:
@@ -177,11 +243,25 @@ def _ref(hit: Hit) -> Item:
         kind="ref",
         text=f"{what} ({hit.scope}; {hit.manual}, p. {hit.page}, {hit.version}{', OCR' if hit.ocr else ''})",
         fields={
-            "fault_code": hit.fault_code, "title": hit.title, "manual": hit.manual, "manual_title": hit.manual_title,
-            "version": hit.version, "version_compatibility": hit.version_compatibility, "page": hit.page,
-            "score": hit.score, "match": hit.match, "vendor": hit.vendor, "model": hit.model, "scope": hit.scope,
-            "applies_to_device": hit.applies_to_device, "cause": hit.cause, "symptom": hit.symptom,
-            "language": hit.language, "kind": hit.kind, "snippet": hit.snippet, "ocr": hit.ocr,
+            "fault_code": hit.fault_code,
+            "title": hit.title,
+            "manual": hit.manual,
+            "manual_title": hit.manual_title,
+            "version": hit.version,
+            "version_compatibility": hit.version_compatibility,
+            "page": hit.page,
+            "score": hit.score,
+            "match": hit.match,
+            "vendor": hit.vendor,
+            "model": hit.model,
+            "scope": hit.scope,
+            "applies_to_device": hit.applies_to_device,
+            "cause": hit.cause,
+            "symptom": hit.symptom,
+            "language": hit.language,
+            "kind": hit.kind,
+            "snippet": hit.snippet,
+            "ocr": hit.ocr,
             # The manual's id in the index: with page (and fault_code for an entry) the app shows the page.
             "manual_id": hit.manual_sha256,
         },

@@ -43,4 +43,4 @@ class PlcConfig(BaseModel):
     def breaker_window_s(self, failures: int) -> float:
         """How long a breaker with this many consecutive failures stays open before the next probe."""
         doublings = min(max(0, failures - self.breaker_threshold), 32)
-        return min(self.breaker_open_s, self.breaker_first_open_s * 2.0 ** doublings)
+        return min(self.breaker_open_s, self.breaker_first_open_s * 2.0**doublings)

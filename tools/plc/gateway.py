@@ -68,7 +68,9 @@ class PlcGateway:
                 try:
                     self._store_live(device_id, sensor_id, value, ts_ms)
                 except sqlite3.Error:
-                    log.exception("plc_cache_write_failed %s/%s: returning the live value uncached", device_id, sensor_id)
+                    log.exception(
+                        "plc_cache_write_failed %s/%s: returning the live value uncached", device_id, sensor_id
+                    )
                 reading = self._reading(device, sensor, value, ts_ms, "Good", "live")
         metrics.READS.labels(device_id, sensor_id, reading.quality).inc()
         return reading
@@ -112,20 +114,34 @@ class PlcGateway:
         self.store.put_reading(device_id, sensor_id, value, ts_ms)
         self.breakers.succeeded(device_id, sensor_id)
 
-    def _from_cache(self, device: DeviceConfig, sensor: SensorConfig, reason: str, probe_after_ms: int | None = None) -> Reading:
+    def _from_cache(
+        self, device: DeviceConfig, sensor: SensorConfig, reason: str, probe_after_ms: int | None = None
+    ) -> Reading:
         cached = self.store.get_reading(device.id, sensor.id)
         ts_ms = None if cached is None else cached.ts_ms
         quality = fallback_quality(self._age_s(ts_ms), self.config.cache_max_age_s)
         # Too old or missing: withheld, not guessed; the timestamp still tells how old the last value was.
         value = cached.value if cached is not None and quality != "BadNoCommunication" else None
         return self._reading(
-            device, sensor, value, ts_ms, quality, "cache_fallback",
-            fallback_reason=reason, breaker_probe_after_ms=probe_after_ms,
+            device,
+            sensor,
+            value,
+            ts_ms,
+            quality,
+            "cache_fallback",
+            fallback_reason=reason,
+            breaker_probe_after_ms=probe_after_ms,
         )
 
     def _reading(
-        self, device: DeviceConfig, sensor: SensorConfig, value: float | None, ts_ms: int | None,
-        quality: Quality, source: Source, **extra: Any,
+        self,
+        device: DeviceConfig,
+        sensor: SensorConfig,
+        value: float | None,
+        ts_ms: int | None,
+        quality: Quality,
+        source: Source,
+        **extra: Any,
     ) -> Reading:
         age_s = self._age_s(ts_ms)
         return Reading(
@@ -206,5 +222,11 @@ def breaker_states(config: PlcConfig, cache_path: Path) -> list[BreakerState]:
 
 
 def _breaker_state(row: BreakerRow, reopen_at_ms: int | None) -> BreakerState:
-    return BreakerState(device_id=row.device_id, sensor=row.sensor, state=row.state, failures=row.failures,
-                        opened_at_ms=row.opened_at_ms, reopen_at_ms=reopen_at_ms)
+    return BreakerState(
+        device_id=row.device_id,
+        sensor=row.sensor,
+        state=row.state,
+        failures=row.failures,
+        opened_at_ms=row.opened_at_ms,
+        reopen_at_ms=reopen_at_ms,
+    )

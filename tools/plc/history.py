@@ -43,8 +43,14 @@ class SensorHistory(BaseModel):
     trend: Trend
 
 
-def sensor_history(store: PlcStore, devices: Mapping[str, DeviceConfig], device_id: str, sensor_id: str,
-                   window_s: float = TREND_WINDOW_S, now_ms: int | None = None) -> SensorHistory:
+def sensor_history(
+    store: PlcStore,
+    devices: Mapping[str, DeviceConfig],
+    device_id: str,
+    sensor_id: str,
+    window_s: float = TREND_WINDOW_S,
+    now_ms: int | None = None,
+) -> SensorHistory:
     """The readings of the last `window_s` seconds up to `now_ms` (default: now).
 
     Raises `UnknownDevice` / `UnknownSensor` (both `ValueError`) for ids the plant does not have, and
@@ -59,10 +65,17 @@ def sensor_history(store: PlcStore, devices: Mapping[str, DeviceConfig], device_
     until_ms = current_ms() if now_ms is None else now_ms
     since_ms = until_ms - int(window_s * 1000)
     return SensorHistory.model_construct(
-        device_id=device_id, sensor=sensor_id, label=sensor.label or sensor_id, label_zh=sensor.label_zh,
-        unit=sensor.unit, alarm_low=sensor.alarm_low, alarm_high=sensor.alarm_high,
-        plausible_min=sensor.plausible_min, plausible_max=sensor.plausible_max,
-        since_ms=since_ms, until_ms=until_ms,
+        device_id=device_id,
+        sensor=sensor_id,
+        label=sensor.label or sensor_id,
+        label_zh=sensor.label_zh,
+        unit=sensor.unit,
+        alarm_low=sensor.alarm_low,
+        alarm_high=sensor.alarm_high,
+        plausible_min=sensor.plausible_min,
+        plausible_max=sensor.plausible_max,
+        since_ms=since_ms,
+        until_ms=until_ms,
         # Built from our own store and config: validating thousands of points again would cost more than the query.
         points=store.history(device_id, sensor_id, since_ms, until_ms),
         trend=recent_trend(store, device_id, sensor, until_ms),

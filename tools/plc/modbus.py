@@ -55,8 +55,9 @@ class ModbusReader:
             if queued_s <= _DEADLINE_SLACK_S:
                 raise
             # A PLC that answers in 0.3 s misses a deadline 0.2 s away: no sign of a fault.
-            raise PlcBusy(f"{exc}: the queue for {plc.host}:{plc.port} had taken {queued_s:.2f} s of the "
-                          f"{budget_s:g} s budget") from None
+            raise PlcBusy(
+                f"{exc}: the queue for {plc.host}:{plc.port} had taken {queued_s:.2f} s of the {budget_s:g} s budget"
+            ) from None
         finally:
             link.lock.release()
 
@@ -76,7 +77,9 @@ class ModbusReader:
                 link = self._links[key] = _Link(client)
             return link
 
-    def _read_locked(self, link: _Link, plc: PlcEndpoint, sensor: SensorConfig, deadline: float, where: str) -> list[int]:
+    def _read_locked(
+        self, link: _Link, plc: PlcEndpoint, sensor: SensorConfig, deadline: float, where: str
+    ) -> list[int]:
         reused = link.client.connected
         try:
             return self._attempt(link.client, plc, sensor, deadline, where)
@@ -92,7 +95,9 @@ class ModbusReader:
                     lost = again
             raise PlcUnreachable(f"connection to {plc.host}:{plc.port} lost: {lost}") from None
 
-    def _attempt(self, client: ModbusTcpClient, plc: PlcEndpoint, sensor: SensorConfig, deadline: float, where: str) -> list[int]:
+    def _attempt(
+        self, client: ModbusTcpClient, plc: PlcEndpoint, sensor: SensorConfig, deadline: float, where: str
+    ) -> list[int]:
         self._connect(client, plc, deadline)
         self._set_timeout(client, deadline, where)
         read = client.read_holding_registers if sensor.register_type == "holding" else client.read_input_registers

@@ -86,7 +86,11 @@ class Poller:
             return
         log.info(
             "plc_poll refreshed=%d no_communication=%d skipped=%d rejected=%d elapsed_s=%.3f",
-            report.refreshed, report.no_communication, report.skipped, len(report.rejected), report.elapsed_s,
+            report.refreshed,
+            report.no_communication,
+            report.skipped,
+            len(report.rejected),
+            report.elapsed_s,
         )
         if self._on_cycle is not None:
             try:

@@ -53,8 +53,12 @@ def apply_fault(sims: dict[str, SimulatorHandle], request: FaultRequest) -> None
     if request.device not in sims:
         raise KeyError(f"no simulated device {request.device!r}; simulated: {', '.join(sims)}")
     sim, device = sims[request.device], request.device
-    needs = {"exception": ("sensor",), "set_value": ("sensor", "value"), "drift": ("sensor", "target", "per_s"),
-             "slow": ("seconds",)}.get(request.fault, ())
+    needs = {
+        "exception": ("sensor",),
+        "set_value": ("sensor", "value"),
+        "drift": ("sensor", "target", "per_s"),
+        "slow": ("seconds",),
+    }.get(request.fault, ())
     missing = [name for name in needs if getattr(request, name) is None]
     if missing:
         raise ValueError(f"fault {request.fault!r} needs {', '.join(missing)}")

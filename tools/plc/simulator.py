@@ -243,7 +243,9 @@ class SimulatorHandle:
         try:
             await self._server.serve_forever(background=True)
         except RuntimeError:  # pymodbus' way of saying the address is taken or invalid
-            raise OSError(f"the simulator could not listen on {self.host}:{port} (in use, or not an address of this host)") from None
+            raise OSError(
+                f"the simulator could not listen on {self.host}:{port} (in use, or not an address of this host)"
+            ) from None
 
     async def _shutdown(self) -> None:
         await self._server.shutdown()
@@ -266,10 +268,19 @@ class SimulatorHandle:
         ) -> ExcCodes | None:
             return await self._answer(unit, function_code, start, address, count, registers, values)
 
-        return SimDevice(unit.device.plc.unit_id, simdata=(bits, list(bits), block("holding"), block("input")), action=action)
+        return SimDevice(
+            unit.device.plc.unit_id, simdata=(bits, list(bits), block("holding"), block("input")), action=action
+        )
 
     async def _answer(
-        self, unit: _UnitSim, function_code: int, start: int, address: int, count: int, registers: list[int], values: Any
+        self,
+        unit: _UnitSim,
+        function_code: int,
+        start: int,
+        address: int,
+        count: int,
+        registers: list[int],
+        values: Any,
     ) -> ExcCodes | None:
         with self._lock:
             unit.requests += 1
@@ -290,7 +301,7 @@ class SimulatorHandle:
                 if overlaps and sim.exception is not None:
                     return ExcCodes(sim.exception)
                 offset = sensor.address - start
-                registers[offset:offset + sensor.width] = encode(sensor, sim.value(now))
+                registers[offset : offset + sensor.width] = encode(sensor, sim.value(now))
         return None
 
     def _silent(self, unit: _UnitSim) -> bool:
@@ -308,7 +319,7 @@ class SimulatorHandle:
             return data
         byte_count = data[8] - 2
         length = 3 + byte_count
-        return data[:4] + length.to_bytes(2, "big") + data[6:8] + bytes([byte_count]) + data[9:9 + byte_count]
+        return data[:4] + length.to_bytes(2, "big") + data[6:8] + bytes([byte_count]) + data[9 : 9 + byte_count]
 
 
 def _listening_port(server: ModbusTcpServer) -> int:

@@ -88,8 +88,7 @@ BUSY_TIMEOUT_S = 5.0
 
 
 class PlcStore:
-    def __init__(self, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S,
-                 history: HistoryLimits = DEFAULT_HISTORY):
+    def __init__(self, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S, history: HistoryLimits = DEFAULT_HISTORY):
         self.history_limits = history
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

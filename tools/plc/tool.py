@@ -37,12 +37,14 @@ class PlcReadArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     device_id: str = Field(
-        min_length=1, max_length=80,
+        min_length=1,
+        max_length=80,
         description="Device id from the plant list, like press-3 or cnc-7.",
         examples=["press-3"],
     )
     sensor: str = Field(
-        min_length=1, max_length=80,
+        min_length=1,
+        max_length=80,
         description="Sensor id, like coolant_level or motor_temp; a listed synonym (English or Chinese) also works.",
         examples=["coolant_level"],
     )
@@ -58,14 +60,47 @@ class PlcReadTool(Tool):
         "with its slope per minute."
     )
     input_model = PlcReadArgs
-    output_fields = frozenset({
-        "device_id", "sensor", "label", "label_zh", "value", "unit", "ts_ms", "timestamp", "age_s", "quality", "source",
-        "is_outlier", "alarm", "plausible_range", "fallback_reason", "trend", "trend_slope_per_min", "trend_window_s",
-    })
-    prompt_fields = frozenset({
-        "device_id", "sensor", "value", "unit", "timestamp", "age_s", "quality", "source", "is_outlier", "alarm",
-        "plausible_range", "fallback_reason", "trend", "trend_slope_per_min", "trend_window_s",
-    })
+    output_fields = frozenset(
+        {
+            "device_id",
+            "sensor",
+            "label",
+            "label_zh",
+            "value",
+            "unit",
+            "ts_ms",
+            "timestamp",
+            "age_s",
+            "quality",
+            "source",
+            "is_outlier",
+            "alarm",
+            "plausible_range",
+            "fallback_reason",
+            "trend",
+            "trend_slope_per_min",
+            "trend_window_s",
+        }
+    )
+    prompt_fields = frozenset(
+        {
+            "device_id",
+            "sensor",
+            "value",
+            "unit",
+            "timestamp",
+            "age_s",
+            "quality",
+            "source",
+            "is_outlier",
+            "alarm",
+            "plausible_range",
+            "fallback_reason",
+            "trend",
+            "trend_slope_per_min",
+            "trend_window_s",
+        }
+    )
     timeout_s = 1.0
 
     def __init__(
@@ -130,8 +165,9 @@ class PlcReadTool(Tool):
             return recent_trend(self.gateway.store, reading.device_id, sensor, reading.ts_ms)
         except sqlite3.Error:
             # As with a failed cache write: the reading is worth more than its trend.
-            log.exception("plc_history_read_failed %s/%s: reading returned without its trend",
-                          reading.device_id, reading.sensor)
+            log.exception(
+                "plc_history_read_failed %s/%s: reading returned without its trend", reading.device_id, reading.sensor
+            )
             return None
 
     def _source(self, device_id: str) -> str:
@@ -141,14 +177,21 @@ class PlcReadTool(Tool):
     def _output(self, reading: Reading) -> ToolOutput:
         sensor = self.devices[reading.device_id].sensors[reading.sensor]
         trend = self._trend(reading)
-        item = Item(kind="ref", text=describe(reading, trend),
-                    fields={**_fields(reading), **_trend_fields(trend), "label_zh": sensor.label_zh})
+        item = Item(
+            kind="ref",
+            text=describe(reading, trend),
+            fields={**_fields(reading), **_trend_fields(trend), "label_zh": sensor.label_zh},
+        )
         source = self._source(reading.device_id)
         if reading.quality == "BadNoCommunication":
             return ToolOutput(
-                status="error", items=[item], source=source, confidence=0.0, error_code="no_communication",
+                status="error",
+                items=[item],
+                source=source,
+                confidence=0.0,
+                error_code="no_communication",
                 suggestion=f"Say that no current value of {reading.label} is available and why; "
-                           f"have the PLC connection of {reading.device_id} checked on site. Do not estimate a value.",
+                f"have the PLC connection of {reading.device_id} checked on site. Do not estimate a value.",
             )
         suggestion = OUTLIER_SUGGESTION if reading.is_outlier else None
         confidence = 0.2 if reading.is_outlier else CONFIDENCE[reading.quality]
@@ -180,8 +223,11 @@ def _fields(reading: Reading) -> dict[str, Any]:
 def _trend_fields(trend: Trend | None) -> dict[str, Any]:
     if trend is None:
         return {"trend": None, "trend_slope_per_min": None, "trend_window_s": None}
-    return {"trend": trend.direction, "trend_slope_per_min": trend.slope_per_min,
-            "trend_window_s": trend.window_s if trend.direction != "unknown" else None}
+    return {
+        "trend": trend.direction,
+        "trend_slope_per_min": trend.slope_per_min,
+        "trend_window_s": trend.window_s if trend.direction != "unknown" else None,
+    }
 
 
 def describe(reading: Reading, trend: Trend | None = None) -> str:

@@ -54,8 +54,12 @@ class MesConfig(BaseModel):
         if self.url and not self.secrets:
             raise ValueError("mes.url is set but mes.secrets is empty: deliveries must be signed")
         if self.lease_s <= self.timeout_s:
-            raise ValueError(f"lease_s ({self.lease_s}) must exceed timeout_s ({self.timeout_s}): a row's lease "
-                             "must outlast its request, or another worker posts it again")
+            raise ValueError(
+                f"lease_s ({self.lease_s}) must exceed timeout_s ({self.timeout_s}): a row's lease "
+                "must outlast its request, or another worker posts it again"
+            )
         if self.backoff_base_s > self.backoff_max_s:
-            raise ValueError(f"backoff_base_s ({self.backoff_base_s}) must not exceed backoff_max_s ({self.backoff_max_s})")
+            raise ValueError(
+                f"backoff_base_s ({self.backoff_base_s}) must not exceed backoff_max_s ({self.backoff_max_s})"
+            )
         return self

@@ -27,39 +27,66 @@ def same_model(devices: dict[str, DeviceConfig], device_id: str) -> list[str]:
     device = devices[device_id]
     if not device.model:
         return []
-    return [other.id for other in devices.values()
-            if other.id != device_id and (other.vendor, other.model) == (device.vendor, device.model)]
+    return [
+        other.id
+        for other in devices.values()
+        if other.id != device_id and (other.vendor, other.model) == (device.vendor, device.model)
+    ]
 
 
-def history_items(store: WorkOrderStore, devices: dict[str, DeviceConfig], device_id: str, fault_code: str,
-                  proposed: bool) -> list[Item]:
+def history_items(
+    store: WorkOrderStore, devices: dict[str, DeviceConfig], device_id: str, fault_code: str, proposed: bool
+) -> list[Item]:
     """The recurrence flag, then past fixes on this machine, then on same-model machines. `proposed`: the
     order in hand awaits confirmation, so it is not in the store yet but counts as an occurrence."""
-    history = store.fix_history(device_id, fault_code, same_model=same_model(devices, device_id), limit=PAST_FIXES,
-                                window_s=RECURRENCE_WINDOW_DAYS * 86400)
+    history = store.fix_history(
+        device_id,
+        fault_code,
+        same_model=same_model(devices, device_id),
+        limit=PAST_FIXES,
+        window_s=RECURRENCE_WINDOW_DAYS * 86400,
+    )
     items: list[Item] = []
     recent = history.recent_orders + int(proposed)
     if recent >= RECURRENCE_ORDERS:
-        items.append(Item(
-            kind="text",
-            text=(f"{fault_code} on {device_id}: {recent} work orders in the last {RECURRENCE_WINDOW_DAYS} days; "
-                  "a candidate for root-cause analysis rather than another repair."),
-            fields={"device_id": device_id, "fault_code": fault_code, "recent_orders": recent,
-                    "window_days": RECURRENCE_WINDOW_DAYS, "root_cause_candidate": True},
-        ))
+        items.append(
+            Item(
+                kind="text",
+                text=(
+                    f"{fault_code} on {device_id}: {recent} work orders in the last {RECURRENCE_WINDOW_DAYS} days; "
+                    "a candidate for root-cause analysis rather than another repair."
+                ),
+                fields={
+                    "device_id": device_id,
+                    "fault_code": fault_code,
+                    "recent_orders": recent,
+                    "window_days": RECURRENCE_WINDOW_DAYS,
+                    "root_cause_candidate": True,
+                },
+            )
+        )
     items.extend(_fix_item(order, same_device=True) for order in history.same_device)
     items.extend(_fix_item(order, same_device=False) for order in history.same_model)
     return items
 
 
 def _fix_item(order: WorkOrder, same_device: bool) -> Item:
-    found = "; ".join(f"{label} {value}" for label, value in (("cause", order.cause), ("remedy", order.remedy))
-                      if value) or "no cause or remedy recorded"
+    found = (
+        "; ".join(f"{label} {value}" for label, value in (("cause", order.cause), ("remedy", order.remedy)) if value)
+        or "no cause or remedy recorded"
+    )
     return Item(
         kind="ref",
         text=f"Fixed before: {order.id} on {order.device_id}, closed {order.closed_at}: {found}.",
-        fields={"past_work_order_id": order.id, "device_id": order.device_id, "fault_code": order.fault_code,
-                "same_device": same_device, "closed_at": order.closed_at, "cause": order.cause,
-                "remedy": order.remedy, "parts": [part.label() for part in order.parts],
-                "note": order.note},
+        fields={
+            "past_work_order_id": order.id,
+            "device_id": order.device_id,
+            "fault_code": order.fault_code,
+            "same_device": same_device,
+            "closed_at": order.closed_at,
+            "cause": order.cause,
+            "remedy": order.remedy,
+            "parts": [part.label() for part in order.parts],
+            "note": order.note,
+        },
     )

@@ -65,7 +65,8 @@ class Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     part: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] = Field(
-        description="part number or name, e.g. 6205-2RS bearing")
+        description="part number or name, e.g. 6205-2RS bearing"
+    )
     quantity: Annotated[int | float, AfterValidator(_positive)] | None = Field(default=None, description="e.g. 2")
 
     def label(self) -> str:
@@ -89,8 +90,10 @@ class Fix(BaseModel):
 def check_fix(status: str, fix: Fix | None) -> None:
     """A fix is recorded when an order closes; on any other move nothing has been fixed yet."""
     if fix is not None and not fix.is_empty() and status not in CLOSED_STATUSES:
-        raise WorkOrderError(f"cause, remedy, parts and note are recorded when an order is closed "
-                             f"({' or '.join(CLOSED_STATUSES)}), not when it moves to {status}")
+        raise WorkOrderError(
+            f"cause, remedy, parts and note are recorded when an order is closed "
+            f"({' or '.join(CLOSED_STATUSES)}), not when it moves to {status}"
+        )
 
 
 class WorkOrder(BaseModel):
@@ -162,7 +165,9 @@ def normalize_fault_code(raw: str) -> str:
 # The one fault-code type of every boundary: the work-order tool's arguments and the MES alarm.
 FaultCode = Annotated[
     str,
-    Field(max_length=64, description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1", examples=["E102"]),
+    Field(
+        max_length=64, description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1", examples=["E102"]
+    ),
     AfterValidator(normalize_fault_code),
 ]
 

@@ -82,27 +82,42 @@ def deliver_due(
         stats.attempted += 1
         status_code, error, retry_after = _post(row, url, config, client, at)
         if status_code is not None and 200 <= status_code < 300:
-            store.record_attempt(row.row_id, status="delivered", next_attempt_at=now, status_code=status_code,
-                                 error=None, now=now)
+            store.record_attempt(
+                row.row_id, status="delivered", next_attempt_at=now, status_code=status_code, error=None, now=now
+            )
             stats.delivered += 1
         elif status_code == 410:
-            store.record_attempt(row.row_id, status="failed", next_attempt_at=now, status_code=410,
-                                 error="410 Gone: the MES no longer accepts this endpoint", now=now)
+            store.record_attempt(
+                row.row_id,
+                status="failed",
+                next_attempt_at=now,
+                status_code=410,
+                error="410 Gone: the MES no longer accepts this endpoint",
+                now=now,
+            )
             stats.failed += 1
         elif now - row.queued_at >= config.give_up_after_s:
-            store.record_attempt(row.row_id, status="failed", next_attempt_at=now, status_code=status_code,
-                                 error=f"gave up after {config.give_up_after_s:g} s: {error}", now=now)
+            store.record_attempt(
+                row.row_id,
+                status="failed",
+                next_attempt_at=now,
+                status_code=status_code,
+                error=f"gave up after {config.give_up_after_s:g} s: {error}",
+                now=now,
+            )
             stats.failed += 1
         else:
             delay = retry_after if retry_after is not None else backoff_delay(row.attempts + 1, config, rng)
-            store.record_attempt(row.row_id, status="pending", next_attempt_at=now + delay, status_code=status_code,
-                                 error=error, now=now)
+            store.record_attempt(
+                row.row_id, status="pending", next_attempt_at=now + delay, status_code=status_code, error=error, now=now
+            )
             stats.retrying += 1
     return stats
 
 
-def _post(row: OutboxRow, url: str, config: MesConfig, client: httpx.Client,
-          now: float) -> tuple[int | None, str | None, float | None]:
+def _post(
+    row: OutboxRow, url: str, config: MesConfig, client: httpx.Client, now: float
+) -> tuple[int | None, str | None, float | None]:
     body = row.body.encode("utf-8")
     headers = signed_headers(config.secrets, row.webhook_id, body, now)
     try:

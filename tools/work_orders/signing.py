@@ -26,7 +26,7 @@ class SignatureError(ValueError):
 def decode_secret(secret: str) -> bytes:
     if not secret.startswith(SECRET_PREFIX):
         raise ValueError(f"a webhook secret must start with {SECRET_PREFIX!r}")
-    body = secret[len(SECRET_PREFIX):]
+    body = secret[len(SECRET_PREFIX) :]
     try:
         # Some issuers drop the base64 padding: restore it before the strict decode.
         key = base64.b64decode(body.rstrip("=") + "=" * (-len(body.rstrip("=")) % 4), validate=True)

@@ -49,20 +49,30 @@ FAULT_KEY_VERSION = 1
 # `PRAGMA user_version` once the table has what a fault's history is read from (`_add_fix_history`).
 FIX_HISTORY_VERSION = 2
 # Added to `work_orders` after its first release: what a closed order records (`Fix`, when and by whom).
-FIX_COLUMNS = {"closed_at": "TEXT", "closed_by": "TEXT", "cause": "TEXT", "remedy": "TEXT",
-               "parts": "TEXT NOT NULL DEFAULT '[]'", "note": "TEXT"}
+FIX_COLUMNS = {
+    "closed_at": "TEXT",
+    "closed_by": "TEXT",
+    "cause": "TEXT",
+    "remedy": "TEXT",
+    "parts": "TEXT NOT NULL DEFAULT '[]'",
+    "note": "TEXT",
+}
 # Past fixes are read newest first per fault and device from a partial index of done orders, so a chronic
 # fault's long history costs no more than a new one's; recurrence is counted over a range of creation times,
 # an index that also serves every (device_id, fault_key) lookup the index it replaces did.
 FIX_HISTORY_INDEXES = (
-    ("CREATE INDEX IF NOT EXISTS work_orders_fixes ON work_orders (fault_key, device_id, closed_at, id) "
-     "WHERE status = 'done'"),
+    (
+        "CREATE INDEX IF NOT EXISTS work_orders_fixes ON work_orders (fault_key, device_id, closed_at, id) "
+        "WHERE status = 'done'"
+    ),
     "CREATE INDEX IF NOT EXISTS work_orders_by_fault_time ON work_orders (device_id, fault_key, created_at)",
     "DROP INDEX IF EXISTS work_orders_by_fault_key",
 )
 # The history queries, each an index search with no sort (`status = 'done'` spelled as in the partial index).
-PAST_FIXES_SQL = ("SELECT * FROM work_orders WHERE status = 'done' AND fault_key = ? AND device_id = ? "
-                  "ORDER BY closed_at DESC, id DESC LIMIT ?")
+PAST_FIXES_SQL = (
+    "SELECT * FROM work_orders WHERE status = 'done' AND fault_key = ? AND device_id = ? "
+    "ORDER BY closed_at DESC, id DESC LIMIT ?"
+)
 RECENT_ORDERS_SQL = "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_key = ? AND created_at >= ?"
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
@@ -199,8 +209,22 @@ class WorkOrderStore:
                        created_by, source_run_id, occurrence, alarm, evidence, created_at, updated_at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT DO NOTHING""",
-                (new_id, device_id, fault_code, key, title, summary, priority, created_by, run_id, occurrence,
-                 _dumps(alarm) if alarm else None, _dumps(list(evidence)), stamp, stamp),
+                (
+                    new_id,
+                    device_id,
+                    fault_code,
+                    key,
+                    title,
+                    summary,
+                    priority,
+                    created_by,
+                    run_id,
+                    occurrence,
+                    _dumps(alarm) if alarm else None,
+                    _dumps(list(evidence)),
+                    stamp,
+                    stamp,
+                ),
             ).rowcount
             if inserted:
                 order = _order(con.execute("SELECT * FROM work_orders WHERE id = ?", (new_id,)).fetchone())
@@ -263,19 +287,31 @@ class WorkOrderStore:
                     f"work order {work_order_id} is {current}; it cannot move to {status} (allowed: {allowed})"
                 )
             stamp = self._iso_now()
-            con.execute("UPDATE work_orders SET status = ?, updated_at = ? WHERE id = ?", (status, stamp, work_order_id))
+            con.execute(
+                "UPDATE work_orders SET status = ?, updated_at = ? WHERE id = ?", (status, stamp, work_order_id)
+            )
             if status in CLOSED_STATUSES:
                 fix = fix or Fix()
-                con.execute("UPDATE work_orders SET closed_at = ?, closed_by = ?, cause = ?, remedy = ?, parts = ?, "
-                            "note = ? WHERE id = ?",
-                            (stamp, actor, fix.cause, fix.remedy, _dumps([p.model_dump() for p in fix.parts]),
-                             fix.note, work_order_id))
+                con.execute(
+                    "UPDATE work_orders SET closed_at = ?, closed_by = ?, cause = ?, remedy = ?, parts = ?, "
+                    "note = ? WHERE id = ?",
+                    (
+                        stamp,
+                        actor,
+                        fix.cause,
+                        fix.remedy,
+                        _dumps([p.model_dump() for p in fix.parts]),
+                        fix.note,
+                        work_order_id,
+                    ),
+                )
             order = _order(con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone())
             self._enqueue(con, order, "work_order.status_changed", actor)
             return order
 
-    def fix_history(self, device_id: str, fault_code: str, *, same_model: Sequence[str], limit: int,
-                    window_s: float) -> FixHistory:
+    def fix_history(
+        self, device_id: str, fault_code: str, *, same_model: Sequence[str], limit: int, window_s: float
+    ) -> FixHistory:
         """How this fault was fixed before on `device_id` and on the `same_model` machines (the `limit` newest
         done orders of each group), and how many orders it had on `device_id` in the last `window_s` seconds."""
         key = fault_key(normalize_fault_code(fault_code))
@@ -285,8 +321,11 @@ class WorkOrderStore:
             mine = con.execute(PAST_FIXES_SQL, (key, device_id, limit)).fetchall()
             # One query per machine reads `limit` index entries; one `IN` over all of them would read and sort
             # their whole histories.
-            theirs = sorted((row for other in others for row in con.execute(PAST_FIXES_SQL, (key, other, limit))),
-                            key=lambda row: (row["closed_at"], row["id"]), reverse=True)[:limit]
+            theirs = sorted(
+                (row for other in others for row in con.execute(PAST_FIXES_SQL, (key, other, limit))),
+                key=lambda row: (row["closed_at"], row["id"]),
+                reverse=True,
+            )[:limit]
             (recent,) = con.execute(RECENT_ORDERS_SQL, (device_id, key, since)).fetchone()
         return FixHistory([_order(row) for row in mine], [_order(row) for row in theirs], recent)
 
@@ -294,8 +333,15 @@ class WorkOrderStore:
 
     def _enqueue(self, con: sqlite3.Connection, order: WorkOrder, event_type: str, actor: str) -> None:
         # Each status is entered at most once (the lifecycle has no cycles), so this id is stable and unique.
-        _insert_event(con, f"msg_{order.id}_{order.status}", event_type, order.model_dump(mode="json"), actor,
-                      self._clock(), order.id)
+        _insert_event(
+            con,
+            f"msg_{order.id}_{order.status}",
+            event_type,
+            order.model_dump(mode="json"),
+            actor,
+            self._clock(),
+            order.id,
+        )
 
     def notify(self, webhook_id: str, event_type: str, data: dict[str, Any], actor: str) -> bool:
         """Queue a plant event for the MES (e.g. a PLC breaker opened); the same webhook id is queued once,
@@ -310,8 +356,10 @@ class WorkOrderStore:
                 "SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY row_id LIMIT ?",
                 (now, limit),
             ).fetchall()
-            con.executemany("UPDATE outbox SET next_attempt_at = ? WHERE row_id = ?",
-                            [(now + lease_s, row["row_id"]) for row in rows])
+            con.executemany(
+                "UPDATE outbox SET next_attempt_at = ? WHERE row_id = ?",
+                [(now + lease_s, row["row_id"]) for row in rows],
+            )
         # `next_attempt_at` is the lease this worker now holds; `renew_lease` checks it is still ours.
         return [OutboxRow.model_validate({**dict(row), "next_attempt_at": now + lease_s}) for row in rows]
 
@@ -346,8 +394,9 @@ class WorkOrderStore:
     def outbox(self, statuses: Sequence[str] = ("pending", "failed"), limit: int = 100) -> builtins.list[OutboxRow]:
         marks = ", ".join("?" for _ in statuses)
         with self._read() as con:
-            rows = con.execute(f"SELECT * FROM outbox WHERE status IN ({marks}) ORDER BY row_id LIMIT ?",
-                               (*statuses, limit)).fetchall()
+            rows = con.execute(
+                f"SELECT * FROM outbox WHERE status IN ({marks}) ORDER BY row_id LIMIT ?", (*statuses, limit)
+            ).fetchall()
         return [OutboxRow.model_validate(dict(row)) for row in rows]
 
     def requeue(self, row_ids: Sequence[int] | None = None) -> int:
@@ -355,8 +404,10 @@ class WorkOrderStore:
         now = self._clock()
         with self._write() as con:
             if row_ids is None:
-                cur = con.execute("UPDATE outbox SET status = 'pending', next_attempt_at = ?, queued_at = ? "
-                                  "WHERE status = 'failed'", (now, now))
+                cur = con.execute(
+                    "UPDATE outbox SET status = 'pending', next_attempt_at = ?, queued_at = ? WHERE status = 'failed'",
+                    (now, now),
+                )
                 return cur.rowcount
             requeued = 0
             for row_id in row_ids:
@@ -367,7 +418,8 @@ class WorkOrderStore:
                     raise WorkOrderError(f"outbox row {row_id} was already delivered")
                 requeued += con.execute(
                     "UPDATE outbox SET status = 'pending', next_attempt_at = ?, queued_at = ? WHERE row_id = ?",
-                    (now, now, row_id)).rowcount
+                    (now, now, row_id),
+                ).rowcount
             return requeued
 
     # -- inbound webhook replay records ------------------------------------
@@ -382,8 +434,9 @@ class WorkOrderStore:
         with self._write() as con:
             con.execute("DELETE FROM inbound_webhooks WHERE received_at < ?", (now - keep_s,))
             # A claim left by a process that died mid-request is taken over after `stale_after_s`.
-            con.execute("DELETE FROM inbound_webhooks WHERE state = 'processing' AND received_at < ?",
-                        (now - stale_after_s,))
+            con.execute(
+                "DELETE FROM inbound_webhooks WHERE state = 'processing' AND received_at < ?", (now - stale_after_s,)
+            )
             inserted = con.execute(
                 "INSERT INTO inbound_webhooks (webhook_id, state, received_at) VALUES (?, 'processing', ?) "
                 "ON CONFLICT DO NOTHING",
@@ -398,8 +451,10 @@ class WorkOrderStore:
 
     def finish_webhook(self, webhook_id: str, status_code: int, body: Any) -> None:
         with self._write() as con:
-            con.execute("UPDATE inbound_webhooks SET state = 'done', status_code = ?, response = ? WHERE webhook_id = ?",
-                        (status_code, _dumps(body), webhook_id))
+            con.execute(
+                "UPDATE inbound_webhooks SET state = 'done', status_code = ?, response = ? WHERE webhook_id = ?",
+                (status_code, _dumps(body), webhook_id),
+            )
 
     def release_webhook(self, webhook_id: str) -> None:
         """Forget a claim whose handling failed, so the sender's retry is processed afresh."""
@@ -455,8 +510,15 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _insert_event(con: sqlite3.Connection, webhook_id: str, event_type: str, data: dict[str, Any], actor: str,
-                  now: float, work_order_id: str | None) -> bool:
+def _insert_event(
+    con: sqlite3.Connection,
+    webhook_id: str,
+    event_type: str,
+    data: dict[str, Any],
+    actor: str,
+    now: float,
+    work_order_id: str | None,
+) -> bool:
     body = _dumps({"type": event_type, "timestamp": _iso(now), "actor": actor, "data": data})
     cursor = con.execute(
         """INSERT INTO outbox (webhook_id, work_order_id, event_type, body, status, next_attempt_at, created_at,

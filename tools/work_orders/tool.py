@@ -50,10 +50,23 @@ class WorkOrderTool(Tool):
         "The result also lists how this fault was fixed before, on this machine and on machines of the same model."
     )
     input_model = WorkOrderArgs
-    output_fields = frozenset({
-        "work_order_id", "device_id", "fault_code", "title", "summary", "priority",
-        "work_order_status", "created", "created_at",
-    }) | FIX_FIELDS | RECURRENCE_FIELDS
+    output_fields = (
+        frozenset(
+            {
+                "work_order_id",
+                "device_id",
+                "fault_code",
+                "title",
+                "summary",
+                "priority",
+                "work_order_status",
+                "created",
+                "created_at",
+            }
+        )
+        | FIX_FIELDS
+        | RECURRENCE_FIELDS
+    )
     side_effect = True
 
     def __init__(self, store: WorkOrderStore, devices: dict[str, DeviceConfig], config: WorkOrderConfig):
@@ -82,12 +95,23 @@ class WorkOrderTool(Tool):
             if existing is not None:
                 return self._with_history(_answer(existing, created=False), args, proposed=False)
             pending = {
-                "device_id": args.device_id, "fault_code": args.fault_code, "title": title, "summary": args.summary,
-                "priority": priority, "work_order_status": "pending_confirmation", "created": False,
+                "device_id": args.device_id,
+                "fault_code": args.fault_code,
+                "title": title,
+                "summary": args.summary,
+                "priority": priority,
+                "work_order_status": "pending_confirmation",
+                "created": False,
             }
             proposal = ToolOutput(
-                items=[Item(kind="ref", text=f"Work order for {args.device_id} {args.fault_code} awaits the "
-                                             "technician's confirmation; nothing was created yet.", fields=pending)],
+                items=[
+                    Item(
+                        kind="ref",
+                        text=f"Work order for {args.device_id} {args.fault_code} awaits the "
+                        "technician's confirmation; nothing was created yet.",
+                        fields=pending,
+                    )
+                ],
                 source=SOURCE,
             )
             return self._with_history(proposal, args, proposed=True)
@@ -140,13 +164,21 @@ def _title(device: DeviceConfig, fault_code: str, summary: str) -> str:
 
 def _answer(order: WorkOrder, created: bool) -> ToolOutput:
     fields: dict[str, Any] = {
-        "work_order_id": order.id, "device_id": order.device_id, "fault_code": order.fault_code,
-        "title": order.title, "summary": order.summary, "priority": order.priority,
-        "work_order_status": order.status, "created": created, "created_at": order.created_at,
+        "work_order_id": order.id,
+        "device_id": order.device_id,
+        "fault_code": order.fault_code,
+        "title": order.title,
+        "summary": order.summary,
+        "priority": order.priority,
+        "work_order_status": order.status,
+        "created": created,
+        "created_at": order.created_at,
     }
     if created:
         text = f"Work order {order.id} created for {order.device_id} {order.fault_code} ({order.priority})."
     else:
-        text = (f"Existing order returned: {order.id} for {order.device_id} {order.fault_code} is {order.status}; "
-                "no new order was created.")
+        text = (
+            f"Existing order returned: {order.id} for {order.device_id} {order.fault_code} is {order.status}; "
+            "no new order was created."
+        )
     return ToolOutput(items=[Item(kind="ref", text=text, fields=fields)], source=SOURCE)

@@ -23,20 +23,29 @@ MAX_PAGE = 100_000
 MAX_ENTRY_CHARS = 200
 
 
-@router.get(PAGE_PATH, response_class=Response, responses={
-    200: {"content": {"image/png": {}}, "description": "The page, the entry (if given) highlighted."},
-    304: {"description": "The tablet's copy (If-None-Match) is current."},
-    404: {"description": "No such manual, page or entry in the index."},
-    409: {"description": "The manual's PDF is missing or has changed since it was indexed."},
-    503: {"description": "No manual index has been built."},
-})
+@router.get(
+    PAGE_PATH,
+    response_class=Response,
+    responses={
+        200: {"content": {"image/png": {}}, "description": "The page, the entry (if given) highlighted."},
+        304: {"description": "The tablet's copy (If-None-Match) is current."},
+        404: {"description": "No such manual, page or entry in the index."},
+        409: {"description": "The manual's PDF is missing or has changed since it was indexed."},
+        503: {"description": "No manual index has been built."},
+    },
+)
 async def manual_page(
     service: ServiceDep,
-    manual_id: str = PathParam(pattern="^[0-9a-f]{64}$", description="the manual's id in the index "
-                               "(`manual_id` of a manual_search reference)"),
+    manual_id: str = PathParam(
+        pattern="^[0-9a-f]{64}$", description="the manual's id in the index (`manual_id` of a manual_search reference)"
+    ),
     n: int = PathParam(ge=1, le=MAX_PAGE, description="page number, 1-based as cited"),
-    entry: str | None = Query(default=None, min_length=1, max_length=MAX_ENTRY_CHARS,
-                              description="the fault code of the cited entry, to highlight it"),
+    entry: str | None = Query(
+        default=None,
+        min_length=1,
+        max_length=MAX_ENTRY_CHARS,
+        description="the fault code of the cited entry, to highlight it",
+    ),
     if_none_match: str | None = Header(default=None),
 ) -> Response:
     ref = await run_in_threadpool(service.page_images.locate, manual_id, n, entry)

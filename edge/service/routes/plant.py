@@ -29,20 +29,35 @@ TOOL_ROLES = {ManualSearchTool.name: "manual", PlcReadTool.name: "plc", WorkOrde
 # The device and tool lists answer on the event loop (see routes.health): nothing in them blocks.
 @router.get("/v1/devices")
 async def devices(service: ServiceDep) -> list[DeviceView]:
-    return [DeviceView(id=device_id, name=d.name, name_zh=d.name_zh, vendor=d.vendor, model=d.model,
-                       sensors=[SensorView(id=s.id, label=s.label, label_zh=s.label_zh, unit=s.unit)
-                                for s in d.sensors.values()])
-            for device_id, d in service.config.devices.items()]
+    return [
+        DeviceView(
+            id=device_id,
+            name=d.name,
+            name_zh=d.name_zh,
+            vendor=d.vendor,
+            model=d.model,
+            sensors=[SensorView(id=s.id, label=s.label, label_zh=s.label_zh, unit=s.unit) for s in d.sensors.values()],
+        )
+        for device_id, d in service.config.devices.items()
+    ]
 
 
-@router.get("/v1/devices/{device_id}/sensors/{sensor}/history", responses={404: {"description": "No such device or sensor."}})
-async def history(service: ServiceDep, device_id: str, sensor: str,
-                  window_s: float = Query(default=3600, gt=0, le=MAX_HISTORY_S,
-                                          description="how far back, in seconds (at most the retention)")) -> SensorHistory:
+@router.get(
+    "/v1/devices/{device_id}/sensors/{sensor}/history", responses={404: {"description": "No such device or sensor."}}
+)
+async def history(
+    service: ServiceDep,
+    device_id: str,
+    sensor: str,
+    window_s: float = Query(
+        default=3600, gt=0, le=MAX_HISTORY_S, description="how far back, in seconds (at most the retention)"
+    ),
+) -> SensorHistory:
     """The sensor's readings (polls and tool reads) with its unit, alarm limits and the last hour's trend."""
     try:
-        return await run_in_threadpool(sensor_history, service.plc_history, service.config.devices, device_id,
-                                       sensor, window_s)
+        return await run_in_threadpool(
+            sensor_history, service.plc_history, service.config.devices, device_id, sensor, window_s
+        )
     except (UnknownDevice, UnknownSensor) as exc:
         # Named in the path, a device or sensor the plant lacks is a resource that is not there; named in a
         # body (POST /v1/runs) an unknown device is a bad field, 422 (edge.service.errors).
@@ -51,23 +66,36 @@ async def history(service: ServiceDep, device_id: str, sensor: str,
 
 @router.get("/v1/tools")
 async def tools(service: ServiceDep) -> list[ToolView]:
-    return [ToolView(name=tool.name, role=TOOL_ROLES.get(tool.name), description=tool.description,
-                     side_effect=tool.side_effect) for tool in service.agent.registry]
+    return [
+        ToolView(
+            name=tool.name, role=TOOL_ROLES.get(tool.name), description=tool.description, side_effect=tool.side_effect
+        )
+        for tool in service.agent.registry
+    ]
 
 
 @router.get("/v1/work-orders")
-def work_orders(service: ServiceDep, device_id: str | None = None, active: bool = True,
-                limit: int = Query(default=20, ge=1, le=200)) -> list[WorkOrder]:
+def work_orders(
+    service: ServiceDep, device_id: str | None = None, active: bool = True, limit: int = Query(default=20, ge=1, le=200)
+) -> list[WorkOrder]:
     return service.work_orders.list(ACTIVE_STATUSES if active else (), device_id=device_id, limit=limit)
 
 
-@router.post("/v1/work-orders/{work_order_id}/status", openapi_extra=json_body_openapi(StatusChange), responses={
-    404: {"description": "No such work order."},
-    409: {"description": "The order's lifecycle does not allow this move from where it is now (the detail says "
-                         "where it is and what it allows)."},
-    422: {"description": "A bad body: malformed JSON, an unknown status or field, or a fix (cause, remedy, parts, "
-                         "note) on a move that does not close the order."},
-})
+@router.post(
+    "/v1/work-orders/{work_order_id}/status",
+    openapi_extra=json_body_openapi(StatusChange),
+    responses={
+        404: {"description": "No such work order."},
+        409: {
+            "description": "The order's lifecycle does not allow this move from where it is now (the detail says "
+            "where it is and what it allows)."
+        },
+        422: {
+            "description": "A bad body: malformed JSON, an unknown status or field, or a fix (cause, remedy, parts, "
+            "note) on a move that does not close the order."
+        },
+    },
+)
 async def set_work_order_status(
     service: ServiceDep,
     change: Annotated[StatusChange, Depends(json_body(StatusChange))],
@@ -75,5 +103,6 @@ async def set_work_order_status(
 ) -> WorkOrder:
     """A technician moves a work order along its lifecycle (open → acknowledged → in_progress → done, or
     cancelled); closing it records what was found and done, which the next occurrence of the fault is told."""
-    return await run_in_threadpool(service.work_orders.set_status, work_order_id, change.status, "technician",
-                                   change.fix())
+    return await run_in_threadpool(
+        service.work_orders.set_status, work_order_id, change.status, "technician", change.fix()
+    )

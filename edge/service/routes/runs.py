@@ -24,17 +24,26 @@ router = APIRouter(tags=["runs"])
 MAX_STEPS_FILTER = 10_000
 
 
-@router.post("/v1/runs", response_class=StreamingResponse, openapi_extra=json_body_openapi(AskBody),
-             responses=event_stream_responses(
-                 "The run's events as they happen, ending with `stored` (the record is saved) or `error`. "
-                 "The run goes on if the stream drops: resume it at `GET /v1/runs/{run_id}/stream`."))
-async def start_run(request: Request, service: ServiceDep,
-                    body: Annotated[AskBody, Depends(json_body(AskBody))]) -> StreamingResponse:
+@router.post(
+    "/v1/runs",
+    response_class=StreamingResponse,
+    openapi_extra=json_body_openapi(AskBody),
+    responses=event_stream_responses(
+        "The run's events as they happen, ending with `stored` (the record is saved) or `error`. "
+        "The run goes on if the stream drops: resume it at `GET /v1/runs/{run_id}/stream`."
+    ),
+)
+async def start_run(
+    request: Request, service: ServiceDep, body: Annotated[AskBody, Depends(json_body(AskBody))]
+) -> StreamingResponse:
     received = time.perf_counter()
-    live = await run_in_threadpool(service.ask, body.question, body.device_id, body.session_id,
-                                   request.state.request_id)
-    return event_stream(_timed(live.events.follow(), received), headers={
-        "X-Run-ID": live.request.run_id, "X-Session-ID": live.request.session_id or ""})
+    live = await run_in_threadpool(
+        service.ask, body.question, body.device_id, body.session_id, request.state.request_id
+    )
+    return event_stream(
+        _timed(live.events.follow(), received),
+        headers={"X-Run-ID": live.request.run_id, "X-Session-ID": live.request.session_id or ""},
+    )
 
 
 async def _timed(events: AsyncIterator[tuple[int, RunEvent]], received: float) -> AsyncIterator[tuple[int, RunEvent]]:
@@ -46,12 +55,25 @@ async def _timed(events: AsyncIterator[tuple[int, RunEvent]], received: float) -
 
 
 @router.get("/v1/runs")
-def list_runs(service: ServiceDep, device_id: str | None = None, session_id: str | None = None,
-              reason: TerminationReason | None = None, fault_code: str | None = None,
-              min_steps: int | None = Query(default=None, ge=0, le=MAX_STEPS_FILTER),
-              limit: int = Query(default=20, ge=1, le=200)) -> list[RunSummary]:
-    return service.run_store.list(RunFilter(device_id=device_id, session_id=session_id, reason=reason,
-                                            fault_code=fault_code, min_steps=min_steps, limit=limit))
+def list_runs(
+    service: ServiceDep,
+    device_id: str | None = None,
+    session_id: str | None = None,
+    reason: TerminationReason | None = None,
+    fault_code: str | None = None,
+    min_steps: int | None = Query(default=None, ge=0, le=MAX_STEPS_FILTER),
+    limit: int = Query(default=20, ge=1, le=200),
+) -> list[RunSummary]:
+    return service.run_store.list(
+        RunFilter(
+            device_id=device_id,
+            session_id=session_id,
+            reason=reason,
+            fault_code=fault_code,
+            min_steps=min_steps,
+            limit=limit,
+        )
+    )
 
 
 @router.get("/v1/runs/{run_id}")
@@ -69,11 +91,17 @@ async def confirm(run_id: str, request: Request, service: ServiceDep) -> Confirm
     return await service.confirmations.confirm(run_id, request.state.request_id)
 
 
-@router.get("/v1/runs/{run_id}/stream", response_class=StreamingResponse, responses=event_stream_responses(
-    "The run's events after `Last-Event-ID` (all of them without it): those it already has, then the rest as "
-    "they happen; replayed from its record once stored. Ends with `stored` or `error`."))
-def follow_run(run_id: str, service: ServiceDep,
-               last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=0)] = None) -> StreamingResponse:
+@router.get(
+    "/v1/runs/{run_id}/stream",
+    response_class=StreamingResponse,
+    responses=event_stream_responses(
+        "The run's events after `Last-Event-ID` (all of them without it): those it already has, then the rest as "
+        "they happen; replayed from its record once stored. Ends with `stored` or `error`."
+    ),
+)
+def follow_run(
+    run_id: str, service: ServiceDep, last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=0)] = None
+) -> StreamingResponse:
     first = 0 if last_event_id is None else last_event_id + 1
     return event_stream(service.runs.follow(run_id, first), headers={"X-Run-ID": run_id})
 
