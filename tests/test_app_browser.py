@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -168,10 +169,14 @@ def test_the_chinese_ui_follows_the_browser_language_and_can_be_switched(browser
     page.context.close()
 
 
-def manual_ref(app_service, code: str) -> dict:
-    """The manual search's reference for `code` in the latest run, as the service stored it."""
+def manual_ref(app_service, page, code: str) -> dict:
+    """The manual search's reference for `code` in the run on screen, as the service stored it."""
+    run_id = page.evaluate("JSON.parse(sessionStorage.getItem('fixloop.run')).runId")
     with app_service.client() as client:
-        run_id = client.get("/v1/runs", params={"limit": 1}).json()[0]["run_id"]
+        # The card shows at the observation, before the record is stored.
+        deadline = time.monotonic() + 30
+        while client.get(f"/v1/runs/{run_id}").json()["running"] and time.monotonic() < deadline:
+            time.sleep(0.1)
         events = client.get(f"/v1/runs/{run_id}/events").json()
     refs = [
         item["fields"]
@@ -188,7 +193,7 @@ def test_a_manual_card_opens_its_page_full_screen_to_zoom_pan_and_close(browser,
     ask(page, "press-3", "Press-3 shows E104, what should I do?")
     card = page.get_by_test_id("manual-card").first
     expect(card.get_by_test_id("open-page")).to_be_visible()
-    ref = manual_ref(app_service, "E104")
+    ref = manual_ref(app_service, page, "E104")
     expect(card.get_by_test_id("open-page")).to_have_text(f"Show page {ref['page']}")
 
     card.get_by_test_id("open-page").click()
