@@ -4,9 +4,11 @@ The full `RunRecord` is kept as JSON (steps, timings, tokens, observations);
 the columns beside it are what operators filter on: termination reason,
 steps, device, session, the fault codes the run dealt with. A fault code
 gets its own row in `run_codes` so "which codes cost the most steps" is one
-GROUP BY. Confirmations of parked work orders are appended, never rewritten
-into the record: the record says what the run did, the confirmation what a
-person did afterwards.
+GROUP BY. A run asked with an idempotency key (`client_request_id`) is found
+by it, so a repeated ask gets the stored run instead of a second one.
+Confirmations of parked work orders are appended, never rewritten into the
+record: the record says what the run did, the confirmation what a person did
+afterwards.
 
 One file shared by the service's worker threads and the CLI: WAL, a busy
 timeout and a connection per operation, as in the work-order store. Writes
@@ -52,6 +54,7 @@ CREATE TABLE IF NOT EXISTS runs (
     format_errors INTEGER NOT NULL,
     work_order_id TEXT,
     work_order_status TEXT,
+    client_request_id TEXT,
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_time ON runs (started_ms);
@@ -73,6 +76,8 @@ CREATE TABLE IF NOT EXISTS confirmations (
 );
 """
 
+# `PRAGMA user_version` once `runs` has its idempotency keys, unique (`_add_client_request_ids`).
+CLIENT_REQUEST_ID_VERSION = 1
 WORK_ORDER_TOOL = WorkOrderTool.name
 SQLITE_MAX_INT = 2**63 - 1
 
@@ -142,6 +147,7 @@ class RunStore:
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
+            _add_client_request_ids(con)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -164,8 +170,9 @@ class RunStore:
                 raise
             con.execute("COMMIT")
 
-    def save(self, record: RunRecord) -> None:
-        """Insert or replace one record and its code rows in a single transaction."""
+    def save(self, record: RunRecord, client_request_id: str | None = None) -> None:
+        """Insert or replace one record and its code rows in a single transaction. A `client_request_id`
+        another run holds fails it (IntegrityError) rather than replacing that run."""
         ref = work_order_ref(record)
         order = ref[1] if ref else {}
         row = {
@@ -187,13 +194,17 @@ class RunStore:
             "format_errors": sum(1 for step in record.steps if step.format_error),
             "work_order_id": order.get("work_order_id"),
             "work_order_status": order.get("work_order_status"),
+            "client_request_id": client_request_id,
             "record": record.model_dump_json(),
         }
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in row if name != "run_id")
         with self._transaction() as con:
             con.execute("DELETE FROM run_codes WHERE run_id = ?", (record.run_id,))
-            con.execute(f"INSERT OR REPLACE INTO runs ({columns}) VALUES ({marks})", row)
+            con.execute(
+                f"INSERT INTO runs ({columns}) VALUES ({marks}) ON CONFLICT (run_id) DO UPDATE SET {updates}", row
+            )
             con.executemany(
                 "INSERT INTO run_codes (run_id, fault_code) VALUES (?, ?)",
                 [(record.run_id, code) for code in fault_codes_of(record)],
@@ -202,6 +213,11 @@ class RunStore:
     def get(self, run_id: str) -> RunRecord | None:
         with self._connect() as con:
             row = con.execute("SELECT record FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return RunRecord.model_validate_json(row["record"]) if row else None
+
+    def by_client_request_id(self, client_request_id: str) -> RunRecord | None:
+        with self._connect() as con:
+            row = con.execute("SELECT record FROM runs WHERE client_request_id = ?", (client_request_id,)).fetchone()
         return RunRecord.model_validate_json(row["record"]) if row else None
 
     def list(self, where: RunFilter | None = None) -> list[RunSummary]:
@@ -269,6 +285,26 @@ class RunStore:
                 (run_id,),
             ).fetchall()
         return [Confirmation(**{**dict(row), "created": bool(row["created"])}) for row in rows]
+
+
+def _add_client_request_ids(con: sqlite3.Connection) -> None:
+    """Once per file, new or old: the idempotency key column and its unique index. The column is checked
+    inside the write lock, so two processes opening an old file at once add it once."""
+    if con.execute("PRAGMA user_version").fetchone()[0] >= CLIENT_REQUEST_ID_VERSION:
+        return
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if "client_request_id" not in {row["name"] for row in con.execute("PRAGMA table_info(runs)")}:
+            con.execute("ALTER TABLE runs ADD COLUMN client_request_id TEXT")
+        con.execute(
+            "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_client_request ON runs (client_request_id)"
+            " WHERE client_request_id IS NOT NULL"
+        )
+        con.execute(f"PRAGMA user_version = {CLIENT_REQUEST_ID_VERSION}")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def fault_codes_of(record: RunRecord) -> list[str]:
@@ -340,7 +376,11 @@ def _clauses(where: RunFilter) -> tuple[list[str], list[Any]]:
 
 
 def _summary(row: sqlite3.Row) -> RunSummary:
-    data = {key: value for key, value in dict(row).items() if key not in ("record", "request_id", "codes")}
+    data = {
+        key: value
+        for key, value in dict(row).items()
+        if key not in ("record", "request_id", "client_request_id", "codes")
+    }
     data["degraded"] = bool(data["degraded"])
     data["fault_codes"] = row["codes"].split(",") if row["codes"] else []
     return RunSummary(**data)

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, Request, expect
 
 from tests.fixtures.link import Link
-from tests.fixtures.service import RunningService, run_service
+from tests.fixtures.service import RunningService, metric, run_service, scrape
 from tests.fixtures.tablet import MANUAL, ORDER, ask, by_fault_code, call, final, open_app
 from tests.fixtures.wifi import LONG_QUESTION, expected_steps, long_run, shown_steps, wifi_down
 
@@ -28,12 +28,19 @@ SCRIPTS = {
 }
 DROP_S = 5.0
 RUN_TIMEOUT_MS = 30_000
+# Short, so that the app's silence limit (2.5 keep-alives) passes within a test; every stream below then
+# carries keep-alive comments between its events.
+KEEP_ALIVE_S = 0.4
 
 
 @pytest.fixture(scope="module")
 def app_service(tmp_path_factory, demo_index) -> Iterator[RunningService]:
     with run_service(
-        tmp_path_factory.mktemp("offline"), demo_index, by_fault_code(SCRIPTS), loop={"max_wall_s": 60.0}
+        tmp_path_factory.mktemp("offline"),
+        demo_index,
+        by_fault_code(SCRIPTS),
+        keep_alive_s=KEEP_ALIVE_S,
+        loop={"max_wall_s": 60.0},
     ) as running:
         yield running
 
@@ -178,3 +185,48 @@ def test_a_reload_mid_run_shows_the_run_again_and_follows_it_to_its_end(page, li
     expect(page.get_by_test_id("timeline")).to_contain_text(LONG_QUESTION)
     expect(page.get_by_test_id("takeover")).to_be_visible()  # shown as running, not as a stored run
     expect_shown_complete_once(page, app_service, run_id)
+
+
+def long_runs(service: RunningService) -> list[str]:
+    with service.client() as client:
+        runs = client.get("/v1/runs", params={"limit": 200}).json()
+    return [run["run_id"] for run in runs if run["question"] == LONG_QUESTION]
+
+
+def test_a_question_whose_answer_was_lost_on_the_way_is_sent_again_and_shown_as_its_one_run(page, link, app_service):
+    earlier_runs = long_runs(app_service)
+    model_calls = len(app_service.llm.requests)
+    link.hold_replies()  # the POST reaches the service; its answer waits in the link
+    ask(page, "press-3", LONG_QUESTION)
+    deadline = time.monotonic() + 10
+    while len(app_service.llm.requests) == model_calls:  # the run has started
+        assert time.monotonic() < deadline, "the question never reached the service"
+        time.sleep(0.05)
+    with (
+        page.expect_response(lambda r: r.url.endswith("/v1/runs") and r.request.method == "POST") as resent,
+        wifi_down(page, link),  # and the Wi-Fi drops before the answer arrives
+    ):
+        expect(page.get_by_test_id("queued-item")).to_have_count(1)  # kept, to be sent again
+        time.sleep(1)
+    run_id = resent.value.headers["x-run-id"]
+    expect(page.get_by_test_id("queued-item")).to_have_count(0)
+    expect_shown_complete_once(page, app_service, run_id)
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    while metric(scrape(app_service), "fixloop_active_runs"):  # a second run would still be going
+        assert time.monotonic() < deadline, "runs never finished"
+        time.sleep(0.2)
+    assert long_runs(app_service) == [run_id, *earlier_runs]
+
+
+def test_a_stream_that_goes_silent_while_the_browser_stays_online_is_given_up_and_resumed(page, link, app_service):
+    resumed_after: list[int] = []
+
+    def note_resume(request: Request) -> None:
+        if request.url.endswith("/stream"):
+            resumed_after.append(int(request.headers.get("last-event-id", "-1")))
+
+    page.on("request", note_resume)
+    run_id = ask_long_run(page)
+    link.freeze()  # the open stream hears nothing more, not even a reset; new connections go through
+    expect_shown_complete_once(page, app_service, run_id)
+    assert resumed_after and min(resumed_after) >= 0  # picked up after what it had

@@ -11,6 +11,7 @@ import asyncio
 import json
 import threading
 import time
+from itertools import pairwise
 from typing import Any
 
 import httpx
@@ -22,7 +23,7 @@ from edge.loop import RunRequest
 from edge.run_store import RunStore
 from edge.scripted_llm_server import ScriptedLlmServer
 from edge.service.runs import EventLog
-from tests.fixtures.service import run_service
+from tests.fixtures.service import read_sse, run_service
 
 MANUAL = "search_maintenance_manual_by_fault_code"
 PLC = "read_plc_sensor_value"
@@ -30,6 +31,7 @@ ORDER = "generate_work_order"
 # Scenarios that take seconds by design (a stalling or slow server) add nothing to the event sequence.
 QUICK = [s for s in SCENARIOS if not any("delay_s" in entry or "trickle_s" in entry for entry in s.script)]
 THINK_S = 0.6  # the scripted model's time per step in the streaming tests: long enough to drop the stream mid-run
+KEEP_ALIVE_S = 0.2  # well inside THINK_S: every stream below waits through keep-alive comments
 
 
 def without_truncated(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,28 +163,14 @@ def slow_script(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def slow_service(tmp_path_factory, demo_index):
     with run_service(
-        tmp_path_factory.mktemp("events"), demo_index, slow_script, loop={"max_wall_s": 30.0}, llm={"timeout_s": 10.0}
+        tmp_path_factory.mktemp("events"),
+        demo_index,
+        slow_script,
+        keep_alive_s=KEEP_ALIVE_S,
+        loop={"max_wall_s": 30.0},
+        llm={"timeout_s": 10.0},
     ) as running:
         yield running
-
-
-def read_sse(response: httpx.Response, until: str | None = None) -> list[tuple[int, dict[str, Any]]]:
-    """(id, data) of each event, checking that `event:` names the data's type; stops after the first `until`."""
-    events, block = [], {}
-    for line in response.iter_lines():
-        if line:
-            name, _, value = line.partition(":")
-            block[name] = value.removeprefix(" ")
-            continue
-        if not block:
-            continue
-        data = json.loads(block["data"])
-        assert block["event"] == data["type"]
-        events.append((int(block["id"]), data))
-        block = {}
-        if data["type"] == until:
-            break
-    return events
 
 
 def ask_until(service, kind: str) -> tuple[str, list[tuple[int, dict[str, Any]]]]:
@@ -192,7 +180,7 @@ def ask_until(service, kind: str) -> tuple[str, list[tuple[int, dict[str, Any]]]
         client.stream("POST", "/v1/runs", json={"question": E102, "device_id": "press-3"}) as response,
     ):
         assert response.status_code == 200
-        return response.headers["x-run-id"], read_sse(response, until=kind)
+        return response.headers["x-run-id"], read_sse(response.iter_lines(), until=kind)
 
 
 def resume(service, run_id: str, last_id: int | None) -> httpx.Response:
@@ -227,7 +215,7 @@ def test_a_stream_dropped_mid_run_resumes_after_the_last_event_id_with_nothing_l
         client.stream("GET", f"/v1/runs/{run_id}/stream", headers={"Last-Event-ID": str(before[-1][0])}) as response,
     ):
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
-        after = read_sse(response)
+        after = read_sse(response.iter_lines())
 
     assert [e["type"] for _, e in after][-3:] == ["final_answer", "termination", "stored"]
     assert_whole_run(slow_service, run_id, [before, after])
@@ -241,11 +229,11 @@ def test_a_run_that_ended_while_the_tablet_was_away_is_replayed_from_its_record(
     assert slow_service.service.run_store.get(run_id) is not None
 
     response = resume(slow_service, run_id, before[-1][0])
-    after = read_sse(response)
+    after = read_sse(response.iter_lines())
     assert_whole_run(slow_service, run_id, [before, after])
     # Without Last-Event-ID the whole run comes again; after its last id, nothing does.
-    assert_whole_run(slow_service, run_id, [read_sse(resume(slow_service, run_id, None))])
-    assert read_sse(resume(slow_service, run_id, after[-1][0])) == []
+    assert_whole_run(slow_service, run_id, [read_sse(resume(slow_service, run_id, None).iter_lines())])
+    assert read_sse(resume(slow_service, run_id, after[-1][0]).iter_lines()) == []
 
 
 def test_several_drops_in_one_run_still_add_up_to_the_whole_run(slow_service):
@@ -258,9 +246,27 @@ def test_several_drops_in_one_run_still_add_up_to_the_whole_run(slow_service):
                 "GET", f"/v1/runs/{run_id}/stream", headers={"Last-Event-ID": str(parts[-1][-1][0])}
             ) as response,
         ):
-            parts.append(read_sse(response, until=kind))
-    parts.append(read_sse(resume(slow_service, run_id, parts[-1][-1][0])))
+            parts.append(read_sse(response.iter_lines(), until=kind))
+    parts.append(read_sse(resume(slow_service, run_id, parts[-1][-1][0]).iter_lines()))
     assert_whole_run(slow_service, run_id, parts)
+
+
+def test_a_stream_waiting_on_the_model_sends_keep_alives_that_leave_the_events_and_their_ids_whole(slow_service):
+    heard: list[tuple[float, str]] = []
+    with (
+        slow_service.client() as client,
+        client.stream("POST", "/v1/runs", json={"question": E102, "device_id": "press-3"}) as response,
+    ):
+        assert response.headers["x-keep-alive-s"] == str(KEEP_ALIVE_S)
+        run_id = response.headers["x-run-id"]
+        heard.extend((time.monotonic(), line) for line in response.iter_lines())
+
+    comments = [line for _, line in heard if line.startswith(":")]
+    assert len(comments) >= 4 and set(comments) == {": keep-alive"}  # each step's THINK_S has some
+    # Never silent for a keep-alive interval and a margin, though each step keeps the model THINK_S.
+    silences = [later - earlier for (earlier, _), (later, _) in pairwise(heard)]
+    assert max(silences) < KEEP_ALIVE_S + 0.25 < THINK_S
+    assert_whole_run(slow_service, run_id, [read_sse(line for _, line in heard)])
 
 
 def test_resuming_names_what_was_wrong(slow_service):

@@ -248,7 +248,7 @@
     const run = newRun(null, question, deviceId);
     state.run = run;
     renderRun();
-    const body = { question, device_id: deviceId || null };
+    const body = { question, device_id: deviceId || null, client_request_id: item.id };
     if (state.sessionId) body.session_id = state.sessionId;
     let response;
     try {
@@ -287,7 +287,7 @@
     try {
       await Connection.follow({
         response,
-        open: (lastId) => window.FixloopRequest.request(path, state.token, { headers: lastId >= 0 ? { "Last-Event-ID": String(lastId) } : {} }),
+        open: (lastId, signal) => window.FixloopRequest.request(path, state.token, { headers: lastId >= 0 ? { "Last-Event-ID": String(lastId) } : {}, signal }),
         onEvent: (n, event) => onEvent(run, event, n),
         lastId: () => run.lastId,
         over: () => !run.running,

@@ -8,6 +8,10 @@ window.FixloopConnection = (function () {
   const SHOWN_KEY = "fixloop.run";
   const FIRST_RETRY_MS = 500;
   const LAST_RETRY_MS = 8000;
+  // The service sends a comment on a stream with nothing to say every X-Keep-Alive-S seconds (15 until it
+  // says); a stream silent for this many of those intervals is taken as dead.
+  const KEEP_ALIVE_S = 15;
+  const SILENT_INTERVALS = 2.5;
 
   // -- waiting ----------------------------------------------------------------
 
@@ -33,17 +37,21 @@ window.FixloopConnection = (function () {
 
   // Calls onEvent(n, event) for each server-sent event; returns when the stream ends or is cut, throws when
   // it breaks. A dropped Wi-Fi link can leave the socket open and silent (and Chromium keeps an open stream
-  // through its offline mode), so the browser going offline is taken as the end of the stream.
-  async function readEvents(response, onEvent) {
+  // through its offline mode), so the browser going offline is taken as the end of the stream, and so is a
+  // stream that stays silent through its keep-alives while the browser thinks it is online.
+  async function readEvents(response, onEvent, silentMs) {
     const reader = response.body.getReader();
     const cut = () => { reader.cancel().catch(() => {}); };
     window.addEventListener("offline", cut);
+    let silence = setTimeout(cut, silentMs);
     const decoder = new TextDecoder();
     let buffer = "";
     try {
       for (;;) {
         const chunk = await reader.read();
+        clearTimeout(silence);
         if (chunk.done) return;
+        silence = setTimeout(cut, silentMs);
         buffer += decoder.decode(chunk.value, { stream: true });
         let end;
         while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -53,6 +61,7 @@ window.FixloopConnection = (function () {
         }
       }
     } finally {
+      clearTimeout(silence);
       window.removeEventListener("offline", cut);
     }
   }
@@ -70,12 +79,15 @@ window.FixloopConnection = (function () {
   // -- following a run ----------------------------------------------------------
 
   // Follows a run until it has said its last (`over()`) or is no longer wanted, across drops:
-  // `open(lastId)` resolves to a stream of the events after lastId (-1: all of them), or rejects with
+  // `open(lastId, signal)` resolves to a stream of the events after lastId (-1: all of them), or rejects with
   // an error carrying the HTTP `status` when the service refuses; `response` is an already open stream
   // to read first (the POST that started the run). `status` hears "offline", "reconnecting" and null
   // (connected). A refusal (4xx: an unknown run, a bad token) is thrown; anything else is a drop, retried.
+  // Reopening is given up (`signal` aborts) after as long a silence as a stream's: the request may have gone
+  // out over a kept-alive connection that died as silently as the stream did.
   async function follow({ response, open, onEvent, lastId, over, wanted, status }) {
     let attempt = 0;
+    let silentMs = KEEP_ALIVE_S * SILENT_INTERVALS * 1000;
     while (!over() && wanted()) {
       if (!response) {
         if (!navigator.onLine) {
@@ -83,18 +95,23 @@ window.FixloopConnection = (function () {
           await untilOnline();
         }
         status("reconnecting");
+        const giveUp = new AbortController();
+        const timer = setTimeout(() => giveUp.abort(), silentMs);
         try {
-          response = await open(lastId());
+          response = await open(lastId(), giveUp.signal);
         } catch (err) {
           if (err.status >= 400 && err.status < 500) throw err;
           await pause(retryDelay(attempt++));
           continue;
+        } finally {
+          clearTimeout(timer);
         }
       }
       status(null);
+      silentMs = (Number(response.headers.get("X-Keep-Alive-S")) || KEEP_ALIVE_S) * SILENT_INTERVALS * 1000;
       const before = lastId();
       try {
-        await readEvents(response, onEvent);
+        await readEvents(response, onEvent, silentMs);
       } catch (_) { /* the stream broke: resumed below */ }
       response = null;
       if (lastId() > before) attempt = 0;
@@ -113,11 +130,20 @@ window.FixloopConnection = (function () {
     }
   }
 
-  // Questions not yet sent, oldest first, in localStorage: closing the tab does not lose them.
+  // A question's id, sent with it as its idempotency key (client_request_id): unique across the plant, not
+  // just this tablet. crypto.randomUUID() needs a secure context, which a tablet on plain HTTP is not.
+  function newId() {
+    const random = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0"));
+    return Date.now().toString(36) + "-" + random.join("");
+  }
+
+  // Questions not yet sent, oldest first, in localStorage: closing the tab does not lose them. A question
+  // whose POST reached the service but whose answer was lost stays here and is sent again with its id:
+  // the service then streams the run it already started.
   const outbox = {
     list: () => read(localStorage, OUTBOX_KEY, []),
     add(question, deviceId) {
-      const item = { id: Date.now().toString(36) + Math.random().toString(36).slice(2, 8), question, deviceId, queuedMs: Date.now() };
+      const item = { id: newId(), question, deviceId, queuedMs: Date.now() };
       localStorage.setItem(OUTBOX_KEY, JSON.stringify([...outbox.list(), item]));
       return item;
     },

@@ -41,6 +41,14 @@ class RunFinished(RunError):
         super().__init__(f"run {run_id} already finished ({reason}); nothing to take over")
 
 
+class RequestKeyConflict(RunError):
+    def __init__(self, client_request_id: str, run_id: str, question: str, device_id: str | None):
+        super().__init__(
+            f"client_request_id {client_request_id!r} already started run {run_id} for another question"
+            f" ({question!r} on {device_id or 'no device'}); a new question needs a new key"
+        )
+
+
 class NothingToConfirm(RunError):
     """The run proposed no work order, or one that needs no confirmation."""
 
@@ -65,6 +73,7 @@ STATUS: dict[type[Exception], int] = {
     RunNotFound: 404,
     RunStillRunning: 409,
     RunFinished: 409,
+    RequestKeyConflict: 409,
     NothingToConfirm: 409,
     OrderGone: 409,
     UnknownDevice: 422,

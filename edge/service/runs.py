@@ -6,6 +6,10 @@ built to be shared). A run finishes and is stored whether or not anyone is
 still listening: a tablet that drops off Wi-Fi mid-run loses the stream,
 not the run, and picks it up again from the last event it got (`follow`):
 from the run's event log while it runs, from its record once stored.
+
+A question sent again because its answer was lost on the way (the POST reached the service, the
+Wi-Fi dropped before the response did) carries the idempotency key it was first sent with: the
+run that key started is streamed again instead of a second run starting (`start`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from edge.loop import RunRequest
 from edge.run_record import RunRecord
 from edge.run_store import RunStore
 from edge.service import metrics
-from edge.service.errors import RunFinished, RunNotFound
+from edge.service.errors import RequestKeyConflict, RunFinished, RunNotFound
 from edge.service.schemas import RunView, TakeoverResult
 
 log = logging.getLogger("fixloop.service")
@@ -89,11 +93,22 @@ class EventLog:
 @dataclass
 class LiveRun:
     request: RunRequest
+    client_request_id: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     events: EventLog = field(default_factory=EventLog)
     record: RunRecord | None = None
     error: str | None = None
+
+
+@dataclass
+class Asked:
+    """What an ask streams: the run it started, or (`repeat`) the run its key started before, from event 0."""
+
+    run_id: str
+    session_id: str | None
+    events: NumberedEvents
+    repeat: bool = False
 
 
 class RunManager:
@@ -105,18 +120,49 @@ class RunManager:
         self._on_record = on_record
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run")
         self._live: dict[str, LiveRun] = {}
+        self._live_by_key: dict[str, LiveRun] = {}
         self._lock = threading.Lock()
+        # Asks with a key take turns from looking the key up to starting the run: two copies of one POST
+        # arriving together start one run. Not `_lock`, which a finishing run needs while they read the store.
+        self._keyed = threading.Lock()
 
     def get(self, run_id: str) -> LiveRun | None:
         with self._lock:
             return self._live.get(run_id)
 
-    def start(self, request: RunRequest) -> LiveRun:
-        live = LiveRun(request)
+    def start(self, request: RunRequest, client_request_id: str | None = None) -> Asked:
+        """Start the run; unless `client_request_id` started one before: that run then, live or stored, and
+        nothing new starts (the same key for another question or device raises `RequestKeyConflict`).
+        A run that failed unstored frees its key. Blocks on the run store."""
+        if client_request_id is None:
+            return self._start(LiveRun(request))
+        with self._keyed:
+            earlier = self._started_by(client_request_id)
+            if earlier is None:
+                return self._start(LiveRun(request, client_request_id))
+        # A live run's request and a stored run's record both say what was asked.
+        first = earlier.request if isinstance(earlier, LiveRun) else earlier
+        if (first.question, first.device_id) != (request.question, request.device_id):
+            raise RequestKeyConflict(client_request_id, first.run_id, first.question, first.device_id)
+        log.info("repeated ask %s: streaming run %s again", client_request_id, first.run_id)
+        events = earlier.events.follow() if isinstance(earlier, LiveRun) else _numbered(events_from_record(earlier), 0)
+        return Asked(first.run_id, first.session_id, events, repeat=True)
+
+    def _started_by(self, client_request_id: str) -> LiveRun | RunRecord | None:
+        """The run the key started. Live first: a run is stored before it leaves the live set, so this
+        order cannot miss it."""
+        with self._lock:
+            live = self._live_by_key.get(client_request_id)
+        return live if live is not None else self.store.by_client_request_id(client_request_id)
+
+    def _start(self, live: LiveRun) -> Asked:
+        request = live.request
         with self._lock:
             self._live[request.run_id] = live
+            if live.client_request_id is not None:
+                self._live_by_key[live.client_request_id] = live
         self._pool.submit(self._execute, live)
-        return live
+        return Asked(request.run_id, request.session_id, live.events.follow())
 
     def run_sync(self, request: RunRequest) -> RunRecord:
         """A headless run (MES alarms): stored and counted like any other, and queued behind
@@ -138,7 +184,7 @@ class RunManager:
         metrics.ACTIVE_RUNS.inc()
         try:
             record = self.agent.run(live.request, live.events.append, live.cancel)
-            self.store.save(record)
+            self.store.save(record, live.client_request_id)
             live.record = record
             self._on_record(record)
             live.events.append(stored_event(record))
@@ -150,6 +196,8 @@ class RunManager:
             metrics.ACTIVE_RUNS.dec()
             with self._lock:
                 self._live.pop(live.request.run_id, None)
+                if live.client_request_id is not None:
+                    self._live_by_key.pop(live.client_request_id, None)
             live.done.set()
 
     # Each lookup below asks the live set first: a run is stored before it leaves the live set,

@@ -11,6 +11,8 @@ from edge.run_store import Confirmation
 from tools.work_orders.model import Fix, OrderStatus, check_fix
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+# At least 8 characters: keys are unique across the plant, not per tablet, so a counter will not do.
+CLIENT_REQUEST_ID_PATTERN = r"^[A-Za-z0-9_.:-]{8,64}$"
 
 
 class AskBody(BaseModel):
@@ -30,6 +32,15 @@ class AskBody(BaseModel):
         pattern=SESSION_ID_PATTERN,
         description="earlier runs of this session are summarised for follow-ups; "
         "omit to start a new session (its id comes back in X-Session-ID)",
+    )
+    client_request_id: str | None = Field(
+        default=None,
+        pattern=CLIENT_REQUEST_ID_PATTERN,
+        description="idempotency key, unique across the plant (a random one: a UUID); optional. A POST repeating "
+        "the key of an earlier one starts no new run: it streams the run that key started, from its first event "
+        "(live, or replayed once stored), with that run's X-Run-ID and X-Session-ID. The same key with another "
+        "question or device is refused (409)",
+        examples=["lx3k9f2a-8c1e4b7d90af12c3"],
     )
 
     @field_validator("question")

@@ -16,8 +16,9 @@ from edge.config import Config
 from edge.loop import RunRequest, new_id
 from edge.run_store import RunStore
 from edge.service.confirmation import Confirmations
+from edge.service.event_stream import KEEP_ALIVE_S
 from edge.service.health import Readiness, Warmup
-from edge.service.runs import LiveRun, RunManager
+from edge.service.runs import Asked, RunManager
 from edge.sessions import session_context
 from knowledge.page_images import PageImages
 from tools import plant
@@ -28,8 +29,11 @@ SESSION_SUMMARY_RUNS = 5
 
 
 class Service:
-    def __init__(self, config: Config, agent: Agent | None = None, poller: bool = False):
+    def __init__(
+        self, config: Config, agent: Agent | None = None, poller: bool = False, keep_alive_s: float = KEEP_ALIVE_S
+    ):
         self.config = config
+        self.keep_alive_s = keep_alive_s
         self.with_poller = poller
         self.agent = agent or Agent(config)
         self.run_store = RunStore(config.state_path(config.service.run_store_file))
@@ -54,9 +58,17 @@ class Service:
             self.poller = Poller(plc_gateway(self.config), self.config.plc.poll_interval_s)
             self.poller.start()
 
-    def ask(self, question: str, device_id: str | None, session_id: str | None, request_id: str) -> LiveRun:
+    def ask(
+        self,
+        question: str,
+        device_id: str | None,
+        session_id: str | None,
+        request_id: str,
+        client_request_id: str | None = None,
+    ) -> Asked:
         """A technician's question as a run, in its session (a new one without `session_id`): earlier runs
-        of the session are summarised for follow-ups. Blocks on the run store; raises `UnknownDevice`."""
+        of the session are summarised for follow-ups. A `client_request_id` that started a run before gets
+        that run (`RunManager.start`). Blocks on the run store; raises `UnknownDevice`."""
         if device_id is not None:
             plant.require(self.config.devices, device_id)
         session_id = session_id or new_id("ses")
@@ -72,7 +84,8 @@ class Service:
                 require_confirmation=require_confirmation,
                 propose_work_order=require_confirmation,
                 request_id=request_id,
-            )
+            ),
+            client_request_id,
         )
 
     def close(self) -> None:

@@ -30,19 +30,22 @@ MAX_STEPS_FILTER = 10_000
     openapi_extra=json_body_openapi(AskBody),
     responses=event_stream_responses(
         "The run's events as they happen, ending with `stored` (the record is saved) or `error`. "
-        "The run goes on if the stream drops: resume it at `GET /v1/runs/{run_id}/stream`."
+        "The run goes on if the stream drops: resume it at `GET /v1/runs/{run_id}/stream`. A repeated "
+        "`client_request_id` streams the run it started, from its first event."
     ),
 )
 async def start_run(
     request: Request, service: ServiceDep, body: Annotated[AskBody, Depends(json_body(AskBody))]
 ) -> StreamingResponse:
     received = time.perf_counter()
-    live = await run_in_threadpool(
-        service.ask, body.question, body.device_id, body.session_id, request.state.request_id
+    asked = await run_in_threadpool(
+        service.ask, body.question, body.device_id, body.session_id, request.state.request_id, body.client_request_id
     )
+    # A repeat's first event is a replay, not what a technician waited for: it is not timed.
     return event_stream(
-        _timed(live.events.follow(), received),
-        headers={"X-Run-ID": live.request.run_id, "X-Session-ID": live.request.session_id or ""},
+        asked.events if asked.repeat else _timed(asked.events, received),
+        headers={"X-Run-ID": asked.run_id, "X-Session-ID": asked.session_id or ""},
+        keep_alive_s=service.keep_alive_s,
     )
 
 
@@ -103,7 +106,9 @@ def follow_run(
     run_id: str, service: ServiceDep, last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=0)] = None
 ) -> StreamingResponse:
     first = 0 if last_event_id is None else last_event_id + 1
-    return event_stream(service.runs.follow(run_id, first), headers={"X-Run-ID": run_id})
+    return event_stream(
+        service.runs.follow(run_id, first), headers={"X-Run-ID": run_id}, keep_alive_s=service.keep_alive_s
+    )
 
 
 @router.get("/v1/runs/{run_id}/events")
