@@ -174,7 +174,7 @@ def _check_device(device: DeviceConfig, config: Config) -> Check:
             "failure",
             f"{where}: no answer ({exc.reason}: {exc})",
             f"check that the PLC is powered and on the network, and [devices.{device.id}.plc] host/port/"
-            "unit_id; the agent answers from the PLC cache meanwhile (demo: `fixloop plc-sim`)",
+            "unit_id; the agent answers from the PLC cache meanwhile (demo: `fixloop plc sim`)",
         )
     values = [_shown(device, probe) for probe in probes if probe.value is not None]
     problems = [_problem(device, probe) for probe in probes if probe.rejected or probe.is_outlier]

@@ -2,8 +2,8 @@
 
     python scripts/bench_plc_recovery.py [--trials 5] [--poll-interval 30] [--down-s 20]
 
-Runs `fixloop plc-sim` as its own process and injects faults through its control
-port (what `fixloop plc-fault` does). The service's arrangement in one process:
+Runs `fixloop plc sim` as its own process and injects faults through its control
+port (what `fixloop plc fault` does). The service's arrangement in one process:
 the agent's PLC tool and a poller thread on the same cache file, default `[plc]`
 policy. Each trial silences press-3 until its unit breaker is open and has stayed
 down `--down-s` (the tool keeps asking, so its own probes back the window off),
@@ -51,7 +51,7 @@ SLOW_S = 0.3
 
 
 class Simulator:
-    """`fixloop plc-sim` in a child process, driven over its fault-injection port."""
+    """`fixloop plc sim` in a child process, driven over its fault-injection port."""
 
     def __init__(self) -> None:
         self.port, control_port = free_port(), free_port()
@@ -61,7 +61,8 @@ class Simulator:
                 sys.executable,
                 "-m",
                 "edge.cli.main",
-                "plc-sim",
+                "plc",
+                "sim",
                 "--host",
                 "127.0.0.1",
                 "--port",
@@ -76,14 +77,14 @@ class Simulator:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise SystemExit(f"fixloop plc-sim exited: {self._process.stderr.read().decode()[-2000:]}")
+                raise SystemExit(f"fixloop plc sim exited: {self._process.stderr.read().decode()[-2000:]}")
             try:
                 httpx.get(f"{self.control}/state", timeout=1).raise_for_status()
                 return
             except httpx.HTTPError:
                 time.sleep(0.2)
         self.stop()
-        raise SystemExit("fixloop plc-sim did not come up within 60 s")
+        raise SystemExit("fixloop plc sim did not come up within 60 s")
 
     def fault(self, **body: object) -> None:
         response = httpx.post(f"{self.control}/fault", json=body, timeout=5)
