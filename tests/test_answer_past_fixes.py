@@ -11,6 +11,7 @@ import pytest
 from edge.answer import compose_answer
 from edge.grounding import collect_evidence, ungrounded
 from edge.scripted_llm_server import ScriptedLlmServer
+from tests.fixtures.work_orders import take_to
 from tools.contract import ToolContext
 from tools.registry import ToolRegistry
 from tools.work_orders.config import WorkOrderConfig
@@ -39,9 +40,7 @@ def _fixed(store: WorkOrderStore, device: str, fix: Fix):
         created_by="technician",
         run_id="run-1",
     )
-    for status in ("acknowledged", "in_progress"):
-        store.set_status(order.id, status, actor="technician")
-    return store.set_status(order.id, "done", actor="technician", fix=fix)
+    return take_to(store, order, "done", fix)
 
 
 @pytest.fixture

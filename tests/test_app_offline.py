@@ -59,6 +59,19 @@ def page(browser, link) -> Iterator[Page]:
     page.context.close()
 
 
+@pytest.fixture
+def resumed_after(page) -> list[int]:
+    """The Last-Event-ID of every stream the page resumes, as it sends them."""
+    sent: list[int] = []
+
+    def note_resume(request: Request) -> None:
+        if request.url.endswith("/stream"):
+            sent.append(int(request.headers.get("last-event-id", "-1")))
+
+    page.on("request", note_resume)
+    return sent
+
+
 def ask_long_run(page: Page) -> str:
     """Asks for the long run and waits for its first result; its run id."""
     with page.expect_response(lambda r: r.url.endswith("/v1/runs") and r.request.method == "POST") as posted:
@@ -92,14 +105,9 @@ def expect_shown_complete_once(page: Page, service: RunningService, run_id: str)
         assert all(str(value) in text for value in event["args"].values()), (text, event["args"])
 
 
-def test_a_run_cut_off_for_five_seconds_mid_run_is_shown_complete_with_every_step_once(page, link, app_service):
-    resumed_after: list[int] = []
-
-    def note_resume(request: Request) -> None:
-        if request.url.endswith("/stream"):
-            resumed_after.append(int(request.headers.get("last-event-id", "-1")))
-
-    page.on("request", note_resume)
+def test_a_run_cut_off_for_five_seconds_mid_run_is_shown_complete_with_every_step_once(
+    page, link, app_service, resumed_after
+):
     run_id = ask_long_run(page)
     seen_before_drop = len(run_events(app_service, run_id))
 
@@ -218,14 +226,9 @@ def test_a_question_whose_answer_was_lost_on_the_way_is_sent_again_and_shown_as_
     assert long_runs(app_service) == [run_id, *earlier_runs]
 
 
-def test_a_stream_that_goes_silent_while_the_browser_stays_online_is_given_up_and_resumed(page, link, app_service):
-    resumed_after: list[int] = []
-
-    def note_resume(request: Request) -> None:
-        if request.url.endswith("/stream"):
-            resumed_after.append(int(request.headers.get("last-event-id", "-1")))
-
-    page.on("request", note_resume)
+def test_a_stream_that_goes_silent_while_the_browser_stays_online_is_given_up_and_resumed(
+    page, link, app_service, resumed_after
+):
     run_id = ask_long_run(page)
     link.freeze()  # the open stream hears nothing more, not even a reset; new connections go through
     expect_shown_complete_once(page, app_service, run_id)

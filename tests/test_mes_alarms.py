@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -11,11 +10,10 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 from fastapi import FastAPI
-from standardwebhooks.webhooks import Webhook
 
 from edge.config import load_config
 from edge.service.mes import ALARMS_PATH, MesAlarm, build_mes_router
-from tests.fixtures.work_orders import MES_SECRET, ROTATED_SECRET, serve_app
+from tests.fixtures.work_orders import MES_SECRET, ROTATED_SECRET, row_count, serve_app, signed
 from tools.contract import ToolContext
 from tools.work_orders.config import WorkOrderConfig
 from tools.work_orders.tool import WorkOrderArgs, WorkOrderTool
@@ -67,29 +65,10 @@ def mes_api(work_order_store):
         yield client, handler, work_order_store
 
 
-def _signed(body: str, msg_id: str | None = None, at: datetime | None = None, secret: str = MES_SECRET) -> dict:
-    msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
-    at = at or datetime.now(UTC)
-    return {
-        "webhook-id": msg_id,
-        "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": Webhook(secret).sign(msg_id, at, body),
-        "content-type": "application/json",
-    }
-
-
 def _post(client, alarm=ALARM, **kw):
     body = json.dumps(alarm)
-    headers = _signed(body, **kw)
+    headers = signed(body, **kw)
     return client.post(ALARMS_PATH, content=body, headers=headers), headers, body
-
-
-def _count(store, table: str) -> int:
-    con = sqlite3.connect(store.path)
-    try:
-        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    finally:
-        con.close()
 
 
 def test_signed_alarm_creates_an_order_and_answers_with_it(mes_api):
@@ -124,23 +103,23 @@ def test_tampered_stale_and_unsigned_requests_are_refused(mes_api, tamper):
     client, handler, store = mes_api
     body = json.dumps(ALARM)
     now = datetime.now(UTC)
-    headers = _signed(body)
+    headers = signed(body)
     if tamper == "body":
         body = body.replace("E102", "E103")
     elif tamper == "signature":
-        headers["webhook-signature"] = _signed(body + " ", msg_id=headers["webhook-id"])["webhook-signature"]
+        headers["webhook-signature"] = signed(body + " ", msg_id=headers["webhook-id"])["webhook-signature"]
     elif tamper == "wrong_secret":
-        headers = _signed(body, secret="whsec_" + "b3RoZXItc2VjcmV0LW5vdC1vdXJzLTEyMzQ=")
+        headers = signed(body, secret="whsec_" + "b3RoZXItc2VjcmV0LW5vdC1vdXJzLTEyMzQ=")
     elif tamper == "stale":
-        headers = _signed(body, at=now - timedelta(minutes=5, seconds=30))
+        headers = signed(body, at=now - timedelta(minutes=5, seconds=30))
     elif tamper == "future":
-        headers = _signed(body, at=now + timedelta(minutes=6))
+        headers = signed(body, at=now + timedelta(minutes=6))
     else:
         headers = {"content-type": "application/json"}
     response = client.post(ALARMS_PATH, content=body, headers=headers)
     assert response.status_code == 401
     assert response.json()["detail"].startswith("webhook verification failed")
-    assert handler.calls == [] and _count(store, "work_orders") == 0 and _count(store, "inbound_webhooks") == 0
+    assert handler.calls == [] and row_count(store, "work_orders") == 0 and row_count(store, "inbound_webhooks") == 0
 
 
 def test_a_rotated_secret_is_accepted(mes_api):
@@ -168,13 +147,13 @@ def test_malformed_alarm_is_422_naming_the_field_and_writes_nothing(mes_api, cha
     assert response.json()["detail"][0]["loc"] == ["body", field]
     if field == "device_id":
         assert "known devices: cnc-7, press-3" in response.json()["detail"][0]["msg"]
-    assert handler.calls == [] and _count(store, "work_orders") == 0 and _count(store, "inbound_webhooks") == 0
+    assert handler.calls == [] and row_count(store, "work_orders") == 0 and row_count(store, "inbound_webhooks") == 0
 
 
 def test_body_that_is_not_json_is_422(mes_api):
     client, handler, _ = mes_api
     body = "event_id=evt-1"
-    response = client.post(ALARMS_PATH, content=body, headers=_signed(body))
+    response = client.post(ALARMS_PATH, content=body, headers=signed(body))
     assert response.status_code == 422 and response.json()["detail"][0]["type"] == "json_invalid"
     assert handler.calls == []
 
@@ -184,7 +163,7 @@ def test_failed_handling_leaves_nothing_and_the_retry_is_processed(mes_api):
     handler.fail_next = 1
     failed, headers, body = _post(client)
     assert failed.status_code == 500 and "agent run crashed" in failed.json()["detail"]
-    assert _count(store, "inbound_webhooks") == 0 and _count(store, "work_orders") == 0
+    assert row_count(store, "inbound_webhooks") == 0 and row_count(store, "work_orders") == 0
     retried = client.post(ALARMS_PATH, content=body, headers=headers)
     assert retried.status_code == 200 and retried.json()["work_order"]["created"] is True
 
@@ -193,7 +172,7 @@ def test_concurrent_deliveries_of_one_message_run_the_agent_once(mes_api):
     client, handler, _store = mes_api
     handler.gate = threading.Event()
     body = json.dumps(ALARM)
-    headers = _signed(body)
+    headers = signed(body)
     responses: list[httpx.Response] = []
     first = threading.Thread(target=lambda: responses.append(client.post(ALARMS_PATH, content=body, headers=headers)))
     first.start()

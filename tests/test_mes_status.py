@@ -4,17 +4,13 @@ the MES moves an order along and, closing it, records what was found and done.""
 from __future__ import annotations
 
 import json
-import sqlite3
-import uuid
-from datetime import UTC, datetime
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from standardwebhooks.webhooks import Webhook
 
 from edge.service.mes import STATUS_PATH, MesAlarm, build_mes_router
-from tests.fixtures.work_orders import MES_SECRET, serve_app
+from tests.fixtures.work_orders import MES_SECRET, row_count, serve_app, signed, take_to
 
 WRONG_SECRET = "whsec_" + "b3RoZXItc2VjcmV0LW5vdC1vdXJzLTEyMzQ="
 FIX = {
@@ -47,30 +43,12 @@ def _in_progress(store, fault: str = "E102"):
         created_by="technician",
         run_id="run-1",
     )
-    for status in ("acknowledged", "in_progress"):
-        order = store.set_status(order.id, status, actor="technician")
-    return order
+    return take_to(store, order, "in_progress")
 
 
 def _post(client, change: dict | str, msg_id: str | None = None, secret: str = MES_SECRET):
     body = change if isinstance(change, str) else json.dumps(change)
-    msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
-    now = datetime.now(UTC)
-    headers = {
-        "webhook-id": msg_id,
-        "webhook-timestamp": str(int(now.timestamp())),
-        "webhook-signature": Webhook(secret).sign(msg_id, now, body),
-        "content-type": "application/json",
-    }
-    return client.post(STATUS_PATH, content=body, headers=headers)
-
-
-def _count(store, table: str) -> int:
-    con = sqlite3.connect(store.path)
-    try:
-        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    finally:
-        con.close()
+    return client.post(STATUS_PATH, content=body, headers=signed(body, msg_id, secret=secret))
 
 
 def test_a_signed_close_records_the_fix_once_and_a_replay_gets_the_same_answer(mes_api):
@@ -126,7 +104,7 @@ def test_a_change_with_a_wrong_or_no_signature_changes_nothing(mes_api, secret):
     else:
         response = client.post(STATUS_PATH, content=body, headers={"content-type": "application/json"})
     assert response.status_code == 401 and response.json()["detail"].startswith("webhook verification failed")
-    assert store.get(order.id) == order and _count(store, "inbound_webhooks") == 0
+    assert store.get(order.id) == order and row_count(store, "inbound_webhooks") == 0
 
 
 @pytest.mark.parametrize(
@@ -149,7 +127,7 @@ def test_a_malformed_change_is_422_naming_the_field_and_changes_nothing(mes_api,
     assert response.status_code == 422
     (error,) = response.json()["detail"]
     assert error["loc"] == loc and message in error["msg"]
-    assert store.get(order.id) == order and _count(store, "inbound_webhooks") == 0
+    assert store.get(order.id) == order and row_count(store, "inbound_webhooks") == 0
 
 
 def test_a_body_that_is_not_json_is_422(mes_api):
@@ -176,7 +154,7 @@ def test_an_unknown_order_is_404_and_a_refused_move_409_and_the_retry_is_handled
     refused = _post(client, change, msg_id="msg_early_close")
     assert refused.status_code == 409
     assert "is open; it cannot move to done (allowed: acknowledged, cancelled)" in refused.json()["detail"]
-    assert store.get(order.id) == order and _count(store, "inbound_webhooks") == 0
+    assert store.get(order.id) == order and row_count(store, "inbound_webhooks") == 0
 
     # Once the order is where the MES expected, the same message is applied, not answered from a record.
     for status in ("acknowledged", "in_progress"):

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-
-from standardwebhooks.webhooks import Webhook
 
 from tests.fixtures.service import TECHNICIAN_TOKEN
+from tests.fixtures.work_orders import signed
 
 
 def post_alarm(service, webhook_id: str, alarm: dict, secret: str | None = None):
     body = json.dumps(alarm)
-    now = datetime.now(UTC)
-    signature = Webhook(secret or service.config.mes.secrets[0]).sign(webhook_id, now, body)
-    headers = {
-        "webhook-id": webhook_id,
-        "webhook-timestamp": str(int(now.timestamp())),
-        "webhook-signature": signature,
-        "content-type": "application/json",
-    }
     with service.client(None) as client:
-        return client.post("/v1/mes/alarms", content=body, headers=headers)
+        return client.post(
+            "/v1/mes/alarms",
+            content=body,
+            headers=signed(body, webhook_id, secret=secret or service.config.mes.secrets[0]),
+        )
 
 
 ALARM = {
@@ -72,15 +66,12 @@ def test_an_alarm_with_a_wrong_signature_runs_nothing(service):
 
 def post_status(service, webhook_id: str, change: dict):
     body = json.dumps(change)
-    now = datetime.now(UTC)
-    headers = {
-        "webhook-id": webhook_id,
-        "webhook-timestamp": str(int(now.timestamp())),
-        "webhook-signature": Webhook(service.config.mes.secrets[0]).sign(webhook_id, now, body),
-        "content-type": "application/json",
-    }
     with service.client(None) as client:
-        return client.post("/v1/mes/work-order-status", content=body, headers=headers)
+        return client.post(
+            "/v1/mes/work-order-status",
+            content=body,
+            headers=signed(body, webhook_id, secret=service.config.mes.secrets[0]),
+        )
 
 
 def test_the_mes_closes_an_order_with_its_fix_and_the_next_alarm_answers_with_it(service):

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from edge.config import load_config
+from tests.fixtures.work_orders import take_to
 from tools.contract import ToolContext
 from tools.registry import ToolRegistry
 from tools.work_orders.config import WorkOrderConfig
@@ -64,13 +65,6 @@ def _open(store: WorkOrderStore, device: str = "press-3", fault: str = "E102"):
     return order
 
 
-def _close(store: WorkOrderStore, order, fix: Fix | None = None, status: str = "done"):
-    if status == "done":
-        for step in ("acknowledged", "in_progress"):
-            store.set_status(order.id, step, actor="technician")
-    return store.set_status(order.id, status, actor="technician", fix=fix)
-
-
 def _fixed(
     store: WorkOrderStore,
     clock: Clock,
@@ -80,7 +74,9 @@ def _fixed(
     days_later: float = 1.0,
 ):
     """An order opened now and closed as done with `cause`; the clock then moves on `days_later`."""
-    order = _close(store, _open(store, device, fault), Fix(cause=cause or f"cause on {device}", remedy="repaired"))
+    order = take_to(
+        store, _open(store, device, fault), "done", Fix(cause=cause or f"cause on {device}", remedy="repaired")
+    )
     clock.now += days_later * DAY
     return order
 
@@ -101,7 +97,7 @@ def test_closing_records_cause_remedy_parts_note_and_who_closed_it_when(store, c
         parts=[Part(part="FLT-200 filter", quantity=1), Part(part="coolant", quantity=12.5), Part(part="O-ring")],
         note="filter was two months overdue",
     )
-    closed = _close(store, order, fix)
+    closed = take_to(store, order, "done", fix)
 
     assert (
         closed.status == "done" and closed.closed_at == "2026-02-25T07:13:20.000Z" and closed.closed_by == "technician"
@@ -217,7 +213,7 @@ def test_past_fixes_are_this_machines_then_same_model_machines_for_the_same_code
     _fixed(store, clock, fault="E103")  # another code
     _fixed(store, clock, device="cnc-7")  # the same code on a machine of another model
     peer = _fixed(store, clock, device="press-4", cause="worn pump seal")
-    _close(store, _open(store), status="cancelled")  # cancelled: nothing was fixed
+    take_to(store, _open(store), "cancelled")  # cancelled: nothing was fixed
     _open(store)  # still open
 
     history = _history(store, fault="e102")
@@ -270,9 +266,10 @@ def _call(store, devices, clock, *, confirmation=False, fault="E102", obs_id="ob
 def test_the_observation_carries_the_order_then_the_flag_then_past_fixes(store, devices, clock):
     peer = _fixed(store, clock, device="press-4", cause="worn pump seal")
     older = _fixed(store, clock, cause="filter clogged")
-    newer = _close(
+    newer = take_to(
         store,
         _open(store),
+        "done",
         Fix(cause="fan blocked", remedy="cleaned the fan", parts=[Part(part="fan guard", quantity=2)]),
     )
     clock.now += DAY
@@ -328,7 +325,7 @@ def test_a_fault_is_a_root_cause_candidate_at_three_orders_in_thirty_days(
     now = clock.now
     for days_ago in earlier_days_ago:
         clock.now = now - days_ago * DAY
-        _close(store, _open(store), status="cancelled")  # any order counts as an occurrence, fixed or not
+        take_to(store, _open(store), "cancelled")  # any order counts as an occurrence, fixed or not
     clock.now = now
     obs = _call(store, devices, clock)
     assert any(item.fields.get("root_cause_candidate") for item in obs.content) is flagged

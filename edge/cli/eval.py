@@ -95,20 +95,9 @@ def _print_case(console: Console, report, quiet: bool) -> None:
         )
     if report.record is not None:
         print_trace(report.record, console)
-    marks = " ".join(
-        f"{name} {MARK[getattr(score, name)]}"
-        for name in (
-            "first_tool",
-            "tool_set",
-            "fault_code",
-            "sensor",
-            "manual",
-            "work_order",
-            "grounded",
-            "termination",
-            "language",
-        )
-    )
+    from edge.evaluation.scoring import METRICS
+
+    marks = " ".join(f"{name} {MARK[getattr(score, name)]}" for name in METRICS if name != "passed")
     console.print(f"{marks}  [dim]{score.steps} steps · {score.tokens} tokens · {score.latency_ms:.0f} ms[/]")
     for problem in score.problems:
         console.print(f"  [red]•[/] {problem}", highlight=False)

@@ -82,25 +82,8 @@ class PlcReadTool(Tool):
             "trend_window_s",
         }
     )
-    prompt_fields = frozenset(
-        {
-            "device_id",
-            "sensor",
-            "value",
-            "unit",
-            "timestamp",
-            "age_s",
-            "quality",
-            "source",
-            "is_outlier",
-            "alarm",
-            "plausible_range",
-            "fallback_reason",
-            "trend",
-            "trend_slope_per_min",
-            "trend_window_s",
-        }
-    )
+    # The tablet's labels and the raw timestamp stay out of the prompt: `timestamp` and `age_s` say it for the model.
+    prompt_fields = output_fields - {"label", "label_zh", "ts_ms"}
     timeout_s = 1.0
 
     def __init__(
