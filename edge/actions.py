@@ -52,8 +52,13 @@ def strip_stop_residue(text: str) -> str:
     return _TRAILING_OBSERVATION.sub("", text)
 
 
+def decode_object(text: str) -> dict[str, Any]:
+    """The reply's one JSON object, as the model wrote it."""
+    return _first_json_object(strip_stop_residue(text))
+
+
 def parse_action(text: str) -> Action:
-    obj = _first_json_object(strip_stop_residue(text))
+    obj = decode_object(text)
     thought = obj.get("thought", "")
     if not isinstance(thought, str):
         raise FormatError('"thought" must be a string.')

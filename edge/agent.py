@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from edge.config import Config
-from edge.llm_breaker import LlmBreaker
+from edge.llm.breaker import LlmBreaker
 from edge.loop import AgentLoop, EventSink, RunRequest
-from edge.planner import Planner, RunState
+from edge.planner import LlmUnavailable, Planner, RunState
 from edge.rules_planner import RulesPlanner
 from edge.run_record import RunRecord
 from edge.verification import AnswerVerifier
@@ -22,7 +22,8 @@ from tools.work_orders.store import WorkOrderStore
 from tools.work_orders.tool import WorkOrderTool
 
 if TYPE_CHECKING:
-    from edge.llm_client import ChatClient
+    from edge.llm.client import ChatClient
+    from edge.llm.planner import LlmPlanner
 
 
 _MANUAL = ManualSearchTool.name
@@ -86,11 +87,12 @@ class Agent:
         manual = self.registry.get(_MANUAL)
         rules = RulesPlanner(config.devices, known_codes=manual.known_codes if manual is not None else tuple)
         self.client: ChatClient | None = None
+        self.llm_planner: LlmPlanner | None = None
         self.llm_breaker = LlmBreaker(config.llm.breaker_failures, config.llm.breaker_open_s)
         planner: Planner = rules
         if config.llm.url:
-            from edge.llm_client import ChatClient  # httpx: only with a language model to call
-            from edge.llm_planner import LlmPlanner
+            from edge.llm.client import ChatClient  # httpx: only with a language model to call
+            from edge.llm.planner import LlmPlanner
 
             self.client = ChatClient(
                 config.llm.url,
@@ -100,8 +102,9 @@ class Agent:
                 config.llm.structured_outputs,
                 config.llm.api_key,
                 breaker=self.llm_breaker,
+                server=config.llm.server,
             )
-            planner = LlmPlanner(
+            planner = self.llm_planner = LlmPlanner(
                 self.client,
                 self.registry,
                 config.devices,
@@ -123,6 +126,11 @@ class Agent:
         self.rules.warm()
         for tool in self.registry:
             tool.warm()
+        if self.llm_planner is not None and self.config.model_profile.prime_prompt:
+            try:
+                self.llm_planner.prime()
+            except LlmUnavailable:
+                pass  # the runs will find out, fall back and count it in the breaker
 
     def warm_for(self, question: str, device_id: str | None = None, actor: str = "technician") -> None:
         """Load, blocking, what one run of this question needs (a one-shot command has no background to

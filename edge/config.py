@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from edge.llm.profiles import BUILT_IN_PROFILES, ModelProfile
+from edge.llm.servers import ServerName
 from knowledge.config import KnowledgeConfig
 from tools.plant import DeviceConfig, bind_device_ids
 from tools.plc.config import PlcConfig
@@ -40,13 +42,18 @@ class LlmConfig(Strict):
     model: str = "Qwen/Qwen2-7B-Instruct-AWQ"
     revision: str | None = None
     api_key: str | None = None
-    # The most one request may take; it also never outlives the run's wall budget (loop.max_wall_s).
+    # Which server answers at `url` (its request shape: edge/llm/servers/); "auto" asks its /models list.
+    server: ServerName = "auto"
+    # The budgets that suit the model (edge/llm/profiles.py); keys set here or in [loop] win over it.
+    profile: str = "gpu-7b"
+    profiles: dict[str, ModelProfile] = Field(default_factory=dict)
+    # The most one request may take (default: the profile's); it never outlives the run's wall budget.
     timeout_s: float = Field(default=2.5, gt=0)
-    # Room for the longest step, a Chinese final answer with steps and citations (about 1.5 tokens per
-    # character); a reply cut at this limit is a format error.
+    # The longest reply of one step (default: the profile's); a reply cut there is a format error.
     max_tokens_per_step: int = Field(default=640, gt=0)
-    # How constrained decoding is requested: current vLLM, the portable OpenAI form, vLLM < 0.12, or off.
-    structured_outputs: Literal["structured_outputs", "response_format", "guided_json", "none"] = "structured_outputs"
+    # How constrained decoding is requested: "auto" is the server's own form; vLLM also takes the portable
+    # OpenAI form (response_format) or its pre-0.12 guided_json; "none" turns it off.
+    structured_outputs: Literal["auto", "structured_outputs", "response_format", "guided_json", "none"] = "auto"
     # Circuit breaker: after this many failed or timed-out requests in a row, runs go straight to the
     # rules planner for breaker_open_s seconds; then one run probes the server.
     breaker_failures: int = Field(default=3, ge=1)
@@ -54,9 +61,14 @@ class LlmConfig(Strict):
 
 
 class LoopConfig(Strict):
+    # The run's budgets; with a language model configured its profile sets those not set here.
     max_steps: int = Field(default=6, ge=1)
     max_tokens: int = Field(default=4096, ge=1)
     max_wall_s: float = Field(default=3.0, gt=0)
+    # What the rules planner gets on top when it takes a run over from the model: its tool calls take
+    # milliseconds, and a run the model got nowhere with still deserves the answer it can give.
+    handover_steps: int = Field(default=4, ge=1)
+    handover_wall_s: float = Field(default=3.0, gt=0)
     # Unreadable LLM replies in a row tolerated; one more hands the run to the rules planner.
     max_format_errors: int = Field(default=2, ge=0)
     observation_max_chars: int = Field(default=1800, ge=200)
@@ -122,6 +134,34 @@ class Config(Strict):
         """The demo plant shipped with fixloop (environment overrides included): its manuals are
         fixloop's own, so whatever needs them may build them; a plant's own config never does."""
         return self._source == DEMO_SOURCE
+
+    @model_validator(mode="after")
+    def _apply_model_profile(self) -> Config:
+        if not self.llm.url:
+            return self
+        profile = self.model_profile
+        for section, key, value in (
+            (self.loop, "max_steps", profile.max_steps),
+            (self.loop, "max_tokens", profile.context_tokens),
+            (self.loop, "max_wall_s", profile.max_wall_s),
+            (self.llm, "timeout_s", profile.request_timeout_s),
+            (self.llm, "max_tokens_per_step", profile.max_tokens_per_step),
+        ):
+            if key not in section.model_fields_set:
+                # Not through setattr: that would mark the key as set by the operator.
+                section.__dict__[key] = value
+        return self
+
+    @property
+    def model_profile(self) -> ModelProfile:
+        profiles = {**BUILT_IN_PROFILES, **self.llm.profiles}
+        try:
+            return profiles[self.llm.profile]
+        except KeyError:
+            raise ValueError(
+                f"llm.profile {self.llm.profile!r} is neither built in nor in [llm.profiles] "
+                f"(known: {', '.join(sorted(profiles))})"
+            ) from None
 
     @field_validator("devices")
     @classmethod

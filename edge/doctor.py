@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from edge.config import DEMO_SOURCE, Config
-from edge.llm_client import ChatClient, LlmUnavailable
+from edge.llm.client import ChatClient, LlmUnavailable
 from knowledge import SCHEMA_VERSION, BuildError, Embedder, IndexSchemaMismatch, IndexStatus, read_status
 from tools.plant import DeviceConfig
 from tools.plc import NoCommunication, SensorProbe, breaker_states, probe_device
@@ -255,22 +255,61 @@ def _check_llm(config: Config) -> list[Check]:
                 "to use the model set llm.url or FIXLOOP_LLM_URL, e.g. http://127.0.0.1:8000/v1",
             )
         ]
-    client = ChatClient(llm.url, llm.model, llm.timeout_s, _PROBE_MAX_TOKENS, llm.structured_outputs, llm.api_key)
+    client = ChatClient(
+        llm.url, llm.model, llm.timeout_s, _PROBE_MAX_TOKENS, llm.structured_outputs, llm.api_key, server=llm.server
+    )
     try:
         try:
             models = client.models()
+            server = client.dialect.name
         except LlmUnavailable as exc:
             return [Check("llm", "failure", str(exc), _LLM_FIX)]
+        how = "detected" if llm.server == "auto" else "configured"
         checks = [
             Check(
-                "llm", "ok", f"{llm.url} answers; serves {', '.join(str(m.get('id')) for m in models) or 'no models'}"
+                "llm",
+                "ok",
+                f"{llm.url} answers ({server}, {how}); "
+                f"serves {', '.join(str(m.get('id')) for m in models) or 'no models'}",
             ),
             _check_model(config, models),
         ]
         checks.append(_check_structured_outputs(config, client))
+        if checks[-1].status == "ok":
+            checks.append(_check_action_schema(config, client))
         return checks
     finally:
         client.close()
+
+
+def _check_action_schema(config: Config, client: ChatClient) -> Check:
+    """The server compiles the run's own decoding schema (a grammar it cannot build is an HTTP error or
+    a dead server, found here rather than in a technician's run)."""
+    from edge.agent import build_registry
+    from edge.llm.action_schema import decoding_schema
+
+    registry = build_registry(config)
+    try:
+        schema = decoding_schema(registry.action_schema(), config.devices)
+    finally:
+        registry.close()
+    started = time.perf_counter()
+    try:
+        client.chat(_PROBE_MESSAGES, schema)
+    except LlmUnavailable as exc:
+        return Check(
+            "llm action schema",
+            "failure",
+            f"the server did not take the action schema as a constraint: {exc}",
+            "run `scripts/bench_llm.py --url URL` against it and report the server's log; "
+            "llm.structured_outputs = none runs unconstrained (every reply is still validated)",
+        )
+    return Check(
+        "llm action schema",
+        "ok",
+        f"the server compiles the action schema ({len(json.dumps(schema))} bytes) "
+        f"in {(time.perf_counter() - started) * 1000:.0f} ms",
+    )
 
 
 def _check_model(config: Config, models: list[dict[str, Any]]) -> Check:
@@ -339,7 +378,8 @@ def _check_structured_outputs(config: Config, client: ChatClient) -> Check:
     return Check(
         "llm structured outputs",
         "failure",
-        f"the server ignored the JSON Schema sent as {mode!r}: it replied {completion.text[:80]!r}",
-        "vLLM >= 0.12: structured_outputs (backend xgrammar or guidance); vLLM < 0.12: guided_json; "
-        "llama.cpp and other OpenAI-compatible servers: response_format. Set llm.structured_outputs to match",
+        f"the server ({client.dialect.name}) ignored the JSON Schema sent as {mode!r}: "
+        f"it replied {completion.text[:80]!r}",
+        "set llm.server to the server that answers (vllm, llama-server, llama-cpp-python, openai); for vLLM "
+        "llm.structured_outputs picks the form: structured_outputs (>= 0.12), guided_json (older) or response_format",
     )

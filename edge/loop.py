@@ -12,7 +12,11 @@ what is missing.
 The run never gives up on the LLM's account: a dead, stalling or open-breaker
 LLM, too many unreadable replies, an empty reply, a second call of a tool
 that does not exist or a used-up token budget switch the run to the rules
-planner (degraded, and the answer says so). The wall budget is a deadline
+planner (degraded, and the answer says so). So does a model that got nowhere:
+a weak or budget stop while the model plans hands the run over, and the rules
+planner answers from the question and whatever did work. A hand-over brings
+its own steps and time (`[loop] handover_steps`, `handover_wall_s`): the
+model's format errors and slow steps must not eat the answer that can be given. The wall budget is a deadline
 every LLM request and tool call is held to. Every final answer is verified (`edge.verification`) before it is
 shown: an LLM answer that fails is kept in the record, and the rules planner
 answers from the observations instead.
@@ -70,6 +74,17 @@ FALLBACK_NOTES: dict[FallbackReason, str] = {
     "unknown_tool": "it kept calling a tool that does not exist",
     "answer_rejected": "its final answer could not be verified against the tool results",
     "token_budget": "the run's token budget is used up",
+    "repeated_calls": "it repeated a call or kept getting the same result",
+    "max_steps": "it used up the run's steps without an answer",
+    "time_budget": "it used up the run's time without an answer",
+}
+# The weak and budget stops that hand a model's run over instead of ending it.
+HANDED_OVER: dict[TerminationReason, FallbackReason] = {
+    "repeated_action": "repeated_calls",
+    "repeated_call_limit": "repeated_calls",
+    "repeated_observation": "repeated_calls",
+    "max_steps": "max_steps",
+    "time_budget": "time_budget",
 }
 
 
@@ -141,6 +156,7 @@ class _Run:
         )
         self.calls: Counter[str] = Counter()
         self.unknown_tools = 0
+        self.step_limit = loop.limits.max_steps
 
     def emit(self, event: Callable[..., events.RunEvent], **fields: Any) -> None:
         self.emit_raw(event(run_id=self.record.run_id, **fields))
@@ -155,8 +171,12 @@ class _Run:
         )
         format_errors = 0
         limits = self.loop.limits
-        for n in range(1, limits.max_steps + 1):
-            if self.state.time_left() <= 0:
+        n = 0
+        while True:
+            if n >= self.step_limit and not self.hand_over("max_steps"):
+                return self.finish("max_steps")
+            n += 1
+            if self.state.time_left() <= 0 and not self.hand_over("time_budget"):
                 return self.finish("time_budget")
             if self.record.context_tokens >= limits.max_tokens:  # no more LLM requests; the rules planner costs none
                 self.fall_back("token_budget")
@@ -217,9 +237,13 @@ class _Run:
             stop = self.repetition(action)
             if stop:
                 self.add(step, step_started)
+                if self.hand_over(stop):
+                    continue
                 return self.finish(stop)
             if self.state.time_left() <= 0:  # the planner used up the budget: no tool starts past it
                 self.add(step, step_started)
+                if self.hand_over("time_budget"):
+                    continue
                 return self.finish("time_budget")
             observation = self.observe(action, n)
             step.observation = observation
@@ -227,9 +251,16 @@ class _Run:
             self.add(step, step_started)
             # A copy: the planner's next prompt marks the record's observation `truncated` when it cuts it.
             self.emit(events.ObservationEvent, step=n, observation=observation.model_copy())
-            if observation.no_new_information:
+            if observation.no_new_information and not self.hand_over("repeated_observation"):
                 return self.finish("repeated_observation")
-        return self.finish("max_steps")
+
+    def hand_over(self, stop: TerminationReason) -> bool:
+        """A weak or budget stop while the model plans: the rules planner goes on instead. False when
+        the rules planner is the one that stopped (then the run ends)."""
+        if self.planner is self.loop.fallback:
+            return False
+        self.fall_back(HANDED_OVER[stop])
+        return True
 
     def decide(self) -> Decision | None:
         """The planner's next decision; None when the LLM used up the rest of the run's time."""
@@ -248,6 +279,9 @@ class _Run:
             return
         why = why or f"The language model was set aside: {FALLBACK_NOTES[reason]}"
         warning = f"{why}; answering in degraded mode with the rules planner."
+        limits = self.loop.limits
+        self.step_limit = max(self.step_limit, len(self.record.steps) + limits.handover_steps)
+        self.state.deadline = max(self.state.deadline, time.monotonic() + limits.handover_wall_s)
         self.record.warnings.append(warning)
         self.record.degraded = True
         self.record.fallback = reason

@@ -17,6 +17,9 @@ FallbackReason = Literal[
     "unknown_tool",  # the model asked for a tool that does not exist, twice
     "answer_rejected",  # the model's final answer failed verification
     "token_budget",  # the LLM used up the run's tokens (the rules planner uses none)
+    "repeated_calls",  # the model repeated a call or kept getting the same result: handed over
+    "max_steps",  # the model used up the steps without an answer: handed over
+    "time_budget",  # the model used up the run's time without an answer: handed over
 ]
 
 TerminationReason = Literal[
@@ -40,9 +43,14 @@ class LlmUsage(BaseModel):
     shared_prefix_tokens: int = 0
     cached_tokens: int | None = None
     latency_ms: float = 0.0
-    # The server sent no usage: the counts are `edge.token_estimate`'s conservative estimate.
+    # The server sent no usage: the counts are `edge.llm.tokens`'s conservative estimate.
     estimated: bool = False
     finish_reason: str | None = None
+    # The server's split of the latency into prompt processing and generation, where it reports one.
+    prompt_ms: float | None = None
+    generation_ms: float | None = None
+    # The model that answered, as the server names it.
+    model: str | None = None
 
 
 class Step(BaseModel):

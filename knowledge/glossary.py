@@ -50,6 +50,19 @@ def translations(text: str) -> tuple[tuple[str, ...], ...]:
     )
 
 
+def concepts(text: str) -> list[tuple[int, int, str]]:
+    """Each concept found in `text`: its span (offsets into the NFKC form of `text`) and the concept's
+    name, in order of appearance; the same name for an English and a Chinese variant ("overheating",
+    "过热"), so two texts can be compared by what they talk about across languages and inflections."""
+    return [(match.start(), match.end(), concept.name) for match, concept in _matches(_normalize(text))]
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether `text` names the concept `name` in either language. Much cheaper than `concepts` on a long
+    text: one concept's variants, not the whole glossary's."""
+    return _concept_pattern(name).search(_normalize(text)) is not None
+
+
 @lru_cache(maxsize=1024)
 def translate_to_english(text: str) -> str:
     """An English rendition of a (mostly) Chinese query: each concept's English name and
@@ -73,24 +86,52 @@ def _normalize(text: str) -> str:
 
 def _matches(text: str) -> Iterator[tuple[re.Match[str], Concept]]:
     """Concept variants in order of appearance; where variants overlap, the longest."""
-    pattern, owners = _matcher()
-    for match in pattern.finditer(text):
+    patterns = _matcher()
+    position = 0
+    while position < len(text):
+        found = patterns.get(text[position].lower())
+        match = found[0].match(text, position) if found else None
+        if match is None or found is None:
+            position += 1
+            continue
         assert match.lastindex is not None  # every alternative is a group
-        yield match, owners[match.lastindex - 1]
+        yield match, found[1][match.lastindex - 1]
+        position = match.end()
 
 
 @lru_cache(maxsize=1)
-def _matcher() -> tuple[re.Pattern[str], tuple[Concept, ...]]:
-    """One alternation with a capturing group per variant, so `lastindex` says which matched, and
-    the concept owning each group. Alternatives are tried in order, so longest first: at a given
-    position the longest variant wins ("温度过高" before "温度")."""
+def _concepts() -> tuple[Concept, ...]:
     data = tomllib.loads(resources.files("knowledge").joinpath("glossary.toml").read_text(encoding="utf-8"))
-    concepts = [Concept(name, tuple(entry["en"]), tuple(entry["zh"])) for name, entry in data["concepts"].items()]
+    return tuple(Concept(name, tuple(entry["en"]), tuple(entry["zh"])) for name, entry in data["concepts"].items())
+
+
+@lru_cache(maxsize=1)
+def _matcher() -> dict[str, tuple[re.Pattern[str], tuple[Concept, ...]]]:
+    """Per first character, one alternation of the variants that start with it, with a capturing group
+    per variant, so `lastindex` says which matched, and the concept owning each group. Only the
+    variants that can start at a position are tried there (one alternation of all of them costs a
+    third of a millisecond per character). Alternatives are tried in order, so longest first: at a
+    given position the longest variant wins ("温度过高" before "温度")."""
+    known = _concepts()
     variants = sorted(
-        {(v, i) for i, c in enumerate(concepts) for v in (*c.en, *c.zh)}, key=lambda pair: (-len(pair[0]), pair)
+        {(v, i) for i, c in enumerate(known) for v in (*c.en, *c.zh)}, key=lambda pair: (-len(pair[0]), pair)
     )
-    pattern = re.compile("|".join(f"({_variant_regex(v)})" for v, _ in variants), re.IGNORECASE)
-    return pattern, tuple(concepts[i] for _, i in variants)
+    by_first: dict[str, list[tuple[str, int]]] = {}
+    for variant, owner in variants:
+        by_first.setdefault(variant[0].lower(), []).append((variant, owner))
+    return {
+        first: (
+            re.compile("|".join(f"({_variant_regex(v)})" for v, _ in group), re.IGNORECASE),
+            tuple(known[i] for _, i in group),
+        )
+        for first, group in by_first.items()
+    }
+
+
+@lru_cache(maxsize=256)
+def _concept_pattern(name: str) -> re.Pattern[str]:
+    concept = next(c for c in _concepts() if c.name == name)
+    return re.compile("|".join(_variant_regex(v) for v in (*concept.en, *concept.zh)), re.IGNORECASE)
 
 
 def _variant_regex(variant: str) -> str:

@@ -59,6 +59,12 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def chinese_words(text: str) -> list[str]:
+    """jieba's words (precise mode, each character once) for every CJK run of `text`, in order; the
+    same private segmenter as `terms`, so an answer and the manual are cut alike."""
+    return [word for run in _CJK_RUN.findall(text) for word in _segmenter().cut(run)]
+
+
 @lru_cache(maxsize=1)
 def _english_stop_words() -> frozenset[str]:
     # Importing spaCy costs about a second (it pulls in torch): not at service start-up, only on first use.

@@ -28,7 +28,7 @@ from bench_support import pct
 
 from edge.agent import Agent
 from edge.config import load_config
-from edge.scripted_llm_server import ScriptedLlmServer
+from edge.llm.scripted_server import ScriptedLlmServer
 from knowledge.demo import build_demo_index
 from tools.contract import ToolContext
 from tools.plc.simulator import start_simulator

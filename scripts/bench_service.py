@@ -36,7 +36,7 @@ import httpx
 from bench_support import free_port, pct, rss_mb
 
 from edge.config import load_config
-from edge.scripted_llm_server import ScriptedLlmServer
+from edge.llm.scripted_server import ScriptedLlmServer
 from knowledge.demo import build_demo_index
 from tools.plc.simulator import start_simulator
 

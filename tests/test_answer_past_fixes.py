@@ -10,7 +10,7 @@ import pytest
 
 from edge.answer import compose_answer
 from edge.grounding import collect_evidence, ungrounded
-from edge.scripted_llm_server import ScriptedLlmServer
+from edge.llm.scripted_server import ScriptedLlmServer
 from tests.fixtures.work_orders import take_to
 from tools.contract import ToolContext
 from tools.registry import ToolRegistry

@@ -178,7 +178,7 @@ def test_a_different_served_model_fails_and_an_unconfirmed_revision_warns(demo_c
 def test_an_unreachable_llm_is_a_failure(demo_config):
     checks = run_checks(with_llm(demo_config, url=f"http://127.0.0.1:{free_port()}/v1", timeout_s=1.0))
     check = by_name(checks)["llm"]
-    assert check.status == "failure" and "cannot list models" in check.detail and "fixloop-vllm" in check.fix
+    assert check.status == "failure" and "unreachable" in check.detail and "fixloop-vllm" in check.fix
     assert "llm model" not in by_name(checks)
 
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from edge.evaluation.adversarial import E102, SCENARIOS, call, final, run_scenario
-from edge.scripted_llm_server import ScriptedLlmServer
+from edge.llm.scripted_server import ScriptedLlmServer
 from tests.fixtures.service import metric, run_service, scrape
 
 MANUAL = "search_maintenance_manual_by_fault_code"

@@ -11,7 +11,7 @@ import pytest
 
 from edge.loop import RunRequest
 from edge.run_store import RunStore
-from edge.scripted_llm_server import ScriptedLlmServer
+from edge.llm.scripted_server import ScriptedLlmServer
 from edge.service.runs import RunManager
 
 COOLANT = "What is the coolant level on cnc-7 right now?"

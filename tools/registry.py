@@ -46,11 +46,13 @@ class ToolRegistry:
     # -- generated views -------------------------------------------------
 
     def prompt_tool_list(self) -> str:
-        """Numbered list for the system prompt; numbering stops invented names."""
+        """Numbered list for the system prompt; numbering stops invented names. A tool's first sentence
+        says what it is for (the rest of its description is for people reading the docs); every argument
+        keeps its format hint, which is what keeps a model's arguments right."""
         lines = []
         for number, tool in enumerate(self._tools.values(), start=1):
-            effect = " Side effect: creates a record; call at most once per fault." if tool.side_effect else ""
-            lines.append(f"{number}. {tool.name}: {tool.description}{effect}")
+            effect = " Creates a record: call at most once per fault." if tool.side_effect else ""
+            lines.append(f"{number}. {tool.name}: {_first_sentence(tool.description)}{effect}")
             for arg, spec in tool.input_schema().get("properties", {}).items():
                 required = arg in tool.input_schema().get("required", [])
                 lines.append(f"   - {arg}{'' if required else ' (optional)'}: {spec.get('description', '')}")
@@ -192,6 +194,11 @@ def _example_args(tool: Tool) -> str:
         if arg in schema.get("required", [])
     }
     return str(example)
+
+
+def _first_sentence(text: str) -> str:
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
 
 
 def _strip_titles(schema: Any) -> Any:

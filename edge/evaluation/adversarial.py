@@ -24,7 +24,7 @@ from edge.answer import PHRASES, language_of
 from edge.config import Config
 from edge.grounding import collect_evidence, ungrounded
 from edge.run_record import RunRecord
-from edge.scripted_llm_server import ScriptedLlmServer
+from edge.llm.scripted_server import ScriptedLlmServer
 from tools.manual_search.tool import ManualSearchTool
 from tools.plc.tool import PlcReadTool
 from tools.work_orders.tool import WorkOrderTool
@@ -266,7 +266,7 @@ SCENARIOS: list[Scenario] = [
             for s in ("coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure")
         ],
         question="check everything on press-3",
-        loop={"max_tokens": 3000, "max_steps": 8},
+        loop={"max_tokens": 1900, "max_steps": 8},
         expect={"fallback": "token_budget", "estimated": True},
     ),
     Scenario(
@@ -279,7 +279,8 @@ SCENARIOS: list[Scenario] = [
         "a server slower than the whole budget",
         [{**_GOOD_E102[0], "delay_s": 8.0}],
         llm={"timeout_s": 10.0},
-        expect={"reason": "time_budget", "degraded": True},
+        # Handed over at the deadline: the rules planner answers in the hand-over's own time.
+        expect={"fallback": "llm_unavailable", "degraded": True, "reason": "final_answer"},
     ),
     Scenario(
         "HTTP 500",

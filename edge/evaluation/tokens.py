@@ -30,7 +30,7 @@ from edge.evaluation.plant import EvalPlant
 from edge.evaluation.runner import CaseReport, EvalReport, evaluate_on, fresh_ids
 from edge.loop import RunRequest
 from edge.run_record import RunRecord
-from edge.scripted_llm_server import ScriptedLlmServer
+from edge.llm.scripted_server import ScriptedLlmServer
 
 _PREFIX_TARGET = 0.90
 _CONTEXT_TARGET = 4096

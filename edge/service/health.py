@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from edge.config import Config
-from edge.llm_breaker import LlmBreaker
+from edge.llm.breaker import LlmBreaker
 from tools.plc.store import PlcStore
 
 log = logging.getLogger("fixloop.service")

@@ -31,27 +31,27 @@ class ManualSearchInput(BaseModel):
         default=None,
         max_length=40,
         examples=["E102"],
-        description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1, Err-07, XX204, DRV_FAULT",
+        description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1, Err-07",
     )
     query: str | None = Field(
         default=None,
         max_length=300,
         examples=["the motor is hot"],
-        description="symptom in the technician's words when no code is shown, e.g. 'the motor is hot', '电机过热'",
+        description="symptom in the technician's words, when no code is shown, e.g. 'the motor is hot'",
     )
     device_id: str | None = Field(
         default=None,
         max_length=64,
-        description="device id from the plant list, e.g. press-3, cnc-7; gives the meaning of the code on that machine",
+        description="device id from the plant list, e.g. press-3: the code's meaning on that machine",
     )
     language: Literal["en", "zh"] | None = Field(
         default=None,
-        description="edition to quote for a fault code: zh when the question is in Chinese, else en",
+        description="manual edition: zh for a Chinese question, else en",
     )
     manual_version: str | None = Field(
         default=None,
         max_length=16,
-        description="manual version, e.g. V1.2 or V2.1; leave out for the newest",
+        description="manual version, e.g. V1.2; leave out for the newest",
     )
 
     @field_validator("fault_code", "query", "device_id", "manual_version")

@@ -28,12 +28,12 @@ class WorkOrderArgs(BaseModel):
     fault_code: FaultCode
     # Stripped before the length check, so a summary of spaces is refused rather than stored empty.
     summary: Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=2000)] = Field(
-        description="one or two sentences: the symptom and what the evidence showed, e.g. motor overheating, 92 °C",
+        description="one or two sentences: the symptom and the evidence, e.g. motor overheating, 92 °C",
         examples=["motor overheating, motor_temp 92 °C"],
     )
     priority: Priority | None = Field(
         default=None,
-        description="low, medium, high or urgent; leave out to use the alarm's severity (else medium)",
+        description="low, medium, high or urgent; leave out for the alarm's severity (else medium)",
     )
 
     @field_validator("device_id")

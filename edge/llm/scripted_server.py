@@ -32,9 +32,12 @@ class ScriptedLlmServer:
         host: str = "127.0.0.1",
         port: int = 0,
         root: str = "/v1",
+        owned_by: str = "vllm",
     ):
         self.script = script
         self.model = model
+        # Which server it plays in its /models list (edge.llm.servers detects the request shape from it).
+        self.owned_by = owned_by
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._root = root
@@ -83,7 +86,7 @@ class ScriptedLlmServer:
 
             def do_GET(self) -> None:
                 if self.path == f"{server._root}/models":
-                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": server.owned_by}]})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 

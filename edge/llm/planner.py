@@ -1,15 +1,26 @@
-"""The LLM planner: the prompt in, one parsed action out."""
+"""The LLM planner: the prompt in, one parsed action out.
+
+Every reply is checked, whatever the server claims to constrain: servers drop a constraint they do
+not understand without a word. An empty, cut, unreadable or off-schema reply is a format error.
+"""
 
 from __future__ import annotations
 
 import json
 
-from edge.actions import FormatError, parse_action
-from edge.llm_client import ChatClient
+from edge.actions import FormatError, decode_object, parse_action
+from edge.llm.action_schema import decoding_schema, envelope_errors
+from edge.llm.client import ChatClient
+from edge.llm.prompt import (
+    format_error_message,
+    observation_message,
+    question_message,
+    shared_prefix_chars,
+    system_prompt,
+)
+from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
 from edge.planner import Decision, RunState
-from edge.prompt import format_error_message, observation_message, question_message, shared_prefix_chars, system_prompt
 from edge.run_record import LlmUsage, cap_text
-from edge.token_estimate import estimate_prompt_tokens, estimate_text_tokens
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
 
@@ -31,7 +42,14 @@ class LlmPlanner:
         self._observation_max_chars = observation_max_chars
         self._raw_reply_max_chars = raw_reply_max_chars
         self._system = system_prompt(registry, devices)
-        self._schema = registry.action_schema() if client.structured_outputs != "none" else None
+        self._action_schema = registry.action_schema()
+        self._schema = (
+            decoding_schema(self._action_schema, devices) if client.structured_outputs != "none" else None
+        )
+
+    def prime(self) -> None:
+        """One request holding the system prompt, for the server's prefix cache (`ModelProfile.prime_prompt`)."""
+        self.client.chat([{"role": "system", "content": self._system}, {"role": "user", "content": "Ready?"}], max_tokens=1)
 
     def messages(self, state: RunState) -> list[dict[str, str]]:
         device_id = state.device_id or state.session.device_id
@@ -76,6 +94,9 @@ class LlmPlanner:
             shared_prefix_tokens=round(prompt_tokens * shared_prefix_chars(previous, flat) / max(len(flat), 1)),
             cached_tokens=completion.cached_tokens,
             latency_ms=completion.latency_ms,
+            prompt_ms=completion.prompt_ms,
+            generation_ms=completion.generation_ms,
+            model=completion.model,
             estimated=estimated,
             finish_reason=completion.finish_reason,
         )
@@ -94,6 +115,9 @@ class LlmPlanner:
             )
         try:
             action = parse_action(completion.text)
+            errors = envelope_errors(decode_object(completion.text), self._action_schema)
+            if errors:
+                raise FormatError(" ".join(errors[:2]))
         except FormatError as exc:
             return Decision(action=None, format_error=str(exc), raw=raw, usage=usage)
         return Decision(action=action, raw=raw, usage=usage)

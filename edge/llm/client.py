@@ -1,16 +1,13 @@
-"""OpenAI-compatible chat client (vLLM, llama.cpp's server, Ollama).
+"""The one LLM client: OpenAI-compatible chat completions to vLLM, llama.cpp or any compatible server.
 
-The only place that knows vLLM-specific request fields: how constrained
-decoding of the action JSON is asked for depends on `structured_outputs`:
-- "structured_outputs": vLLM >= 0.12, `{"structured_outputs": {"json": schema}}`
-- "response_format": the portable OpenAI form (`json_schema`), also llama.cpp
-- "guided_json": vLLM before 0.12
-- "none": plain decoding; the parser and format-error observations cope
+What differs between servers (how constrained decoding is asked for, extra request fields, what a
+reply reports about prompt reuse and timings) is the dialect's (`edge.llm.servers`), chosen by
+`[llm] server` or detected from the server's `/models` list on first use.
 
 Every request has a hard deadline (the run's time left, at most `timeout_s`):
 httpx's timeouts are per read, so a server that trickles one byte a second
 would never trip them; the reply is read in a worker thread and given up at
-the deadline. A breaker (`edge.llm_breaker`) keeps runs off a server that
+the deadline. A breaker (`edge.llm.breaker`) keeps runs off a server that
 keeps failing.
 """
 
@@ -25,7 +22,8 @@ from typing import Any
 import httpx
 
 from edge.actions import strip_stop_residue
-from edge.llm_breaker import LlmBreaker
+from edge.llm.breaker import LlmBreaker
+from edge.llm.servers import Dialect, detect, dialect
 from edge.planner import LlmCircuitOpen, LlmUnavailable
 
 __all__ = ["STOP_SEQUENCES", "ChatClient", "Completion", "LlmCircuitOpen", "LlmUnavailable"]
@@ -46,6 +44,9 @@ class Completion:
     model: str
     # "length": the reply was cut at max_tokens.
     finish_reason: str | None = None
+    # The server's own split of the latency, where it reports one (llama-server's timings).
+    prompt_ms: float | None = None
+    generation_ms: float | None = None
 
 
 class ChatClient:
@@ -55,9 +56,10 @@ class ChatClient:
         model: str,
         timeout_s: float,
         max_tokens: int,
-        structured_outputs: str = "structured_outputs",
+        structured_outputs: str = "auto",
         api_key: str | None = None,
         breaker: LlmBreaker | None = None,
+        server: str = "auto",
     ):
         self.url = url.rstrip("/")
         self.model = model
@@ -65,31 +67,43 @@ class ChatClient:
         self.max_tokens = max_tokens
         self.structured_outputs = structured_outputs
         self.breaker = breaker
+        self._dialect: Dialect | None = None if server == "auto" else dialect(server)
+        # A server that serves one request at a time gets them one at a time, each within its deadline.
+        self._serial = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers)
 
     def close(self) -> None:
         self._http.close()
 
-    def request_body(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> dict[str, Any]:
+    @property
+    def dialect(self) -> Dialect:
+        """The server's dialect: configured, or detected once from its `/models` list."""
+        if self._dialect is None:
+            self._dialect = detect(self.models())
+        return self._dialect
+
+    def request_body(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | None, max_tokens: int | None = None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "temperature": 0,
-            "max_tokens": self.max_tokens,
+            "max_tokens": max_tokens or self.max_tokens,
             "stop": STOP_SEQUENCES,
+            **self.dialect.extra_fields(),
         }
         if schema is not None:
-            if self.structured_outputs == "structured_outputs":
-                body["structured_outputs"] = {"json": schema}
-            elif self.structured_outputs == "response_format":
-                body["response_format"] = {"type": "json_schema", "json_schema": {"name": "step", "schema": schema}}
-            elif self.structured_outputs == "guided_json":
-                body["guided_json"] = schema
+            body.update(self.dialect.constraint(schema, self.structured_outputs))
         return body
 
     def chat(
-        self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None, time_left_s: float | None = None
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        time_left_s: float | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         """One completion, finished within `time_left_s` (and `timeout_s`) or LlmUnavailable."""
         total_s = self.timeout_s if time_left_s is None else min(self.timeout_s, time_left_s)
@@ -102,7 +116,7 @@ class ChatClient:
                 f"(next probe in {snapshot['retry_in_s']:g} s)"
             )
         try:
-            completion = self._chat(messages, schema, total_s)
+            completion = self._chat(messages, schema, total_s, max_tokens)
         except LlmUnavailable as exc:
             if self.breaker is None:
                 raise
@@ -119,9 +133,20 @@ class ChatClient:
             self.breaker.success()
         return completion
 
-    def _chat(self, messages: list[dict[str, str]], schema: dict[str, Any] | None, total_s: float) -> Completion:
+    def _chat(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | None, total_s: float, max_tokens: int | None
+    ) -> Completion:
         started = time.perf_counter()
-        status, raw = self._exchange(self.request_body(messages, schema), total_s)
+        body = self.request_body(messages, schema, max_tokens)
+        if self.dialect.serial:
+            if not self._serial.acquire(timeout=total_s):
+                raise _Overdue(f"LLM at {self.url} was busy with other runs' requests for {total_s:.2g} s")
+            try:
+                status, raw = self._exchange(body, total_s - (time.perf_counter() - started))
+            finally:
+                self._serial.release()
+        else:
+            status, raw = self._exchange(body, total_s)
         latency_ms = (time.perf_counter() - started) * 1000
         text_of_reply = raw[:200].decode("utf-8", "replace")
         if status != 200:
@@ -135,15 +160,17 @@ class ChatClient:
                 f"LLM at {self.url} sent a reply that is not a chat completion: {text_of_reply}"
             ) from None
         usage = data.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
+        report = self.dialect.report(data)
         return Completion(
             text=strip_stop_residue(text),
             prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=_count(usage.get("completion_tokens")),
-            cached_tokens=details.get("cached_tokens"),
+            cached_tokens=report.cached_tokens,
             latency_ms=latency_ms,
             model=str(data.get("model", self.model)),
             finish_reason=choice.get("finish_reason"),
+            prompt_ms=report.prompt_ms,
+            generation_ms=report.generation_ms,
         )
 
     def _exchange(self, body: dict[str, Any], total_s: float) -> tuple[int, bytes]:
@@ -192,7 +219,9 @@ class ChatClient:
             response = self._http.get(f"{self.url}/models")
             response.raise_for_status()
             return list(response.json().get("data", []))
-        except (httpx.HTTPError, ValueError) as exc:
+        except httpx.TransportError as exc:
+            raise LlmUnavailable(f"LLM at {self.url} unreachable: {type(exc).__name__}: {exc}") from None
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
             raise LlmUnavailable(f"LLM at {self.url}: cannot list models: {exc}") from None
 
 

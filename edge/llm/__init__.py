@@ -1,0 +1,46 @@
+"""The language model's room: the client, one module per server's request shape, the breaker, token
+accounting, the prompt, model profiles and the planner that turns a reply into one action.
+
+The names below are the package's API. Each is imported from its module on first use, so the config
+can read the profiles without loading httpx.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from knowledge.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from edge.llm.action_schema import decoding_schema, envelope_errors
+    from edge.llm.breaker import LlmBreaker
+    from edge.llm.client import ChatClient, Completion
+    from edge.llm.local_server import LocalServer, packaged_model, start_local_server
+    from edge.llm.planner import LlmPlanner
+    from edge.llm.profiles import BUILT_IN_PROFILES, ModelProfile
+    from edge.llm.scripted_server import ScriptedLlmServer
+    from edge.llm.servers import Dialect, detect, dialect
+    from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
+
+_EXPORTS = {
+    "BUILT_IN_PROFILES": "edge.llm.profiles",
+    "ChatClient": "edge.llm.client",
+    "Completion": "edge.llm.client",
+    "Dialect": "edge.llm.servers",
+    "LlmBreaker": "edge.llm.breaker",
+    "LlmPlanner": "edge.llm.planner",
+    "LocalServer": "edge.llm.local_server",
+    "ModelProfile": "edge.llm.profiles",
+    "ScriptedLlmServer": "edge.llm.scripted_server",
+    "decoding_schema": "edge.llm.action_schema",
+    "detect": "edge.llm.servers",
+    "dialect": "edge.llm.servers",
+    "envelope_errors": "edge.llm.action_schema",
+    "estimate_prompt_tokens": "edge.llm.tokens",
+    "estimate_text_tokens": "edge.llm.tokens",
+    "packaged_model": "edge.llm.local_server",
+    "start_local_server": "edge.llm.local_server",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
