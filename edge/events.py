@@ -40,12 +40,15 @@ class FormatErrorEvent(_Event):
 
     type: Literal["format_error"] = "format_error"
     step: int
+    # The planner that took the step: "llm" or "rules" (the tablet and the CLI show it).
+    planner: str
     error: str
 
 
 class ThoughtEvent(_Event):
     type: Literal["thought"] = "thought"
     step: int
+    planner: str
     text: str
 
 
@@ -60,6 +63,7 @@ class AnswerRejectedEvent(_Event):
 class ActionEvent(_Event):
     type: Literal["action"] = "action"
     step: int
+    planner: str
     tool: str
     args: Any
 
@@ -168,14 +172,14 @@ def events_from_record(record: RunRecord) -> list[RunEvent]:
 
 def _step_events(run_id: str, step: Step, rejected: RejectedAnswer | None) -> list[RunEvent]:
     if step.format_error:
-        return [FormatErrorEvent(run_id=run_id, step=step.n, error=step.format_error)]
+        return [FormatErrorEvent(run_id=run_id, step=step.n, planner=step.planner, error=step.format_error)]
     events: list[RunEvent] = []
     if step.thought:
-        events.append(ThoughtEvent(run_id=run_id, step=step.n, text=step.thought))
+        events.append(ThoughtEvent(run_id=run_id, step=step.n, planner=step.planner, text=step.thought))
     if step.final_answer is not None and rejected is not None:
         events.append(AnswerRejectedEvent(run_id=run_id, step=step.n, problems=rejected.problems))
     if step.action:
-        events.append(ActionEvent(run_id=run_id, step=step.n, tool=step.action, args=step.args))
+        events.append(ActionEvent(run_id=run_id, step=step.n, planner=step.planner, tool=step.action, args=step.args))
     if step.observation is not None:
         events.append(ObservationEvent(run_id=run_id, step=step.n, observation=step.observation))
     return events

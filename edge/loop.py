@@ -196,7 +196,7 @@ class _Run:
             if action is None:  # an unreadable reply; the planner says why
                 step.format_error = decision.format_error or "The reply held no action."
                 self.add(step, step_started)
-                self.emit(events.FormatErrorEvent, step=n, error=step.format_error)
+                self.emit(events.FormatErrorEvent, step=n, planner=step.planner, error=step.format_error)
                 format_errors += 1
                 if decision.empty:
                     self.fall_back("empty_reply")
@@ -206,7 +206,7 @@ class _Run:
             format_errors = 0
             step.thought = action.thought
             if action.thought:
-                self.emit(events.ThoughtEvent, step=n, text=action.thought)
+                self.emit(events.ThoughtEvent, step=n, planner=step.planner, text=action.thought)
             if isinstance(action, FinalAnswer):
                 answer = step.final_answer = cap_text(action.text, limits.answer_max_chars)
                 self.add(step, step_started)
@@ -224,7 +224,7 @@ class _Run:
                 self.fall_back("answer_rejected")
                 continue
             step.action, step.args = action.tool, action.args
-            self.emit(events.ActionEvent, step=n, tool=action.tool, args=action.args)
+            self.emit(events.ActionEvent, step=n, planner=step.planner, tool=action.tool, args=action.args)
             if self.cancel.is_set():
                 self.add(step, step_started)
                 return self.finish("takeover", pending=action)

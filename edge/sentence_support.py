@@ -7,9 +7,9 @@ observation item: its words, not only its facts.
 
 A sentence's claim words are its content words (English lower-cased and lightly stemmed, Chinese cut by
 the knowledge package's jieba segmenter, glossary concepts as one word in either language) without
-function words, codes and numbers (`edge.grounding` checks those), and without the plant's vocabulary
-(device and sensor names, units) and a few generic answer words (`SCAFFOLDING`): naming the machine or
-saying "check the manual" claims nothing. A sentence is supported when one observation item (its text
+function words, codes, ids and numbers (`edge.grounding` checks those), and without the plant's machine
+names, its units and a few generic answer words (`SCAFFOLDING`): naming the machine or saying "check the
+manual" claims nothing. A sentence is supported when one observation item (its text
 and its fields' values; a manual step counts for the code of its entry) backs at least `THRESHOLD` of
 its claim words, or, failing that, every clause of it is backed so (a model joins an entry's title and
 a step into one sentence). What the technician said (the question, the session) may fill in as many
@@ -50,16 +50,16 @@ UNSUPPORTED = "unsupported sentence: "
 SENTENCE_SHOWN_CHARS = 160
 # The share of a sentence's claim words one item must back; chosen on half the regression cases by
 # scripts/bench_sentence_support.py, which reports the other half.
-THRESHOLD = 0.6
+THRESHOLD = 0.65
 # A limiting clause of an observation is restated when this share of its words, and at least two, recur
 # in one clause of the sentence.
 RESTATED_SHARE = 0.75
 
 # Words any answer uses to point at its sources and its form, about no machine in particular.
 SCAFFOLDING = (
-    "answer manual page step reading value order work ticket open create check see follow mean "
-    "fault code sensor status priority current show "
-    "答案 手册 页 步骤 读数 读取 数值 实时 缓存 工单 开 创建 检查 查看 参见 按照 表示 意思 处理 故障 代码 传感器 状态 优先级 当前 显示"
+    "answer manual page step reading value order work ticket open new create check see follow mean "
+    "fault code sensor machine device status priority current show "
+    "答案 手册 页 步骤 读数 读取 数值 实时 缓存 工单 开 创建 检查 查看 参见 按照 表示 意思 处理 故障 代码 传感器 设备 机器 状态 优先级 当前 显示"
 )
 # English closed-class words: articles, pronouns, prepositions, conjunctions, auxiliaries and modals,
 # sequence words. Not spaCy's stop list: it also holds words an instruction turns on ("off", "keep",
@@ -182,10 +182,9 @@ def unsupported_sentences(
     observations: Iterable[Observation],
     told: Sequence[str] = (),
     vocabulary: frozenset[str] = frozenset(),
-    threshold: float = THRESHOLD,
 ) -> list[str]:
     """The sentences of `answer` no observation item supports, as written; [] = every one is."""
-    return [j.sentence for j in judge(answer, observations, told, vocabulary) if not j.supported(threshold)]
+    return [j.sentence for j in judge(answer, observations, told, vocabulary) if not j.supported()]
 
 
 def sentence_problems(
@@ -285,11 +284,10 @@ def _units(observations: Iterable[Observation]) -> Iterator[_Unit]:
         failed = obs.status in ("error", "not_found")
         code: str | None = None
         for item in obs.content:
-            if item.kind == "ref" or item.fields.get("fault_code"):
+            if item.kind != "step":  # a manual's steps follow the entry they belong to
                 code = str(item.fields.get("fault_code") or "") or None
-            own = code if item.kind == "step" else str(item.fields.get("fault_code") or "") or None
             text = " \n ".join([item.text, *_field_texts(item.fields)])
-            yield _unit(text, own, failed, instruction=item.kind == "step")
+            yield _unit(text, code, failed, instruction=item.kind == "step")
         if obs.suggestion:
             yield _unit(obs.suggestion, None, failed, instruction=False)
 

@@ -3,10 +3,15 @@
 A planner's final answer is shown only if everything it states comes from
 this run: each fault code, value, work-order id, manual and page is in an
 observation (or was said by the technician, the session summary or the
-plant's own names: `edge.grounding`), each cited observation id exists, a
-claimed work order was created or found by a work-order call, and a
-question that needs a tool result has at least one. The loop answers from
-the observations instead of showing an answer that fails.
+plant's own names: `edge.grounding`), each sentence is said by an
+observation item in so many words (`edge.sentence_support`), each cited
+observation id exists, a claimed work order was created or found by a
+work-order call, and a question that needs a tool result has at least one.
+The loop answers from the observations instead of showing an answer that
+fails. An answer composed from the observations (`edge.answer`) passes the
+checks of its facts only: its own template words ("too little history for
+a trend", "处理步骤") are no observation's, and measured it fails the
+sentence check (scripts/bench_sentence_support.py).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from edge.grounding import WORK_ORDER_TOOL, collect_evidence, ungrounded
 from edge.planner import RunState
+from edge.sentence_support import plant_vocabulary, sentence_problems
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 
@@ -38,6 +44,7 @@ class AnswerVerifier:
     def __init__(self, devices: dict[str, DeviceConfig], needs_evidence: NeedsEvidence):
         self._devices = devices
         self._needs_evidence = needs_evidence
+        self._vocabulary = plant_vocabulary(devices)
 
     def problems(self, answer: str, cited: Sequence[str], state: RunState) -> list[str]:
         """What is wrong with a planner's `answer` as the final answer of the run in `state`; [] = it may be shown."""
@@ -48,7 +55,12 @@ class AnswerVerifier:
             problems.append(f"cites observations that do not exist: {', '.join(unknown)}")
         if not any(obs.status in USABLE for obs in state.observations) and self._needs_evidence(state):
             problems.append("answers a question that needs a tool result without any usable observation")
-        return problems + self.unbacked(answer, state)
+        told = [state.question, *state.session.summary]
+        return (
+            problems
+            + self.unbacked(answer, state)
+            + sentence_problems(answer, state.observations, told, self._vocabulary)
+        )
 
     def unbacked(self, answer: str, state: RunState) -> list[str]:
         """The facts in `answer` that this run does not back (the check an answer composed from the

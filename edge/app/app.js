@@ -473,12 +473,12 @@
           now = t("now_started");
           break;
         case "thought":
-          items.push(stepItem("thought", t("step_thought"), event.text));
+          items.push(byPlanner(stepItem("thought", t("step_thought"), event.text), event.planner));
           now = t("now_thinking");
           break;
         case "action":
           tool = event.tool;
-          items.push(stepItem("action", describeAction(event, "step"), argsText(event.args)));
+          items.push(byPlanner(stepItem("action", describeAction(event, "step"), argsText(event.args)), event.planner));
           now = describeAction(event, "now");
           break;
         case "observation": {
@@ -491,7 +491,7 @@
           break;
         }
         case "format_error":
-          items.push(stepItem("error", t("step_format_error"), event.error));
+          items.push(byPlanner(stepItem("error", t("step_format_error"), event.error), event.planner));
           break;
         case "warning":
           items.push(stepItem("warning", t("step_warning"), event.text));
@@ -512,6 +512,12 @@
     if (run.error) now = run.error;
     list.replaceChildren(...items);
     $("now-text").textContent = now;
+  }
+
+  // Which planner took the step: the language model, or the rules planner (degraded mode or a hand-over).
+  function byPlanner(item, planner) {
+    if (planner) item.prepend(el("span", { class: "chip planner-" + planner, "data-testid": "planner", text: t("planner_" + planner) }));
+    return item;
   }
 
   function stepItem(kind, title, detail) {

@@ -52,14 +52,20 @@ def run_ask(args: argparse.Namespace, config: Config) -> int:
 
 
 def print_trace(record: RunRecord, console: Console) -> None:
+    """Each step with the planner that took it; where the model handed the run over, and why."""
+    previous = None
     for step in record.steps:
+        if previous is not None and step.planner != previous:
+            console.print(f"[yellow]handed over to the {step.planner} planner:[/] {record.fallback or 'fallback'}")
+        previous = step.planner
+        tag = f"[dim]{step.n} {step.planner}[/]"
         if step.format_error:
-            console.print(f"[dim]{step.n}[/] [red]format error[/] {step.format_error}")
+            console.print(f"{tag} [red]format error[/] {step.format_error}")
             continue
         if step.thought:
-            console.print(f"[dim]{step.n} thought:[/] {step.thought}")
+            console.print(f"{tag} [dim]thought:[/] {step.thought}")
         if step.action:
-            console.print(f"[dim]{step.n}[/] [bold]{step.action}[/] {json.dumps(step.args, ensure_ascii=False)}")
+            console.print(f"{tag} [bold]{step.action}[/] {json.dumps(step.args, ensure_ascii=False)}")
         if step.observation:
             obs = step.observation
             style = STATUS_STYLE.get(obs.status, "white")

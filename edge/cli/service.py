@@ -9,7 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from edge.config import Config
+from edge.cli.errors import CliError
+from edge.config import Config, with_model
 from tools import plant
 
 _DEMO_QUESTION = "Press-3 shows E102, what should I do?"
@@ -32,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--port", type=int, help="listen port (default: [service] port)")
     demo.add_argument(
         "--plc-port", type=int, help="serve the simulated PLCs on this port instead of the configured one"
+    )
+    demo.add_argument(
+        "--llm",
+        choices=["local"],
+        help="local: plan with SmolLM2-135M (the packaged GGUF) under llama.cpp's Python server on loopback",
     )
     demo.add_argument("--once", action="store_true", help="exit after the first answer (for checks and CI)")
     demo.set_defaults(func=run_demo)
@@ -80,6 +86,20 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
 
     console = Console()
     config = _listening_on(config, args.host, args.port)
+    model_server = None
+    if args.llm == "local":
+        from edge.llm.local_server import LocalServerError, start_local_server
+
+        try:
+            with console.status("Starting SmolLM2-135M under llama.cpp (the packaged model)…"):
+                model_server = start_local_server(log_path=Path(config.state_dir) / "llama-server.log")
+        except LocalServerError as exc:
+            raise CliError(str(exc)) from None
+        config = with_model(config, model_server.url, model_server.model, "cpu-tiny")
+        console.print(
+            f"language model: {model_server.model} at {model_server.url} (profile cpu-tiny, "
+            f"{config.loop.max_wall_s:g} s a run; log {model_server.log_path})"
+        )
     if args.plc_port:
         config = config.model_copy(update={"devices": plant.repoint(config.devices, port=args.plc_port)})
     with console.status("Building the demo manual index (only what changed)…"):
@@ -104,7 +124,7 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
                 f"technician token (demo only): [bold]{token}[/]   metrics: {server.url}/metrics "
                 f"(admin token)   API: {server.url}/docs"
             )
-            _ask_first_question(server.url, token, console)
+            _ask_first_question(server.url, token, console, config.loop.max_wall_s + config.loop.handover_wall_s)
         if args.once:
             return 0
         console.print("[dim]Ctrl-C stops the demo.[/]")
@@ -117,10 +137,12 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
             server.stop()
         for simulator in simulators:
             simulator.stop()
+        if model_server is not None:
+            model_server.stop()
     return 0
 
 
-def _ask_first_question(url: str, token: str, console: Console) -> None:
+def _ask_first_question(url: str, token: str, console: Console, run_budget_s: float) -> None:
     """One question through the real API, so a terminal user sees the whole path work."""
     import httpx
 
@@ -137,7 +159,7 @@ def _ask_first_question(url: str, token: str, console: Console) -> None:
         "POST",
         f"{url}/v1/runs",
         headers=headers,
-        timeout=60,
+        timeout=run_budget_s + 60,
         json={"question": _DEMO_QUESTION, "device_id": _DEMO_DEVICE},
     ) as response:
         response.raise_for_status()

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from edge.actions import ToolCall
 from edge.run_record import RunRecord
+from edge.sentence_support import UNSUPPORTED
 
 REQUESTS = Counter(
     "fixloop_http_requests_total", "HTTP requests by endpoint and status.", ["method", "endpoint", "status"]
@@ -62,6 +63,12 @@ REJECTED_ANSWERS = Counter(
     "observations, by the planner that wrote them.",
     ["planner"],
 )
+UNSUPPORTED_SENTENCES = Counter(
+    "fixloop_unsupported_sentences_total",
+    "Sentences of rejected final answers that no observation supports (invented meanings, causes, "
+    "safety claims), by the planner that wrote them.",
+    ["planner"],
+)
 LLM_SECONDS = Histogram(
     "fixloop_llm_latency_seconds",
     "Latency of one LLM request.",
@@ -96,6 +103,7 @@ def observe_run(record: RunRecord) -> None:
         LLM_FALLBACKS.labels(record.fallback).inc()
     for rejected in record.rejected_answers:
         REJECTED_ANSWERS.labels(rejected.planner).inc()
+        UNSUPPORTED_SENTENCES.labels(rejected.planner).inc(sum(p.startswith(UNSUPPORTED) for p in rejected.problems))
     seen: Tally[str] = Tally()
     for step in record.steps:
         PLANNER_STEPS.labels(step.planner).inc()

