@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -127,10 +128,9 @@ class Agent:
         for tool in self.registry:
             tool.warm()
         if self.llm_planner is not None and self.config.model_profile.prime_prompt:
-            try:
+            # A server that is down now: the runs find out, fall back and count it in the breaker.
+            with contextlib.suppress(LlmUnavailable):
                 self.llm_planner.prime()
-            except LlmUnavailable:
-                pass  # the runs will find out, fall back and count it in the breaker
 
     def warm_for(self, question: str, device_id: str | None = None, actor: str = "technician") -> None:
         """Load, blocking, what one run of this question needs (a one-shot command has no background to

@@ -34,8 +34,8 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.types import Receive, Scope, Send
 
 from edge.config import Config
-from edge.loop import new_id
 from edge.llm.prompt import plant_section
+from edge.loop import new_id
 from edge.service.auth import token_matches
 from tools.contract import Actor, ToolContext
 from tools.observation import Observation

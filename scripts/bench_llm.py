@@ -38,7 +38,7 @@ from edge.config import Config, load_config  # noqa: E402
 from edge.evaluation.cases import EvalCase, load_cases  # noqa: E402
 from edge.evaluation.plant import EvalPlant  # noqa: E402
 from edge.evaluation.runner import CaseReport, evaluate_on, fresh_ids  # noqa: E402
-from edge.loop import RunRequest, new_id  # noqa: E402
+from edge.loop import RunRequest  # noqa: E402
 from edge.run_record import RunRecord  # noqa: E402
 from scripts.bench_support import pct  # noqa: E402
 
@@ -135,11 +135,22 @@ def step_figures(reports: list[CaseReport]) -> None:
         ("  first step of a run", ms([s.llm.latency_ms for rec in records for s in llm_steps(rec)[:1]])),
         ("  later steps", ms([s.llm.latency_ms for s in later])),
         ("  prompt ms p50/p95 (server)", ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None])),
-        ("  generation ms p50/p95 (server)", ms([s.llm.generation_ms for s in steps if s.llm.generation_ms is not None])),
+        (
+            "  generation ms p50/p95 (server)",
+            ms([s.llm.generation_ms for s in steps if s.llm.generation_ms is not None]),
+        ),
         ("prompt tokens at step 1 p50/max", f"{pct(first, 0.5):.0f}/{max(first)}" if first else "n/a"),
         ("completion tokens per step p50/p95", ms([s.llm.completion_tokens for s in steps])),
-        ("prompt repeating the previous request", share(sum(s.llm.shared_prefix_tokens for s in later), sum(s.llm.prompt_tokens for s in later))),
-        ("server-reported cached tokens", share(sum(s.llm.cached_tokens or 0 for s in cached), sum(s.llm.prompt_tokens for s in cached)) if cached else "not reported"),
+        (
+            "prompt repeating the previous request",
+            share(sum(s.llm.shared_prefix_tokens for s in later), sum(s.llm.prompt_tokens for s in later)),
+        ),
+        (
+            "server-reported cached tokens",
+            share(sum(s.llm.cached_tokens or 0 for s in cached), sum(s.llm.prompt_tokens for s in cached))
+            if cached
+            else "not reported",
+        ),
         ("usage from the server", f"{sum(not s.llm.estimated for s in steps)}/{len(steps)}"),
         ("format errors", str(sum(s.format_error is not None for s in steps))),
     ]
@@ -159,7 +170,9 @@ def concurrent_walls(agent: Agent, cases: list[EvalCase], clients: int) -> list[
         return list(pool.map(one, work))
 
 
-def run(config: Config, cases: list[EvalCase], workdir: Path, clients: int) -> tuple[list[CaseReport], list[float], list[float]]:
+def run(
+    config: Config, cases: list[EvalCase], workdir: Path, clients: int
+) -> tuple[list[CaseReport], list[float], list[float]]:
     plant = EvalPlant(config, workdir)
     try:
         agent = Agent(plant.config)
@@ -198,8 +211,13 @@ def main(argv: list[str] | None = None) -> int:
         env = {"FIXLOOP_STATE_DIR": tmp}
         rules_config = load_config(env=env)
         llm_config = load_config(
-            env={**env, "FIXLOOP_LLM_URL": url, "FIXLOOP_LLM_MODEL": model, "FIXLOOP__LLM__PROFILE": profile,
-                 "FIXLOOP__LLM__SERVER": args.server}
+            env={
+                **env,
+                "FIXLOOP_LLM_URL": url,
+                "FIXLOOP_LLM_MODEL": model,
+                "FIXLOOP__LLM__PROFILE": profile,
+                "FIXLOOP__LLM__SERVER": args.server,
+            }
         )
         print(f"model {model} at {url}, profile {profile}: {llm_config.model_profile}", file=sys.stderr)
         print("rules planner (baseline) …", file=sys.stderr)

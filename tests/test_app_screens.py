@@ -32,9 +32,11 @@ SCRIPTS = {
         call(MANUAL, fault_code="E102", device_id="press-3"),
         call(PLC, device_id="press-3", sensor="coolant_level"),
         call(ORDER, device_id="press-3", fault_code="E102", summary="E102 motor over-temperature"),
+        # Every sentence said by an observation: the manual's entry and steps, the order's past fix.
         final(
-            "E102 is motor over-temperature protection. Stop the press, check the coolant level and the "
-            "filter (it was clogged last time); a work order is proposed."
+            "E102: Motor over-temperature protection. Stop the press and switch the main motor off. "
+            "Check the coolant level (sensor coolant_level). Last time the coolant filter was clogged: "
+            "replaced the filter."
         ),
     ],
     "E105": [

@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from edge.loop import RunRequest
 from edge.llm.scripted_server import ScriptedLlmServer
+from edge.loop import RunRequest
 
 MANUAL = "search_maintenance_manual_by_fault_code"
 PLC = "read_plc_sensor_value"

@@ -13,6 +13,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPORTED = {
+    "edge.llm": {
+        "BUILT_IN_PROFILES",
+        "ChatClient",
+        "Completion",
+        "Dialect",
+        "LlmBreaker",
+        "LlmPlanner",
+        "LocalServer",
+        "ModelProfile",
+        "ScriptedLlmServer",
+        "decoding_schema",
+        "detect",
+        "dialect",
+        "envelope_errors",
+        "estimate_prompt_tokens",
+        "estimate_text_tokens",
+        "packaged_model",
+        "start_local_server",
+    },
     "knowledge": {
         "SCHEMA_VERSION",
         "BuildError",
@@ -149,7 +168,7 @@ def test_a_name_outside_the_api_is_not_an_attribute(package):
 
 def test_importing_the_packages_loads_neither_spacy_nor_torch_nor_pymupdf():
     code = (
-        "import sys, knowledge, tools, tools.plc, tools.work_orders; "
+        "import sys, knowledge, tools, tools.plc, tools.work_orders, edge.llm; "
         "print(sorted(m for m in ('spacy', 'torch', 'fitz', 'sentence_transformers') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

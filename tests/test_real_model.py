@@ -50,9 +50,7 @@ def check_run(record: RunRecord, config: Config) -> None:
         assert step.llm.prompt_tokens > 0 and step.llm.model
     if record.degraded and record.planner != "rules":
         assert record.fallback in typing.get_args(FallbackReason) and record.warnings, "a fallback without a reason"
-    state = RunState(
-        question=record.question, device_id=record.device_id, session=SessionContext(), actor=record.actor
-    )
+    state = RunState(question=record.question, device_id=record.device_id, session=SessionContext(), actor=record.actor)
     state.steps = list(record.steps)
     verifier = AnswerVerifier(config.devices, lambda _state: False)
     assert verifier.unbacked(record.termination.final_answer, state) == [], record.termination.final_answer
@@ -119,7 +117,9 @@ def test_an_mes_alarm_planned_by_the_real_model_opens_at_most_one_order(real_ser
     body = json.dumps(alarm)
     with real_service.client(None) as client:
         response = client.post(
-            "/v1/mes/alarms", content=body, headers=signed(body, "msg_real_1", secret=real_service.config.mes.secrets[0])
+            "/v1/mes/alarms",
+            content=body,
+            headers=signed(body, "msg_real_1", secret=real_service.config.mes.secrets[0]),
         )
     assert response.status_code == 200, response.text
     record = stored(real_service, response.json()["run_id"])

@@ -19,9 +19,9 @@ import pytest
 
 from edge.evaluation.adversarial import E102, SCENARIOS, Scenario, call, final
 from edge.events import RUN_EVENT, RunEvent, StoredEvent, WarningEvent, events_from_record, stored_event
+from edge.llm.scripted_server import ScriptedLlmServer
 from edge.loop import RunRequest
 from edge.run_store import RunStore
-from edge.llm.scripted_server import ScriptedLlmServer
 from edge.service.runs import EventLog
 from tests.fixtures.service import read_sse, run_service
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from edge.config import load_config
+from edge.llm.scripted_server import ScriptedLlmServer
 from edge.planner import RunState, SessionContext
 from edge.run_record import Step
 from edge.sentence_support import (
@@ -229,8 +230,6 @@ def test_the_verifier_checks_a_planners_answer_but_not_the_composers(e102):
 
 @pytest.fixture
 def scripted(make_agent):
-    from edge.llm.scripted_server import ScriptedLlmServer
-
     servers = []
 
     def start(script):

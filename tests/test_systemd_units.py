@@ -4,8 +4,9 @@ the deployment depends on (degraded mode when vLLM dies, PLC outages contained, 
 `systemd-analyze` comes with Debian's `systemd` package; without it these tests fail, never skip.
 `systemd-analyze verify` refuses a unit whose ExecStart binary does not exist, and this machine has
 no /opt/fixloop. The units are therefore copied with the install prefix rewritten: the `fixloop`
-script becomes this venv's own, and `vllm` (not installed here: it needs a CUDA box) becomes this
-Python interpreter, an executable that exists. Nothing else in the units is changed.
+script becomes this venv's own, and `vllm` (not installed here: it needs a CUDA box) and llama.cpp's
+`llama-server` (built per plant) become this Python interpreter, an executable that exists. Nothing
+else in the units is changed.
 """
 
 from __future__ import annotations
@@ -20,15 +21,25 @@ import pytest
 
 from edge.cli.main import build_parser
 from edge.config import load_config
+from edge.llm.profiles import BUILT_IN_PROFILES
 
 UNIT_DIR = Path(__file__).resolve().parent.parent / "systemd"
 ENV_EXAMPLE = UNIT_DIR / "fixloop.env.example"
 SYSUSERS = UNIT_DIR / "fixloop.sysusers"
-SERVICES = ["fixloop.service", "fixloop-vllm.service", "fixloop-poller.service", "fixloop-outbox.service"]
+SERVICES = [
+    "fixloop.service",
+    "fixloop-vllm.service",
+    "fixloop-poller.service",
+    "fixloop-outbox.service",
+    "fixloop-llama.service",
+]
+# Enabled per box (`systemctl enable`), not pulled in by fixloop.target: llama-server on a CPU-only box.
+OPT_IN_SERVICES = ["fixloop-llama.service"]
 PYTHON_SERVICES = ["fixloop.service", "fixloop-poller.service", "fixloop-outbox.service"]
 UNITS = [*SERVICES, "fixloop.target"]
 FIXLOOP_BIN = "/opt/fixloop/venv/bin/fixloop"
 VLLM_BIN = "/opt/fixloop/vllm-venv/bin/vllm"
+LLAMA_BIN = "/opt/fixloop/llama.cpp/bin/llama-server"
 HARD_DEPENDENCIES = ("Requires", "Requisite", "BindsTo")
 
 
@@ -46,7 +57,9 @@ def installed_copy(tmp_path: Path, replaced: dict[str, str] | None = None) -> Pa
     target.mkdir()
     texts = {name: (UNIT_DIR / name).read_text(encoding="utf-8") for name in UNITS} | (replaced or {})
     for name, text in texts.items():
-        text = text.replace(FIXLOOP_BIN, str(fixloop)).replace(VLLM_BIN, sys.executable)
+        text = (
+            text.replace(FIXLOOP_BIN, str(fixloop)).replace(VLLM_BIN, sys.executable).replace(LLAMA_BIN, sys.executable)
+        )
         (target / name).write_text(text, encoding="utf-8")
     return target
 
@@ -116,7 +129,10 @@ def test_verify_catches_a_misspelt_directive(tmp_path):
     assert "Unknown key 'ProtectSytem'" in result.stderr
 
 
-@pytest.mark.parametrize("name, threshold", [(n, 20) for n in PYTHON_SERVICES] + [("fixloop-vllm.service", 40)])
+@pytest.mark.parametrize(
+    "name, threshold",
+    [(n, 20) for n in PYTHON_SERVICES] + [("fixloop-llama.service", 20), ("fixloop-vllm.service", 40)],
+)
 def test_security_exposure_stays_low(tmp_path, name, threshold):
     # Exposure is 0-100 in tenths of the 0.0-10.0 score systemd prints; the vLLM unit keeps GPU access.
     unit_dir = installed_copy(tmp_path)
@@ -154,7 +170,8 @@ def test_every_variable_a_unit_uses_is_set_in_the_env_file():
     for name in SERVICES:
         assert values(name, "Service", "EnvironmentFile") == ["/etc/fixloop/fixloop.env"], name
         own = {word.partition("=")[0] for word in words(name, "Service", "Environment")}
-        used = set(re.findall(r"\$\{(\w+)\}", " ".join(values(name, "Service", "ExecStart"))))
+        commands = values(name, "Service", "ExecStartPre") + values(name, "Service", "ExecStart")
+        used = set(re.findall(r"\$\{(\w+)\}", " ".join(commands)))
         assert used <= set(env) | own, f"{name} uses unset {sorted(used - set(env) - own)}"
 
 
@@ -184,8 +201,11 @@ def test_no_unit_hard_depends_on_another_so_one_outage_stays_contained():
     for name in UNITS:
         for key in HARD_DEPENDENCIES:
             assert not words(name, "Unit", key), f"{name} has {key}="
-    # The target pulls everything in softly.
-    assert words("fixloop.target", "Unit", "Wants") == set(SERVICES)
+    # The target pulls everything in softly; an opt-in unit joins it when enabled, and goes with it.
+    assert words("fixloop.target", "Unit", "Wants") == set(SERVICES) - set(OPT_IN_SERVICES)
+    for name in OPT_IN_SERVICES:
+        assert words(name, "Install", "WantedBy") == {"fixloop.target"}, name
+        assert words(name, "Unit", "PartOf") == {"fixloop.target"}, name
 
 
 @pytest.mark.parametrize("name", SERVICES)
@@ -231,6 +251,40 @@ def test_python_services_have_no_devices_and_vllm_keeps_the_gpu():
     # PrivateDevices hides /dev/nvidia*; ProtectClock and DevicePolicy imply a device allow-list.
     for key in ("PrivateDevices", "ProtectClock", "DevicePolicy", "PrivateUsers"):
         assert key not in vllm, f"fixloop-vllm.service must not set {key}= (GPU access)"
+
+
+def test_llama_server_serves_the_checked_model_under_fixloops_name_with_room_per_slot():
+    (exec_start,) = values("fixloop-llama.service", "Service", "ExecStart")
+    argv = exec_start.split()
+    assert argv[0] == LLAMA_BIN
+
+    def flag(name: str) -> str:
+        return argv[argv.index(name) + 1]
+
+    assert flag("-m") == "${FIXLOOP_LLAMA_MODEL}"
+    # Served under the very name fixloop asks for, from the same env file.
+    assert flag("--alias") == "${FIXLOOP_LLM_MODEL}"
+    for name, variable in (
+        ("-c", "CTX_SIZE"),
+        ("--parallel", "PARALLEL"),
+        ("-t", "THREADS"),
+        ("--host", "HOST"),
+        ("--port", "PORT"),
+    ):
+        assert flag(name) == f"${{FIXLOOP_LLAMA_{variable}}}", name
+    # The GGUF is the pin: its checksum is checked before the server starts, and the example's is a placeholder.
+    (check,) = values("fixloop-llama.service", "Service", "ExecStartPre")
+    assert "${FIXLOOP_LLAMA_MODEL_SHA256}  ${FIXLOOP_LLAMA_MODEL}" in check and "sha256sum --check" in check
+    env = env_example()
+    assert re.fullmatch(r"[0-9a-f]{64}", env["FIXLOOP_LLAMA_MODEL_SHA256"])
+    # -c is split among the slots: each needs the profile's context and one more observation and reply.
+    per_slot = int(env["FIXLOOP_LLAMA_CTX_SIZE"]) // int(env["FIXLOOP_LLAMA_PARALLEL"])
+    cpu_3b = BUILT_IN_PROFILES["cpu-3b"]
+    assert per_slot >= cpu_3b.context_tokens + cpu_3b.max_tokens_per_step + 2000
+    assert env["FIXLOOP_LLAMA_HOST"] == "127.0.0.1"
+    assert env["FIXLOOP_LLAMA_PORT"] not in {env["FIXLOOP_VLLM_PORT"], str(load_config(env={}).service.port)}
+    service = dict(parse_unit("fixloop-llama.service")["Service"])
+    assert service.get("PrivateDevices") == "yes", "the CPU server needs no devices"
 
 
 def test_units_run_commands_the_fixloop_cli_has():

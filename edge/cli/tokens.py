@@ -66,9 +66,10 @@ def print_token_report(console: Console, report) -> None:
     console.print(f"source: {report.source}; {len(report.tasks)} tasks")
     console.print(f"[yellow]{report.note}[/]" if report.estimated else report.note)
     console.print(
-        f"stable prefix from step 2 on: min {share_min}, mean {share_mean} "
-        f"(target ≥ {report.prefix_target:.0%}: {verdict(report.prefix_target_met)})"
+        f"prompt at step 1: max {report.step1_prompt_max} tokens "
+        f"(target ≤ {report.step1_target:,}: {verdict(report.step1_target_met)})"
     )
+    console.print(f"stable prefix from step 2 on (what a prefix cache reuses): min {share_min}, mean {share_mean}")
     console.print(
         f"context per typical 3-step task ({report.typical_tasks} tasks): p50 {report.typical_context_p50}, "
         f"max {report.typical_context_max} (target ≤ {report.context_target:,}: {verdict(report.context_target_met)}); "

@@ -1,9 +1,12 @@
 """The token and prefix report: what the real prompt costs per step and how much of it the prefix cache reuses.
 
-Targets (issue 7): from step 2 on at least 90 % of each request's prompt is a
-stable prefix (the previous request's prompt, reusable by vLLM's prefix
-cache), and a typical 3-step task stays within 4,096 tokens of context (the
-loop's token budget: the last request's prompt plus its reply).
+Targets: the prompt at step 1 is at most 1,500 tokens (issue 19: a model with a
+2,048-token context still has room for the run), and a typical 3-step task
+stays within 4,096 tokens of context (the loop's token budget: the last
+request's prompt plus its reply). The share of each later prompt that repeats
+the previous one (reusable by the server's prefix cache) is reported as a
+figure: it was a target (>= 90 %) while the system prompt alone was 3,300
+tokens; a smaller prompt lowers the share and the work alike.
 
 With an LLM URL configured the real model plans and the server counts the
 tokens. Without one, a scripted OpenAI-compatible server on loopback replays
@@ -28,11 +31,11 @@ from edge.config import Config
 from edge.evaluation.cases import EvalCase
 from edge.evaluation.plant import EvalPlant
 from edge.evaluation.runner import CaseReport, EvalReport, evaluate_on, fresh_ids
+from edge.llm.scripted_server import ScriptedLlmServer
 from edge.loop import RunRequest
 from edge.run_record import RunRecord
-from edge.llm.scripted_server import ScriptedLlmServer
 
-_PREFIX_TARGET = 0.90
+_STEP1_TARGET = 1500
 _CONTEXT_TARGET = 4096
 _TYPICAL_STEPS = 3
 _ESTIMATE_NOTE = (
@@ -76,9 +79,10 @@ class TokenReport(BaseModel):
     context_max: int
     processed_mean: float
     uncached_mean: float
-    prefix_target: float = _PREFIX_TARGET
+    step1_prompt_max: int | None
+    step1_target: int = _STEP1_TARGET
     context_target: int = _CONTEXT_TARGET
-    prefix_target_met: bool
+    step1_target_met: bool
     context_target_met: bool
 
 
@@ -114,6 +118,7 @@ def token_report(reports: list[CaseReport], source: str, estimated: bool) -> Tok
         if r.record is not None and any(step.llm is not None for step in r.record.steps)
     ]
     later = [s.prefix_share for task in tasks for s in task.steps[1:]]
+    firsts = [task.steps[0].prompt_tokens for task in tasks if task.steps and task.steps[0].n == 1]
     typical = [task for task in tasks if len(task.steps) == _TYPICAL_STEPS]
     contexts = sorted(task.context_tokens for task in typical)
     return TokenReport(
@@ -129,7 +134,8 @@ def token_report(reports: list[CaseReport], source: str, estimated: bool) -> Tok
         context_max=max((task.context_tokens for task in tasks), default=0),
         processed_mean=round(statistics.fmean(t.processed_tokens for t in tasks), 1) if tasks else 0.0,
         uncached_mean=round(statistics.fmean(t.uncached_tokens for t in tasks), 1) if tasks else 0.0,
-        prefix_target_met=bool(later) and min(later) >= _PREFIX_TARGET,
+        step1_prompt_max=max(firsts) if firsts else None,
+        step1_target_met=bool(firsts) and max(firsts) <= _STEP1_TARGET,
         context_target_met=bool(contexts) and contexts[-1] <= _CONTEXT_TARGET,
     )
 

@@ -42,5 +42,23 @@ _EXPORTS = {
     "start_local_server": "edge.llm.local_server",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BUILT_IN_PROFILES",
+    "ChatClient",
+    "Completion",
+    "Dialect",
+    "LlmBreaker",
+    "LlmPlanner",
+    "LocalServer",
+    "ModelProfile",
+    "ScriptedLlmServer",
+    "decoding_schema",
+    "detect",
+    "dialect",
+    "envelope_errors",
+    "estimate_prompt_tokens",
+    "estimate_text_tokens",
+    "packaged_model",
+    "start_local_server",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

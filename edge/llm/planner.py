@@ -43,13 +43,13 @@ class LlmPlanner:
         self._raw_reply_max_chars = raw_reply_max_chars
         self._system = system_prompt(registry, devices)
         self._action_schema = registry.action_schema()
-        self._schema = (
-            decoding_schema(self._action_schema, devices) if client.structured_outputs != "none" else None
-        )
+        self._schema = decoding_schema(self._action_schema, devices) if client.structured_outputs != "none" else None
 
     def prime(self) -> None:
         """One request holding the system prompt, for the server's prefix cache (`ModelProfile.prime_prompt`)."""
-        self.client.chat([{"role": "system", "content": self._system}, {"role": "user", "content": "Ready?"}], max_tokens=1)
+        self.client.chat(
+            [{"role": "system", "content": self._system}, {"role": "user", "content": "Ready?"}], max_tokens=1
+        )
 
     def messages(self, state: RunState) -> list[dict[str, str]]:
         device_id = state.device_id or state.session.device_id

@@ -86,7 +86,13 @@ class ScriptedLlmServer:
 
             def do_GET(self) -> None:
                 if self.path == f"{server._root}/models":
-                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": server.owned_by}]})
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [{"id": server.model, "object": "model", "owned_by": server.owned_by}],
+                        },
+                    )
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
