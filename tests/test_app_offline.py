@@ -143,7 +143,7 @@ def test_a_run_that_finished_while_the_tablet_was_offline_is_shown_complete_on_r
             time.sleep(0.2)
         expect(page.get_by_test_id("reason")).to_have_count(0)  # nothing could reach the tablet
     expect_shown_complete_once(page, app_service, run_id)
-    expect(page.get_by_test_id("answer")).to_contain_text("E101: hydraulic pressure low")
+    expect(page.get_by_test_id("answer")).to_contain_text("E101: Main motor overload")
 
 
 def test_questions_asked_offline_wait_queued_across_a_reload_and_run_in_order_once_online(page, link, app_service):

@@ -16,7 +16,8 @@ from collections import Counter
 
 import pytest
 
-from edge.config import Config
+from edge.config import Config, load_config
+from edge.doctor import run_checks
 from edge.planner import RunState, SessionContext
 from edge.run_record import FallbackReason, RunRecord
 from edge.verification import AnswerVerifier
@@ -129,7 +130,7 @@ def test_an_mes_alarm_planned_by_the_real_model_opens_at_most_one_order(real_ser
     one_order_per_fault(real_service.config.devices, orders)
 
 
-def test_the_cli_asks_the_real_model(fixloop, tmp_path, demo_index, real_llm, plc_sim):
+def test_the_cli_asks_the_real_model(fixloop, tmp_path, demo_index, real_llm):
     state = tmp_path / "state"
     state.mkdir()
     (state / "manuals.sqlite").write_bytes(demo_index.read_bytes())
@@ -140,6 +141,12 @@ def test_the_cli_asks_the_real_model(fixloop, tmp_path, demo_index, real_llm, pl
     assert record.steps and record.planner.startswith("llm")
     # The CLI's demo plant points at 127.0.0.1:15020, where no PLC answers here: readings fail, and
     # the run must still end with a grounded answer.
-    from edge.config import load_config
-
     check_run(record, load_config(env={"FIXLOOP_STATE_DIR": str(state), **real_llm.env}))
+
+
+def test_doctor_proves_the_real_server_applies_and_compiles_the_constraint(tmp_path, real_llm):
+    checks = {c.name: c for c in run_checks(load_config(env={"FIXLOOP_STATE_DIR": str(tmp_path), **real_llm.env}))}
+    assert "llama-cpp-python, detected" in checks["llm"].detail
+    # The probe's enum allows only "ok" while its prompt asks for "unconstrained": only a grammar obeys both.
+    assert checks["llm structured outputs"].status == "ok", checks["llm structured outputs"]
+    assert checks["llm action schema"].status == "ok", checks["llm action schema"]

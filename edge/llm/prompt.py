@@ -1,8 +1,8 @@
 """The prompt, built prefix-stable for the servers' prefix caches, and small enough for small contexts.
 
 It keeps the seed's elements (role, tool trigger rules, the numbered tool list, a fill-in template, an
-example of a failed call) in about 1,300 tokens at step 1 on the demo plant, so a model with a 2,048-token
-context still has room for the run (`fixloop tokens` and `scripts/bench_llm.py` report it).
+example of a failed call) in under 1,500 tokens at step 1 on the demo plant (as SmolLM2 counts), so a
+model with a 2,048-token context still has room for the run (`fixloop tokens` and `scripts/bench_llm.py` report it).
 
 Everything constant (role, rules, tool list, format, examples) comes first
 and is byte-identical across steps, sessions and users; the question and
@@ -29,13 +29,13 @@ RULES = """Rules:
 4. "work order", "工单" -> generate_work_order, once, after the manual search.
 5. not_found or error: follow the "suggestion"; never repeat a call.
 6. is_outlier: do not trust the value. cache_fallback: give its age.
-7. Final answer: the manual's steps with manual and page, readings with unit, the order id, in their
-   words and the question's language; add nothing of your own."""
+7. Final answer: the manual's steps (manual, page), readings with unit, the order id; in their words
+   and the question's language, nothing of your own."""
 
 FORMAT = """Reply with one JSON object, filled in like this:
 {"thought": "<why, one sentence>", "action": "<tool name from the list>", "args": {<arguments>}}
 {"thought": "<why>", "final_answer": "<answer>", "evidence": ["<observation id>", ...]}
-A tool call is answered by "Observation: {...}" with its "id", "status" and "content"."""
+Each tool call is answered by "Observation: {...}"."""
 
 EXAMPLES = """The examples use a made-up machine, mixer-9: its codes, manuals and values are not this plant's.
 

@@ -5,8 +5,8 @@ the conversation has got (the number of assistant messages in it), so many
 concurrent conversations can follow the same script. A script entry is a
 dict: `content` (the assistant text), optional `delay_s`, `status` (an HTTP
 error instead), `usage` (token counts; otherwise estimated at 4 chars/token),
-`drop` (close the connection without answering), and the ways small models'
-servers misbehave: `finish_reason` (e.g. "length"), `omit_usage` (no usage
+`drop` (close the connection without answering), `timings` (llama-server's block), and the ways
+small models' servers misbehave: `finish_reason` (e.g. "length"), `omit_usage` (no usage
 block), `trickle_s` (send the reply one byte at a time, this many seconds
 apart, as a stalled server does).
 """
@@ -138,6 +138,8 @@ class ScriptedLlmServer:
                         "completion_tokens": len(content or "") // 4 + 1,
                     }
                     reply["usage"] = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+                if entry.get("timings"):  # what llama-server adds about its prompt cache and speed
+                    reply["timings"] = entry["timings"]
                 self._send(200, reply, entry.get("trickle_s"))
 
             def _send(self, status: int, payload: dict[str, Any], trickle_s: float | None = None) -> None:

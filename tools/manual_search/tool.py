@@ -31,7 +31,7 @@ class ManualSearchInput(BaseModel):
         default=None,
         max_length=40,
         examples=["E102"],
-        description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1, Err-07",
+        description="fault code as printed on the HMI, e.g. E102, F03, 6065, ALARM:1, Err-07, XX204, DRV_FAULT",
     )
     query: str | None = Field(
         default=None,

@@ -45,7 +45,7 @@ class PlcReadArgs(BaseModel):
     sensor: str = Field(
         min_length=1,
         max_length=80,
-        description="Sensor id from the plant list, like motor_temp; a synonym also works.",
+        description="Sensor id from the plant list, like coolant_level or motor_temp; a synonym also works.",
         examples=["coolant_level"],
     )
 
