@@ -111,6 +111,7 @@ class Agent:
                 config.devices,
                 config.loop.observation_max_chars,
                 config.loop.raw_reply_max_chars,
+                config.loop.max_tokens,
             )
         self.rules = rules
         self.loop = AgentLoop(

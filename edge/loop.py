@@ -16,10 +16,11 @@ planner (degraded, and the answer says so). So does a model that got nowhere:
 a weak or budget stop while the model plans hands the run over, and the rules
 planner answers from the question and whatever did work. A hand-over brings
 its own steps and time (`[loop] handover_steps`, `handover_wall_s`): the
-model's format errors and slow steps must not eat the answer that can be given. The wall budget is a deadline
-every LLM request and tool call is held to. Every final answer is verified (`edge.verification`) before it is
-shown: an LLM answer that fails is kept in the record, and the rules planner
-answers from the observations instead.
+model's format errors and slow steps must not eat the answer that can be
+given. The wall budget is a deadline every LLM request and tool call is held
+to. Every final answer is verified (`edge.verification`) before it is shown:
+an LLM answer that fails is kept in the record, and the rules planner answers
+from the observations instead.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from edge import events
 from edge.actions import FinalAnswer, ToolCall
 from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
 from edge.config import LoopConfig
-from edge.planner import Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
+from edge.planner import ContextFull, Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
 from edge.run_record import (
     COMPOSER,
     FALLBACK_SEPARATOR,
@@ -267,8 +268,11 @@ class _Run:
         try:
             return self.planner.decide(self.state)
         except LlmUnavailable as exc:
-            reason: FallbackReason = "circuit_open" if isinstance(exc, LlmCircuitOpen) else "llm_unavailable"
-            self.fall_back(reason, f"Language model unavailable ({exc})")
+            if isinstance(exc, ContextFull):
+                self.fall_back("token_budget")
+            else:
+                reason: FallbackReason = "circuit_open" if isinstance(exc, LlmCircuitOpen) else "llm_unavailable"
+                self.fall_back(reason, f"Language model unavailable ({exc})")
             if self.state.time_left() <= 0:
                 return None
             return self.planner.decide(self.state)

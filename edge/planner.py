@@ -19,6 +19,11 @@ class LlmCircuitOpen(LlmUnavailable):
     """The LLM breaker is open: no request was sent."""
 
 
+class ContextFull(LlmUnavailable):
+    """The next request's prompt and reply would not fit the model's context: no request was sent (a
+    server refuses it, and a small context fills within a run)."""
+
+
 @dataclass
 class SessionContext:
     """A rule-built summary of earlier runs in the same session, not their whole log."""

@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="the first N cases only")
     parser.add_argument("--concurrency", type=int, default=4, help="clients at once for the concurrent wall figure")
     parser.add_argument("--threads", type=int, help="llama.cpp threads with --local (default: all cores)")
+    parser.add_argument("--records", type=Path, help="write the model's run records here, one JSON per line")
     args = parser.parse_args(argv)
 
     base = load_config(env={})
@@ -224,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         rules, rules_serial, rules_parallel = run(rules_config, cases, Path(tmp) / "rules", args.concurrency)
         print("language model …", file=sys.stderr)
         llm, llm_serial, llm_parallel = run(llm_config, cases, Path(tmp) / "llm", args.concurrency)
+        if args.records:
+            args.records.write_text("".join(r.record.model_dump_json() + "\n" for r in llm if r.record is not None))
         registry_schema = Agent(llm_config).registry.action_schema()
 
     print(f"\n{len(cases)} cases from {args.cases}; model {model} ({profile}) at {url}")

@@ -180,6 +180,20 @@ def test_token_budget_uses_the_servers_usage(scripted):
     assert record.termination.reason == "final_answer" and "E102" in record.termination.final_answer
 
 
+def test_a_request_that_would_overflow_the_context_is_not_sent(scripted):
+    # A 2,048-token model: 1,850 tokens used, a 256-token reply would not fit; the server would refuse it.
+    first = {
+        **call(MANUAL, fault_code="E102", device_id="press-3"),
+        "usage": {"prompt_tokens": 1800, "completion_tokens": 50},
+    }
+    server, agent = scripted(
+        [first, final("never reached")], llm={"max_tokens_per_step": 256}, loop={"max_tokens": 2048}
+    )
+    record = agent.ask("Press-3 shows E102", device_id="press-3")
+    assert len(server.requests) == 1 and record.fallback == "token_budget"
+    assert record.termination.reason == "final_answer" and "E102" in record.termination.final_answer
+
+
 def test_time_budget(scripted):
     slowish = {**call(PLC, device_id="press-3", sensor="coolant_level"), "delay_s": 0.4}
     _server, agent = scripted(

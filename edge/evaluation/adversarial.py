@@ -266,7 +266,7 @@ SCENARIOS: list[Scenario] = [
             for s in ("coolant_level", "motor_temp", "oil_temp", "hydraulic_pressure")
         ],
         question="check everything on press-3",
-        loop={"max_tokens": 1900, "max_steps": 8},
+        loop={"max_tokens": 2600, "max_steps": 8},
         expect={"fallback": "token_budget", "estimated": True},
     ),
     Scenario(

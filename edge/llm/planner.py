@@ -19,7 +19,7 @@ from edge.llm.prompt import (
     system_prompt,
 )
 from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
-from edge.planner import Decision, RunState
+from edge.planner import ContextFull, Decision, RunState
 from edge.run_record import LlmUsage, cap_text
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
@@ -36,14 +36,25 @@ class LlmPlanner:
         devices: dict[str, DeviceConfig],
         observation_max_chars: int,
         raw_reply_max_chars: int,
+        context_tokens: int,
     ):
         self.client = client
         self._devices = list(devices)
         self._observation_max_chars = observation_max_chars
         self._raw_reply_max_chars = raw_reply_max_chars
+        self._context_tokens = context_tokens
         self._system = system_prompt(registry, devices)
         self._action_schema = registry.action_schema()
         self._schema = decoding_schema(self._action_schema, devices) if client.structured_outputs != "none" else None
+
+    def _expected_prompt_tokens(self, state: RunState, messages: list[dict[str, str]]) -> int:
+        """The server's count of the last prompt and reply plus an estimate of what was appended since;
+        the estimate alone before the first reply."""
+        last = next((s for s in reversed(state.steps) if s.planner == self.name and s.llm is not None), None)
+        if last is None or last.llm is None or last.llm.estimated:
+            return estimate_prompt_tokens(messages)
+        appended = messages[-1:] if messages and messages[-1]["role"] == "user" else []
+        return last.llm.prompt_tokens + last.llm.completion_tokens + estimate_prompt_tokens(appended)
 
     def prime(self) -> None:
         """One request holding the system prompt, for the server's prefix cache (`ModelProfile.prime_prompt`)."""
@@ -79,6 +90,8 @@ class LlmPlanner:
 
     def decide(self, state: RunState) -> Decision:
         messages = self.messages(state)
+        if self._expected_prompt_tokens(state, messages) + self.client.max_tokens > self._context_tokens:
+            raise ContextFull(f"the next prompt and its reply would not fit {self._context_tokens} tokens")
         flat = json.dumps(messages, ensure_ascii=False)
         # LlmUnavailable propagates: the loop degrades.
         completion = self.client.chat(messages, self._schema, time_left_s=state.time_left())

@@ -24,11 +24,11 @@ ROLE = (
 
 RULES = """Rules:
 1. A fault code (like E102, F03, 6065, ALARM:1) -> search_maintenance_manual_by_fault_code with fault_code.
-2. A symptom, no code ("the motor is hot", "电机过热") -> the same tool with query.
+2. A symptom ("the motor is hot", "电机过热") -> the same tool with query.
 3. A value, "now", "current", "现在" -> read_plc_sensor_value with a sensor id from the plant list.
-4. "work order", "工单" -> generate_work_order, once, after the manual search.
+4. "work order", "工单" -> generate_work_order, once, after the manual.
 5. not_found or error: follow the "suggestion"; never repeat a call.
-6. is_outlier: do not trust the value. cache_fallback: give its age.
+6. is_outlier: distrust the value. cache_fallback: give its age.
 7. Final answer: the manual's steps (manual, page), readings with unit, the order id; in their words
    and the question's language, nothing of your own."""
 
@@ -44,14 +44,14 @@ Question: Mixer-9 shows M214, what should I do?
 Device: mixer-9
 {"thought": "A code: search the manual.", "action": "search_maintenance_manual_by_fault_code", "args": {"fault_code": "M214", "device_id": "mixer-9"}}
 Observation: {"id": "obs-1", "status": "ok", "content": [{"kind": "ref", "fault_code": "M214", "title": "Agitator motor over-temperature", "manual": "mx900_en.pdf", "page": 27}, {"kind": "step", "text": "Check the cooling water flow (sensor cooling_flow)."}]}
-{"thought": "Read the flow the manual names.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "cooling_flow"}}
+{"thought": "Read the flow it names.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "cooling_flow"}}
 Observation: {"id": "obs-2", "status": "ok", "content": [{"sensor": "cooling_flow", "value": 4.2, "unit": "l/min", "source": "live"}]}
 {"thought": "Done.", "final_answer": "M214: Agitator motor over-temperature (mx900_en.pdf, p. 27). 1. Check the cooling water flow: 4.2 l/min (live).", "evidence": ["obs-1", "obs-2"]}
 
 Example 2 (a failed call)
 Question: What is the bowl temperature now?
 Device: mixer-9
-{"thought": "A value: read it.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "bowl temp"}}
+{"thought": "A value.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "bowl temp"}}
 Observation: {"id": "obs-1", "status": "error", "error_code": "unknown_sensor", "content": [{"text": "mixer-9 has no sensor 'bowl temp'."}], "suggestion": "Use bowl_temp."}
 {"thought": "Use the suggested id.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "bowl_temp"}}"""
 
