@@ -111,6 +111,12 @@ def language_of(text: str) -> str:
     return "zh" if _CJK.search(text) else "en"
 
 
+# Calls a tool refused as malformed: after a hand-over these are the model's mistakes, not facts about
+# the plant, and a technician must not read a list of them (the rules planner builds its calls from the
+# plant's own ids and never makes them).
+_CALLER_MISTAKES = frozenset({"invalid_arguments", "unknown_tool", "unknown_sensor", "unknown_device"})
+
+
 def compose_answer(
     question: str,
     observations: list[Observation],
@@ -122,6 +128,7 @@ def compose_answer(
     an unknown machine), in the question's language (`PHRASES`)."""
     words = PHRASES[language_of(question)]
     parts: list[str] = [words["degraded"]] if degraded else []
+    observations = [obs for obs in observations if obs.error_code not in _CALLER_MISTAKES]
     for obs in _latest_per_call(observations):
         parts.extend(_describe(obs, words, language_of(question)))
     parts.extend(notes)

@@ -41,7 +41,8 @@ _PROBE_MESSAGES = [
 ]
 _PROBE_MAX_TOKENS = 16
 _LLM_FIX = (
-    "check the server: `systemctl status fixloop-vllm`, `journalctl -u fixloop-vllm -n 50`; "
+    "check the server: `systemctl status fixloop-vllm` (CPU-only boxes: fixloop-llama), "
+    "`journalctl -u fixloop-vllm -n 50`; "
     "llm.url / FIXLOOP_LLM_URL must be its OpenAI base URL, e.g. http://127.0.0.1:8000/v1"
 )
 

@@ -146,7 +146,7 @@ def step_figures(reports: list[CaseReport]) -> None:
             share(sum(s.llm.shared_prefix_tokens for s in later), sum(s.llm.prompt_tokens for s in later)),
         ),
         (
-            "server-reported cached tokens",
+            "server-reported cached tokens (steps reporting it)",
             share(sum(s.llm.cached_tokens or 0 for s in cached), sum(s.llm.prompt_tokens for s in cached))
             if cached
             else "not reported",
@@ -158,16 +158,24 @@ def step_figures(reports: list[CaseReport]) -> None:
 
 
 def concurrent_walls(agent: Agent, cases: list[EvalCase], clients: int) -> list[float]:
-    """Wall per run with `clients` runs at once: cases without faults or session history, repeated to fill."""
+    """Wall per run with `clients` runs at once: cases without faults or session history, repeated to fill.
+    Its fallbacks are printed with it: a run the breaker sent to the rules planner is fast, not the model."""
     plain = [c for c in cases if not c.session and c.fault is None] or cases
     work = [plain[i % len(plain)] for i in range(max(clients * 2, len(plain)))]
 
-    def one(case: EvalCase) -> float:
+    def one(case: EvalCase) -> RunRecord:
         request = RunRequest(question=case.question, device_id=case.device_id, actor=case.actor, alarm=case.alarm)
-        return agent.run(fresh_ids(request)).elapsed_ms
+        return agent.run(fresh_ids(request))
 
     with ThreadPoolExecutor(clients) as pool:
-        return list(pool.map(one, work))
+        records = list(pool.map(one, work))
+    fallbacks = Counter(record.fallback for record in records if record.fallback)
+    print(
+        f"  {clients} clients, {len(records)} runs: fallbacks "
+        + (", ".join(f"{reason} {n}" for reason, n in fallbacks.most_common()) or "none"),
+        file=sys.stderr,
+    )
+    return [record.elapsed_ms for record in records]
 
 
 def run(

@@ -180,6 +180,15 @@ def test_token_budget_uses_the_servers_usage(scripted):
     assert record.termination.reason == "final_answer" and "E102" in record.termination.final_answer
 
 
+def test_a_handed_over_answer_does_not_list_the_models_malformed_calls(scripted):
+    bad = call(MANUAL, device_id="press-3")  # neither fault_code nor query: refused by the tool's schema
+    _server, agent = scripted([bad, bad])
+    record = agent.ask("Press-3 shows E102, what should I do?", device_id="press-3")
+    assert record.steps[0].observation.error_code == "invalid_arguments" and record.fallback == "repeated_calls"
+    answer = record.termination.final_answer
+    assert "Argument" not in answer and "Stop the press and switch the main motor off." in answer
+
+
 def test_a_request_that_would_overflow_the_context_is_not_sent(scripted):
     # A 2,048-token model: 1,850 tokens used, a 256-token reply would not fit; the server would refuse it.
     first = {

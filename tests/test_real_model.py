@@ -53,6 +53,10 @@ def check_run(record: RunRecord, config: Config) -> None:
         assert record.fallback in typing.get_args(FallbackReason) and record.warnings, "a fallback without a reason"
     state = RunState(question=record.question, device_id=record.device_id, session=SessionContext(), actor=record.actor)
     state.steps = list(record.steps)
+    # The technician never reads a list of the model's malformed calls where the rules planner answered.
+    for obs in record.observations:
+        if obs.error_code in ("invalid_arguments", "unknown_tool", "unknown_sensor", "unknown_device"):
+            assert all(item.text not in record.termination.final_answer for item in obs.content), obs
     verifier = AnswerVerifier(config.devices, lambda _state: False)
     assert verifier.unbacked(record.termination.final_answer, state) == [], record.termination.final_answer
 
