@@ -117,6 +117,11 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
         server = ServerThread(
             create_app(service), config.service.host, config.service.port, limits=config.service
         ).start()
+        if model_server is not None:
+            # The first question waits for the model's prompt cache, not behind it.
+            with console.status("Priming the model with the system prompt…"):
+                while service.warmup.warming():
+                    time.sleep(0.2)
         token = config.service.technician_tokens[0] if config.service.technician_tokens else None
         console.print(f"[bold green]fixloop is running:[/] {server.url}/app/" + (f"#token={token}" if token else ""))
         if token:

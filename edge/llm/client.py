@@ -104,9 +104,11 @@ class ChatClient:
         schema: dict[str, Any] | None = None,
         time_left_s: float | None = None,
         max_tokens: int | None = None,
+        timeout_s: float | None = None,
     ) -> Completion:
-        """One completion, finished within `time_left_s` (and `timeout_s`) or LlmUnavailable."""
-        total_s = self.timeout_s if time_left_s is None else min(self.timeout_s, time_left_s)
+        """One completion, finished within `time_left_s` and `timeout_s` (default: the client's), or LlmUnavailable."""
+        cap_s = timeout_s or self.timeout_s
+        total_s = cap_s if time_left_s is None else min(cap_s, time_left_s)
         if total_s <= 0:
             raise LlmUnavailable("no time left in the run for another LLM request")
         if self.breaker is not None and not self.breaker.allow():
@@ -120,7 +122,7 @@ class ChatClient:
         except LlmUnavailable as exc:
             if self.breaker is None:
                 raise
-            if isinstance(exc, _Overdue) and total_s < self.timeout_s:
+            if isinstance(exc, _Overdue) and total_s < cap_s:
                 self.breaker.release()  # cut short by the run's own deadline: no verdict on the server
             else:
                 self.breaker.failure(str(exc))

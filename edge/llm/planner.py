@@ -24,6 +24,9 @@ from edge.run_record import LlmUsage, cap_text
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
 
+# How many request timeouts priming the prompt cache may take.
+PRIME_TIMEOUTS = 4
+
 
 class LlmPlanner:
     name = "llm"
@@ -57,9 +60,12 @@ class LlmPlanner:
         return last.llm.prompt_tokens + last.llm.completion_tokens + estimate_prompt_tokens(appended)
 
     def prime(self) -> None:
-        """One request holding the system prompt, for the server's prefix cache (`ModelProfile.prime_prompt`)."""
+        """One request holding the system prompt, for the server's prefix cache (`ModelProfile.prime_prompt`).
+        A cold server evaluates the whole prompt, several steps' worth on a CPU: it gets that long."""
         self.client.chat(
-            [{"role": "system", "content": self._system}, {"role": "user", "content": "Ready?"}], max_tokens=1
+            [{"role": "system", "content": self._system}, {"role": "user", "content": "Ready?"}],
+            max_tokens=1,
+            timeout_s=PRIME_TIMEOUTS * self.client.timeout_s,
         )
 
     def messages(self, state: RunState) -> list[dict[str, str]]:
