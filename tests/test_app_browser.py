@@ -72,6 +72,9 @@ def test_ask_stream_answer_with_evidence_and_confirm_the_work_order(browser, app
     timeline = page.get_by_test_id("timeline")
     expect(timeline).to_contain_text("Manual search: E102")
     expect(timeline).to_contain_text("PLC reading: Coolant level on Hydraulic press 3")
+    # Which planner took each step: the model planned all of this run's.
+    expect(timeline.get_by_test_id("planner").first).to_have_text("model")
+    expect(timeline.get_by_test_id("planner").filter(has_text="rules")).to_have_count(0)
     expect(page.get_by_test_id("answer")).to_contain_text("E102 is motor over-temperature protection")
     expect(page.get_by_test_id("reason")).to_have_text("answered")
     expect(page.get_by_test_id("now")).to_have_text("Answered.")
