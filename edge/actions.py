@@ -58,7 +58,11 @@ def decode_object(text: str) -> dict[str, Any]:
 
 
 def parse_action(text: str) -> Action:
-    obj = decode_object(text)
+    return action_of(decode_object(text))
+
+
+def action_of(obj: dict[str, Any]) -> Action:
+    """The tool call or final answer a decoded reply holds."""
     thought = obj.get("thought", "")
     if not isinstance(thought, str):
         raise FormatError('"thought" must be a string.')

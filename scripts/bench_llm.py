@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from edge.actions import FormatError, decode_object  # noqa: E402
-from edge.agent import Agent  # noqa: E402
+from edge.agent import Agent, build_registry  # noqa: E402
 from edge.config import Config, load_config  # noqa: E402
 from edge.evaluation.cases import EvalCase, load_cases  # noqa: E402
 from edge.evaluation.plant import EvalPlant  # noqa: E402
@@ -51,14 +51,15 @@ def kind_of(case: EvalCase) -> str:
 
 
 @contextlib.contextmanager
-def model_server(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+def model_server(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
+    """The model's URL, name and profile: the one given, or the packaged model started here."""
     if args.url:
-        yield args.url, args.model
+        yield args.url, args.model, args.profile or "gpu-7b"
         return
     from edge.llm.local_server import start_local_server
 
     with start_local_server(threads=args.threads) as server:
-        yield server.url, server.model
+        yield server.url, server.model, args.profile or server.profile
 
 
 def valid_reply(raw: str | None, schema: dict) -> bool:
@@ -215,8 +216,7 @@ def main(argv: list[str] | None = None) -> int:
 
     base = load_config(env={})
     cases = load_cases(args.cases, base.devices)[: args.limit]
-    profile = args.profile or ("cpu-tiny" if args.local else "gpu-7b")
-    with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model):
+    with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model, profile):
         env = {"FIXLOOP_STATE_DIR": tmp}
         rules_config = load_config(env=env)
         llm_config = load_config(
@@ -235,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         llm, llm_serial, llm_parallel = run(llm_config, cases, Path(tmp) / "llm", args.concurrency)
         if args.records:
             args.records.write_text("".join(r.record.model_dump_json() + "\n" for r in llm if r.record is not None))
-        registry_schema = Agent(llm_config).registry.action_schema()
+        registry = build_registry(llm_config)
+        registry_schema = registry.action_schema()
+        registry.close()
 
     print(f"\n{len(cases)} cases from {args.cases}; model {model} ({profile}) at {url}")
     summarise(llm, registry_schema, "language model")

@@ -38,6 +38,7 @@ from edge.evaluation.cases import load_cases  # noqa: E402
 from edge.evaluation.runner import evaluate  # noqa: E402
 from edge.sentence_support import THRESHOLD, judge, plant_vocabulary, split_sentences  # noqa: E402
 from edge.sessions import session_context  # noqa: E402
+from knowledge.text import CJK  # noqa: E402
 from tools.observation import Observation  # noqa: E402
 
 CASES = ROOT / "tests" / "eval" / "cases.jsonl"
@@ -75,7 +76,6 @@ _EN_DROPPED = {"the", "a", "an", "that", "then"}
 _EN_CONNECTORS = ["Then ", "Next, ", "Please ", "You should ", "First, "]
 _ZH_CONNECTORS = ["请", "然后", "再", "先"]
 _WORD = re.compile(r"[A-Za-z]+")
-CJK_TEXT = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass(frozen=True)
@@ -296,7 +296,7 @@ def _paraphrase(obs: Observation, language: str, rng: random.Random) -> list[str
             out.append(
                 f"{f.get('label_zh') or f.get('label')}为 {f['value']} {f.get('unit', '')}（{source}，{f.get('quality')}）。"
             )
-        elif item.text and (language == "en" or CJK_TEXT.search(item.text)):
+        elif item.text and (language == "en" or CJK.search(item.text)):
             out.append(_rewrite(item.text, language, rng, imperative=item.kind == "step"))
     if obs.suggestion and language == "en" and obs.status != "ok":
         out.append(_rewrite(obs.suggestion, language, rng, imperative=False))
@@ -336,7 +336,7 @@ def _mutations(
             e
             for manual in catalog.values()
             for e in manual.values()
-            if e.code not in own and e.cause and (CJK_TEXT.search(e.cause) is not None) == (language == "zh")
+            if e.code not in own and e.cause and (CJK.search(e.cause) is not None) == (language == "zh")
         ]
         if unrelated:
             out.append(("cause swap", _cause_sentence(entry.code, rng.choice(unrelated).cause, language)))

@@ -10,7 +10,7 @@ import pytest
 from edge.agent import build_registry
 from edge.config import ConfigError, load_config
 from edge.evaluation.adversarial import call, final, raw
-from edge.llm.action_schema import decoding_schema, envelope_errors
+from edge.llm.action_schema import ReplyEnvelope, decoding_schema
 from edge.llm.scripted_server import ScriptedLlmServer
 
 MANUAL = "search_maintenance_manual_by_fault_code"
@@ -85,9 +85,9 @@ def test_a_reply_off_the_schema_is_a_format_error_naming_what_is_wrong(served):
     _scripted, agent = served("vllm", [off, call(MANUAL, fault_code="E102", device_id="press-3"), final("x")])
     record = agent.ask("Press-3 shows E102", device_id="press-3")
     assert "neither a tool call" in record.steps[0].format_error
-    full = build_registry(agent.config).action_schema()
-    assert envelope_errors({"thought": "t", "final_answer": "ok"}, full) == []
-    assert envelope_errors({"thought": 3, "final_answer": "ok"}, full)
+    envelope = ReplyEnvelope(build_registry(agent.config).action_schema())
+    assert envelope.errors({"thought": "t", "final_answer": "ok"}) == []
+    assert envelope.errors({"thought": 3, "final_answer": "ok"})
 
 
 def test_the_model_profile_sets_the_budgets_and_a_key_set_by_the_operator_wins():

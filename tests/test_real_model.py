@@ -23,7 +23,6 @@ from edge.run_record import FallbackReason, RunRecord
 from edge.verification import AnswerVerifier
 from tests.fixtures.service import TECHNICIAN_TOKEN, run_service
 from tests.fixtures.work_orders import signed
-from tools.plant import DeviceConfig
 
 # A run's whole budget: the model's part and a hand-over's, plus the answer's composition.
 SLACK_S = 5.0
@@ -71,7 +70,7 @@ def manual_steps(record: RunRecord) -> list[str]:
     ]
 
 
-def one_order_per_fault(devices: dict[str, DeviceConfig], orders: list[dict]) -> None:
+def one_order_per_fault(orders: list[dict]) -> None:
     active = Counter((o["device_id"], o["fault_code"]) for o in orders if o["status"] not in ("done", "cancelled"))
     assert all(n == 1 for n in active.values()), active
 
@@ -99,7 +98,7 @@ def test_a_run_the_real_model_plans_holds_whatever_it_decides(real_service, ques
         steps = manual_steps(record)
         assert steps and any(step in record.termination.final_answer for step in steps), record.termination
     with real_service.client(TECHNICIAN_TOKEN) as client:
-        one_order_per_fault(real_service.config.devices, client.get("/v1/work-orders").json())
+        one_order_per_fault(client.get("/v1/work-orders").json())
 
 
 def test_a_follow_up_in_the_session_holds_too(real_service):
@@ -131,7 +130,7 @@ def test_an_mes_alarm_planned_by_the_real_model_opens_at_most_one_order(real_ser
     check_run(record, real_service.config)
     with real_service.client(TECHNICIAN_TOKEN) as client:
         orders = client.get("/v1/work-orders", params={"device_id": "press-3"}).json()
-    one_order_per_fault(real_service.config.devices, orders)
+    one_order_per_fault(orders)
 
 
 def test_the_cli_asks_the_real_model(fixloop, tmp_path, demo_index, real_llm):

@@ -95,9 +95,9 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
                 model_server = start_local_server(log_path=Path(config.state_dir) / "llama-server.log")
         except LocalServerError as exc:
             raise CliError(str(exc)) from None
-        config = with_model(config, model_server.url, model_server.model, "cpu-tiny")
+        config = with_model(config, model_server.url, model_server.model, model_server.profile)
         console.print(
-            f"language model: {model_server.model} at {model_server.url} (profile cpu-tiny, "
+            f"language model: {model_server.model} at {model_server.url} (profile {model_server.profile}, "
             f"{config.loop.max_wall_s:g} s a run; log {model_server.log_path})"
         )
     if args.plc_port:

