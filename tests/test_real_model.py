@@ -11,8 +11,14 @@ the token counts are the server's.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import typing
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +27,7 @@ from edge.doctor import run_checks
 from edge.planner import RunState, SessionContext
 from edge.run_record import FallbackReason, RunRecord
 from edge.verification import AnswerVerifier
-from tests.fixtures.service import TECHNICIAN_TOKEN, run_service
+from tests.fixtures.service import TECHNICIAN_TOKEN, free_port, run_service
 from tests.fixtures.work_orders import signed
 
 # A run's whole budget: the model's part and a hand-over's, plus the answer's composition.
@@ -153,3 +159,60 @@ def test_doctor_proves_the_real_server_applies_and_compiles_the_constraint(tmp_p
     # The probe's enum allows only "ok" while its prompt asks for "unconstrained": only a grammar obeys both.
     assert checks["llm structured outputs"].status == "ok", checks["llm structured outputs"]
     assert checks["llm action schema"].status == "ok", checks["llm action schema"]
+
+
+def test_the_demo_with_the_local_model_stops_its_model_server_on_sigterm(tmp_path, demo_index):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "manuals.sqlite").write_bytes(demo_index.read_bytes())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIXLOOP")}
+    env.update({"FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1"})
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edge.cli.main",
+            "demo",
+            "--llm",
+            "local",
+            "--port",
+            str(free_port()),
+            "--plc-port",
+            str(free_port()),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        for line in demo.stdout:
+            if "Ctrl-C stops the demo" in line:
+                break
+        else:
+            pytest.fail(f"the demo ended early with {demo.wait()}")
+        model_server = _model_servers_for(state)
+        assert model_server, "no model server found for the demo's state directory"
+        demo.send_signal(signal.SIGTERM)
+        assert demo.wait(timeout=60) == 0
+        deadline = time.monotonic() + 15
+        while _model_servers_for(state) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _model_servers_for(state), "the model server outlived the demo"
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+
+
+def _model_servers_for(state) -> list[int]:
+    """llama_cpp.server processes whose log is in `state` (the demo logs its model server there)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            fds = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+        except (OSError, ValueError):
+            continue
+        if b"llama_cpp.server" in cmdline and any(fd.startswith(str(state)) for fd in fds):
+            found.append(int(proc.name))
+    return found

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import time
 from pathlib import Path
 
@@ -109,6 +110,9 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
 
     simulators = []
     server = None
+    # systemd and `kill` stop the demo with SIGTERM: it must stop the model server it started (that
+    # runs in a session of its own, out of reach of the terminal's Ctrl-C) as Ctrl-C does.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         for (host, port), devices in plant.endpoints(config.devices).items():
             simulators.append(start_simulator(devices, host, port))
@@ -145,6 +149,10 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
         if model_server is not None:
             model_server.stop()
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _ask_first_question(url: str, token: str, console: Console, run_budget_s: float) -> None:
