@@ -9,11 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from edge.config import Config
 from edge.llm.breaker import LlmBreaker
-from edge.loop import AgentLoop, EventSink, RunRequest
-from edge.planner import LlmUnavailable, Planner, RunState
-from edge.rules_planner import RulesPlanner
-from edge.run_record import RunRecord
-from edge.verification import AnswerVerifier
+from edge.rules import RulesPlanner
+from edge.run import AgentLoop, AnswerVerifier, EventSink, LlmUnavailable, Planner, RunRecord, RunRequest, RunState
 from tools import plant
 from tools.manual_search.tool import ManualSearchTool
 from tools.plc.gateway import PlcGateway

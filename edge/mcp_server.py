@@ -35,7 +35,7 @@ from starlette.types import Receive, Scope, Send
 
 from edge.config import Config
 from edge.llm.prompt import plant_section
-from edge.loop import new_id
+from edge.run import new_id
 from edge.service.auth import token_matches
 from tools.contract import Actor, ToolContext
 from tools.observation import Observation

@@ -32,14 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from edge.actions import FormatError, decode_object  # noqa: E402
 from edge.agent import Agent, build_registry  # noqa: E402
 from edge.config import Config, load_config  # noqa: E402
 from edge.evaluation.cases import EvalCase, load_cases  # noqa: E402
 from edge.evaluation.plant import EvalPlant  # noqa: E402
 from edge.evaluation.runner import CaseReport, evaluate_on, fresh_ids  # noqa: E402
-from edge.loop import RunRequest  # noqa: E402
-from edge.run_record import RunRecord  # noqa: E402
+from edge.run.actions import FormatError, decode_object  # noqa: E402
+from edge.run.loop import RunRequest  # noqa: E402
+from edge.run.record import RunRecord  # noqa: E402
 from scripts.bench_support import pct  # noqa: E402
 
 KINDS = ("fault_code", "symptom", "sensor", "work_order", "session", "no_answer", "mes")

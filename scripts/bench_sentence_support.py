@@ -1,4 +1,4 @@
-"""Issue 19 item 4: does the sentence-support check (`edge.sentence_support`) pass correct answers and catch wrong ones?
+"""Issue 19 item 4: does the sentence-support check (`edge.run.sentence_support`) pass correct answers and catch wrong ones?
 
 Runs the regression cases (tests/eval/cases.jsonl) through the rules planner on the demo plant, then judges,
 against each case's own observations, question and session:
@@ -32,12 +32,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from edge.answer import PHRASES, language_of  # noqa: E402
 from edge.config import load_config  # noqa: E402
 from edge.evaluation.cases import load_cases  # noqa: E402
 from edge.evaluation.runner import evaluate  # noqa: E402
-from edge.sentence_support import THRESHOLD, judge, plant_vocabulary, split_sentences  # noqa: E402
-from edge.sessions import session_context  # noqa: E402
+from edge.run.answer import PHRASES, language_of  # noqa: E402
+from edge.run.sentence_support import THRESHOLD, judge, plant_vocabulary, split_sentences  # noqa: E402
+from edge.run.sessions import session_context  # noqa: E402
 from knowledge.text import CJK  # noqa: E402
 from tools.observation import Observation  # noqa: E402
 

@@ -4,7 +4,9 @@
     python scripts/code_structure.py --rev 623563e   # a commit, read from git without checking it out
 
 The import direction is edge -> tools -> knowledge; an import against it is listed as a violation
-(tests/test_layering.py keeps the working tree free of them).
+(tests/test_layering.py keeps the working tree free of them). Inside edge/, the rooms a run is made of
+import only the rooms beneath them: the run (edge.run) sees no planner, the two planners (edge.rules,
+edge.llm) never see each other, and none of them sees the surfaces above (service, CLI, evaluation).
 """
 
 from __future__ import annotations
@@ -22,6 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("edge", "tools", "knowledge")
 # A package may import the ones after it, never the ones before it.
 LAYER = {name: rank for rank, name in enumerate(PACKAGES)}
+# The rooms of edge/ that may import only the listed rooms of edge/; the others (the surfaces: cli, service,
+# evaluation, doctor, MCP) assemble them and may import any.
+EDGE_ROOMS_BENEATH = {
+    "edge.config": {"edge.llm"},  # the model profiles a config names
+    "edge.run": {"edge.config"},
+    "edge.rules": {"edge.run", "edge.config"},
+    "edge.llm": {"edge.run", "edge.config"},
+    "edge.agent": {"edge.run", "edge.rules", "edge.llm", "edge.config"},
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,10 @@ class Module:
     @property
     def package(self) -> str:
         return self.path.split("/", 1)[0]
+
+    @property
+    def room(self) -> str:
+        return room_of(self.name)
 
     @property
     def lines(self) -> int:
@@ -70,8 +85,14 @@ def functions(module: Module) -> Iterator[tuple[int, str]]:
             yield node.end_lineno - node.lineno + 1, f"{module.name}.{node.name}"
 
 
-def imported_packages(module: Module) -> Iterator[tuple[str, int]]:
-    """Every import of one of our packages, with its line; lazy imports inside functions count too."""
+def room_of(name: str) -> str:
+    """`edge.run.loop` -> `edge.run`, `edge.agent` -> `edge.agent`; outside edge/ the package is the room."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "edge" and len(parts) > 1 else parts[0]
+
+
+def imported_modules(module: Module) -> Iterator[tuple[str, int]]:
+    """Every import of one of our modules, with its line; lazy imports inside functions count too."""
     for node in ast.walk(ast.parse(module.source)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -80,18 +101,30 @@ def imported_packages(module: Module) -> Iterator[tuple[str, int]]:
         else:
             continue
         for name in names:
-            top = name.split(".", 1)[0]
-            if top in LAYER:
-                yield top, node.lineno
+            if name.split(".", 1)[0] in LAYER:
+                yield name, node.lineno
+
+
+def imported_packages(module: Module) -> Iterator[tuple[str, int]]:
+    for name, line in imported_modules(module):
+        yield name.split(".", 1)[0], line
 
 
 def violations(found: list[Module]) -> list[str]:
-    return [
+    against_layers = [
         f"{m.path}:{line} imports {target}"
         for m in found
         for target, line in imported_packages(m)
         if LAYER[target] < LAYER[m.package]
     ]
+    against_rooms = [
+        f"{m.path}:{line} imports {room_of(target)}"
+        for m in found
+        if m.room in EDGE_ROOMS_BENEATH
+        for target, line in imported_modules(m)
+        if target.startswith("edge") and room_of(target) not in EDGE_ROOMS_BENEATH[m.room] | {m.room}
+    ]
+    return against_layers + against_rooms
 
 
 def report(found: list[Module], longest: int) -> None:
@@ -109,8 +142,18 @@ def report(found: list[Module], longest: int) -> None:
     print("\nimports between packages (importing -> imported: import statements)")
     for (source, target), count in sorted(edges.items()):
         print(f"  {source} -> {target}: {count}")
+    rooms = Counter(
+        (m.room, room_of(target))
+        for m in found
+        if m.package == "edge"
+        for target, _ in imported_modules(m)
+        if target.startswith("edge") and room_of(target) != m.room
+    )
+    print("\nimports between the rooms of edge/ (importing -> imported: import statements)")
+    for (source, target), count in sorted(rooms.items()):
+        print(f"  {source} -> {target}: {count}")
     wrong = violations(found)
-    print(f"\nimports against edge -> tools -> knowledge: {len(wrong)}")
+    print(f"\nimports against edge -> tools -> knowledge, or against edge/'s rooms: {len(wrong)}")
     for line in wrong:
         print(f"  {line}")
 

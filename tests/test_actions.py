@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edge.actions import FinalAnswer, FormatError, ToolCall, parse_action, strip_stop_residue
+from edge.run.actions import FinalAnswer, FormatError, ToolCall, parse_action, strip_stop_residue
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
 json_values = st.recursive(

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from edge.answer import compose_answer
-from edge.grounding import collect_evidence, ungrounded
 from edge.llm.scripted_server import ScriptedLlmServer
+from edge.run.answer import compose_answer
+from edge.run.grounding import collect_evidence, ungrounded
 from tests.fixtures.work_orders import take_to
 from tools.contract import ToolContext
 from tools.registry import ToolRegistry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from edge.config import load_config
-from edge.grounding import collect_evidence, ungrounded
+from edge.run.grounding import collect_evidence, ungrounded
 from tools.contract import Item
 from tools.observation import Observation
 

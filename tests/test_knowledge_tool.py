@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from edge.answer import compose_answer
 from edge.config import load_config
+from edge.run.answer import compose_answer
 from knowledge.index import build_index
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool

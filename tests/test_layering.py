@@ -1,4 +1,5 @@
-"""The one-way dependency direction: edge imports tools and knowledge, tools import knowledge, never back."""
+"""The one-way dependency direction: edge imports tools and knowledge, tools import knowledge, never back;
+inside edge/, the run sees no planner and the planners do not see each other."""
 
 from __future__ import annotations
 
@@ -24,5 +25,19 @@ def test_no_package_imports_one_above_it():
 
 def test_an_import_against_the_direction_is_reported():
     structure = code_structure()
-    wrong = structure.Module("knowledge/bad.py", "def f():\n    from edge.loop import Step\n")
+    wrong = structure.Module("knowledge/bad.py", "def f():\n    from edge.run.loop import Step\n")
     assert structure.violations([wrong]) == ["knowledge/bad.py:2 imports edge"]
+
+
+def test_the_run_importing_a_planner_is_reported():
+    structure = code_structure()
+    wrong = structure.Module(
+        "edge/run/bad.py", "from edge.rules.planner import RulesPlanner\nfrom edge.config import Config\n"
+    )
+    assert structure.violations([wrong]) == ["edge/run/bad.py:1 imports edge.rules"]
+
+
+def test_one_planner_importing_the_other_is_reported():
+    structure = code_structure()
+    wrong = structure.Module("edge/llm/bad.py", "def f():\n    import edge.rules.lexicon\n")
+    assert structure.violations([wrong]) == ["edge/llm/bad.py:2 imports edge.rules"]

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from edge.llm.scripted_server import ScriptedLlmServer
-from edge.loop import RunRequest
+from edge.run.loop import RunRequest
 
 MANUAL = "search_maintenance_manual_by_fault_code"
 PLC = "read_plc_sensor_value"
@@ -278,7 +278,7 @@ def test_the_prompt_lists_the_plants_sensor_ids_and_its_examples_use_no_real_dev
 
 
 def test_a_follow_up_names_the_sessions_device(scripted):
-    from edge.planner import SessionContext
+    from edge.run.planner import SessionContext
 
     server, agent = scripted([final("nothing to do")])
     agent.run(

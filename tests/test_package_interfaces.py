@@ -32,6 +32,53 @@ EXPORTED = {
         "packaged_model",
         "start_local_server",
     },
+    "edge.rules": {"RulesPlanner"},
+    "edge.run": {
+        "LAST_EVENTS",
+        "PHRASES",
+        "RUN_EVENT",
+        "UNSUPPORTED",
+        "WORK_ORDER_TOOL",
+        "AgentLoop",
+        "AnswerVerifier",
+        "Confirmation",
+        "ContextFull",
+        "Decision",
+        "ErrorEvent",
+        "EventSink",
+        "Evidence",
+        "FinalAnswer",
+        "FormatError",
+        "LlmCircuitOpen",
+        "LlmUnavailable",
+        "LlmUsage",
+        "Planner",
+        "RunEvent",
+        "RunFilter",
+        "RunRecord",
+        "RunRequest",
+        "RunState",
+        "RunStore",
+        "RunSummary",
+        "SessionContext",
+        "TerminationReason",
+        "ToolCall",
+        "action_of",
+        "cap_text",
+        "collect_evidence",
+        "compose_answer",
+        "decode_object",
+        "events_from_record",
+        "evidence_of",
+        "language_of",
+        "new_id",
+        "session_context",
+        "stored_event",
+        "strip_stop_residue",
+        "supporting_ids",
+        "ungrounded",
+        "work_order_ref",
+    },
     "knowledge": {
         "SCHEMA_VERSION",
         "BuildError",
@@ -168,7 +215,7 @@ def test_a_name_outside_the_api_is_not_an_attribute(package):
 
 def test_importing_the_packages_loads_neither_spacy_nor_torch_nor_pymupdf():
     code = (
-        "import sys, knowledge, tools, tools.plc, tools.work_orders, edge.llm; "
+        "import sys, knowledge, tools, tools.plc, tools.work_orders, edge.llm, edge.run, edge.rules; "
         "print(sorted(m for m in ('spacy', 'torch', 'fitz', 'sentence_transformers') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

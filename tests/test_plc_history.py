@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from edge.answer import compose_answer
 from edge.config import ConfigError, load_config
-from edge.grounding import collect_evidence, ungrounded
+from edge.run.answer import compose_answer
+from edge.run.grounding import collect_evidence, ungrounded
 from tools.contract import ToolContext
 from tools.plant import UnknownDevice
 from tools.plc.config import PlcConfig

@@ -24,9 +24,9 @@ import pytest
 
 from edge.config import Config, load_config
 from edge.doctor import run_checks
-from edge.planner import RunState, SessionContext
-from edge.run_record import FallbackReason, RunRecord
-from edge.verification import AnswerVerifier
+from edge.run.planner import RunState, SessionContext
+from edge.run.record import FallbackReason, RunRecord
+from edge.run.verification import AnswerVerifier
 from tests.fixtures.service import TECHNICIAN_TOKEN, free_port, run_service
 from tests.fixtures.work_orders import signed
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from edge.lexicon import Lexicon
-from edge.loop import RunRequest
-from edge.planner import SessionContext
+from edge.rules.lexicon import Lexicon
+from edge.run.loop import RunRequest
+from edge.run.planner import SessionContext
 
 MANUAL = "search_maintenance_manual_by_fault_code"
 PLC = "read_plc_sensor_value"
@@ -153,7 +153,7 @@ def test_lexicon_reads_loosely_typed_codes_and_names_unknown_machines(
 
 
 def test_a_value_question_finds_its_sensor_by_the_plants_own_labels_and_units():
-    from edge.value_questions import sensors_asked
+    from edge.rules.value_questions import sensors_asked
     from tools.plant import DeviceConfig
 
     # A machine the demo does not have, with sensors no synonym list names.
@@ -229,7 +229,7 @@ def test_an_unknown_machine_is_named_and_nothing_is_looked_up_for_it(agent, ques
 
 
 def test_a_question_longer_than_the_query_limit_is_searched_by_its_symptom(agent):
-    from edge.rules_planner import QUERY_MAX_CHARS
+    from edge.rules.planner import QUERY_MAX_CHARS
 
     chatter = "We restarted it twice, called the shift lead and read the logs without finding anything. " * 4
     question = chatter + "Now oil is leaking under the press and the ram moves slowly. " + chatter

@@ -18,10 +18,10 @@ import httpx
 import pytest
 
 from edge.evaluation.adversarial import E102, SCENARIOS, Scenario, call, final
-from edge.events import RUN_EVENT, RunEvent, StoredEvent, WarningEvent, events_from_record, stored_event
 from edge.llm.scripted_server import ScriptedLlmServer
-from edge.loop import RunRequest
-from edge.run_store import RunStore
+from edge.run.events import RUN_EVENT, RunEvent, StoredEvent, WarningEvent, events_from_record, stored_event
+from edge.run.loop import RunRequest
+from edge.run.store import RunStore
 from edge.service.runs import EventLog
 from tests.fixtures.service import read_sse, run_service
 

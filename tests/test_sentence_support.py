@@ -15,9 +15,9 @@ import pytest
 
 from edge.config import load_config
 from edge.llm.scripted_server import ScriptedLlmServer
-from edge.planner import RunState, SessionContext
-from edge.run_record import Step
-from edge.sentence_support import (
+from edge.run.planner import RunState, SessionContext
+from edge.run.record import Step
+from edge.run.sentence_support import (
     SENTENCE_SHOWN_CHARS,
     UNSUPPORTED,
     judge,
@@ -27,7 +27,7 @@ from edge.sentence_support import (
     stem,
     unsupported_sentences,
 )
-from edge.verification import AnswerVerifier
+from edge.run.verification import AnswerVerifier
 from tests.fixtures.service import metric, run_service, scrape
 from tools.contract import Item, ToolContext
 from tools.manual_search import ManualSearchTool

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from edge.run_record import RunRecord
-from edge.run_store import RunStore
+from edge.run.record import RunRecord
+from edge.run.store import RunStore
 from edge.service.log_limits import RateLimited
 from tests.fixtures.service import E102, TECHNICIAN_TOKEN, RunningService, metric, run_service, scrape
 from tools.work_orders.signing import signed_headers

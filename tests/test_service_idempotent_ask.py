@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from edge.loop import RunRequest
-from edge.run_record import RunRecord
-from edge.run_store import RunStore
+from edge.run.loop import RunRequest
+from edge.run.record import RunRecord
+from edge.run.store import RunStore
 from tests.fixtures.service import RunningService, read_sse, run_service
 from tests.fixtures.tablet import by_fault_code
 from tests.fixtures.wifi import LONG_QUESTION, long_run

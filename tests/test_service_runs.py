@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from edge.llm.scripted_server import ScriptedLlmServer
-from edge.loop import RunRequest
-from edge.run_store import RunStore
+from edge.run.loop import RunRequest
+from edge.run.store import RunStore
 from edge.service.runs import RunManager
 
 COOLANT = "What is the coolant level on cnc-7 right now?"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from edge.run_store import RunFilter, RunStore
-from edge.sessions import MAX_LINES, session_context
+from edge.run.sessions import MAX_LINES, session_context
+from edge.run.store import RunFilter, RunStore
 from tests.fixtures.service import E102, run_service
 
 COOLANT = "What is the coolant level on cnc-7 right now?"

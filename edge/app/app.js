@@ -425,7 +425,7 @@
   }
 
   // Labels follow the run: the language picked for it with the switch, else Chinese for a Chinese
-  // question (the service answers it in Chinese: edge/answer.py language_of), else the UI's.
+  // question (the service answers it in Chinese: edge/run/answer.py language_of), else the UI's.
   function runLang(run) {
     if (!run) return state.lang;
     return run.lang || (window.FixloopI18n.languageOf(run.question) === "zh" ? "zh" : state.lang);

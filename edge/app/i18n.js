@@ -305,7 +305,7 @@ window.FIXLOOP_STRINGS = {
 };
 
 window.FixloopI18n = {
-  // As the service decides an answer's language (edge/answer.py language_of): any Chinese makes it Chinese.
+  // As the service decides an answer's language (edge/run/answer.py language_of): any Chinese makes it Chinese.
   languageOf(text) {
     return /[\u3400-\u9fff]/.test(text || "") ? "zh" : "en";
   },

@@ -10,7 +10,7 @@ from rich.console import Console
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
 from edge.config import Config
-from edge.run_record import RunRecord
+from edge.run import RunRecord
 
 STATUS_STYLE = {"ok": "green", "not_found": "yellow", "degraded": "yellow", "error": "red"}
 

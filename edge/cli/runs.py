@@ -21,8 +21,7 @@ from rich.table import Table
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
 from edge.config import Config
-from edge.run_record import TerminationReason
-from edge.run_store import RunFilter, RunStore
+from edge.run import RunFilter, RunStore, TerminationReason
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

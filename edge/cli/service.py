@@ -160,7 +160,7 @@ def _ask_first_question(url: str, token: str, console: Console, run_budget_s: fl
     import httpx
 
     from edge.cli.agent import print_trace
-    from edge.run_record import RunRecord
+    from edge.run import RunRecord
 
     console.rule(f"asking: {_DEMO_QUESTION}")
     headers = {"Authorization": f"Bearer {token}"}

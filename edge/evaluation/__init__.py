@@ -10,7 +10,7 @@ from edge.evaluation.runner import CaseReport, EvalReport, evaluate
 from edge.evaluation.scoring import CaseScore, score_case
 from edge.evaluation.summary import Baseline, Summary, baseline_of, load_baseline, regressions, summarise
 from edge.evaluation.tokens import TokenReport, measure_tokens
-from edge.grounding import collect_evidence, ungrounded
+from edge.run import collect_evidence, ungrounded
 
 __all__ = [
     "Baseline",

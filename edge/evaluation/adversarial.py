@@ -20,11 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edge.agent import Agent
-from edge.answer import PHRASES, language_of
 from edge.config import Config
-from edge.grounding import collect_evidence, ungrounded
 from edge.llm.scripted_server import ScriptedLlmServer
-from edge.run_record import RunRecord
+from edge.run import PHRASES, RunRecord, collect_evidence, language_of, ungrounded
 from tools.manual_search.tool import ManualSearchTool
 from tools.plc.tool import PlcReadTool
 from tools.work_orders.tool import WorkOrderTool

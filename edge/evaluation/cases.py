@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from edge.run_record import TerminationReason
+from edge.run import TerminationReason
 from tools import plant
 from tools.manual_search.tool import ManualSearchTool
 from tools.plant import DeviceConfig

@@ -21,9 +21,7 @@ from edge.evaluation.cases import EvalCase
 from edge.evaluation.plant import EvalPlant
 from edge.evaluation.scoring import CaseScore, crashed_score, score_case
 from edge.evaluation.summary import Summary, summarise
-from edge.loop import RunRequest, new_id
-from edge.run_record import RunRecord
-from edge.sessions import session_context
+from edge.run import RunRecord, RunRequest, new_id, session_context
 
 # Called with the scored run's request before it runs (the token report replays through it).
 Prepare = Callable[[RunRequest], None]

@@ -11,10 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from edge.answer import language_of
 from edge.evaluation.cases import EvalCase, ReadingKind
-from edge.grounding import Evidence, collect_evidence, ungrounded
-from edge.run_record import RunRecord
+from edge.run import Evidence, RunRecord, collect_evidence, language_of, ungrounded
 from knowledge.code_linker import CodeLinker
 from knowledge.codes import canonical_id, code_key
 from tools.manual_search.tool import ManualSearchTool

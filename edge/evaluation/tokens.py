@@ -32,8 +32,7 @@ from edge.evaluation.cases import EvalCase
 from edge.evaluation.plant import EvalPlant
 from edge.evaluation.runner import CaseReport, EvalReport, evaluate_on, fresh_ids
 from edge.llm.scripted_server import ScriptedLlmServer
-from edge.loop import RunRequest
-from edge.run_record import RunRecord
+from edge.run import RunRecord, RunRequest
 
 _STEP1_TARGET = 1500
 _CONTEXT_TARGET = 4096

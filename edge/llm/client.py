@@ -21,10 +21,9 @@ from typing import Any
 
 import httpx
 
-from edge.actions import strip_stop_residue
 from edge.llm.breaker import LlmBreaker
 from edge.llm.servers import Dialect, detect, dialect
-from edge.planner import LlmCircuitOpen, LlmUnavailable
+from edge.run import LlmCircuitOpen, LlmUnavailable, strip_stop_residue
 
 __all__ = ["STOP_SEQUENCES", "ChatClient", "Completion", "LlmCircuitOpen", "LlmUnavailable"]
 

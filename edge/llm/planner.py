@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-from edge.actions import FormatError, action_of, decode_object
 from edge.llm.action_schema import ReplyEnvelope, decoding_schema
 from edge.llm.client import ChatClient
 from edge.llm.prompt import (
@@ -19,8 +18,7 @@ from edge.llm.prompt import (
     system_prompt,
 )
 from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
-from edge.planner import ContextFull, Decision, RunState
-from edge.run_record import LlmUsage, cap_text
+from edge.run import ContextFull, Decision, FormatError, LlmUsage, RunState, action_of, cap_text, decode_object
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
 

@@ -12,8 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from edge.loop import RunRequest
-from edge.run_store import work_order_ref
+from edge.run import RunRequest, work_order_ref
 from edge.service import metrics
 from edge.service.mes import AlarmsBusy, MesAlarm
 from edge.service.runs import RunManager

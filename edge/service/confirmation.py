@@ -13,9 +13,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from edge.loop import evidence_of
-from edge.run_record import RunRecord
-from edge.run_store import WORK_ORDER_TOOL, work_order_ref
+from edge.run import WORK_ORDER_TOOL, RunRecord, evidence_of, work_order_ref
 from edge.service import metrics
 from edge.service.errors import NothingToConfirm, OrderGone, OrderRefused, RunNotFound, RunStillRunning
 from edge.service.runs import RunManager

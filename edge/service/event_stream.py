@@ -17,7 +17,7 @@ from typing import Any
 from fastapi.responses import StreamingResponse
 from fastapi.sse import format_sse_event
 
-from edge.events import RUN_EVENT, RunEvent
+from edge.run import RUN_EVENT, RunEvent
 
 MEDIA_TYPE = "text/event-stream"
 KEEP_ALIVE_S = 15.0

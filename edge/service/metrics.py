@@ -15,9 +15,7 @@ from collections import Counter as Tally
 from prometheus_client import Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from edge.actions import ToolCall
-from edge.run_record import RunRecord
-from edge.sentence_support import UNSUPPORTED
+from edge.run import UNSUPPORTED, RunRecord, ToolCall
 
 REQUESTS = Counter(
     "fixloop_http_requests_total", "HTTP requests by endpoint and status.", ["method", "endpoint", "status"]

@@ -23,10 +23,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from edge.agent import Agent
-from edge.events import LAST_EVENTS, ErrorEvent, RunEvent, events_from_record, stored_event
-from edge.loop import RunRequest
-from edge.run_record import RunRecord
-from edge.run_store import RunStore
+from edge.run import (
+    LAST_EVENTS,
+    ErrorEvent,
+    RunEvent,
+    RunRecord,
+    RunRequest,
+    RunStore,
+    events_from_record,
+    stored_event,
+)
 from edge.service import metrics
 from edge.service.errors import RequestKeyConflict, RunFinished, RunNotFound
 from edge.service.schemas import RunView, TakeoverResult

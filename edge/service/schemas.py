@@ -6,8 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from edge.run_record import RunRecord
-from edge.run_store import Confirmation
+from edge.run import Confirmation, RunRecord
 from tools.work_orders.model import Fix, OrderStatus, check_fix
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"

@@ -13,13 +13,11 @@ from fastapi import Depends, Request
 
 from edge.agent import Agent, plc_gateway, work_order_store
 from edge.config import Config
-from edge.loop import RunRequest, new_id
-from edge.run_store import RunStore
+from edge.run import RunRequest, RunStore, new_id, session_context
 from edge.service.confirmation import Confirmations
 from edge.service.event_stream import KEEP_ALIVE_S
 from edge.service.health import Readiness, Warmup
 from edge.service.runs import Asked, RunManager
-from edge.sessions import session_context
 from knowledge.page_images import PageImages
 from tools import plant
 from tools.plc.poller import Poller

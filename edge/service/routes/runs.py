@@ -10,9 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from edge.events import RunEvent
-from edge.run_record import TerminationReason
-from edge.run_store import RunFilter, RunSummary
+from edge.run import RunEvent, RunFilter, RunSummary, TerminationReason
 from edge.service import metrics
 from edge.service.event_stream import event_stream, event_stream_responses
 from edge.service.json_body import json_body, json_body_openapi

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge.planner import SessionContext
-from edge.run_record import RunRecord, Step
-from edge.run_store import device_of, fault_codes_of
+from edge.run.planner import SessionContext
+from edge.run.record import RunRecord, Step
+from edge.run.store import device_of, fault_codes_of
 
 MAX_LINES = 8
 MAX_QUESTION_CHARS = 120

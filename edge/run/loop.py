@@ -18,7 +18,7 @@ planner answers from the question and whatever did work. A hand-over brings
 its own steps and time (`[loop] handover_steps`, `handover_wall_s`): the
 model's format errors and slow steps must not eat the answer that can be
 given. The wall budget is a deadline every LLM request and tool call is held
-to. Every final answer is verified (`edge.verification`) before it is shown:
+to. Every final answer is verified (`edge.run.verification`) before it is shown:
 an LLM answer that fails is kept in the record, and the rules planner answers
 from the observations instead.
 """
@@ -33,12 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from edge import events
-from edge.actions import FinalAnswer, ToolCall
-from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
 from edge.config import LoopConfig
-from edge.planner import ContextFull, Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
-from edge.run_record import (
+from edge.run import events
+from edge.run.actions import FinalAnswer, ToolCall
+from edge.run.answer import PHRASES, compose_answer, language_of, supporting_ids
+from edge.run.planner import ContextFull, Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
+from edge.run.record import (
     COMPOSER,
     FALLBACK_SEPARATOR,
     FallbackReason,
@@ -49,7 +49,7 @@ from edge.run_record import (
     TerminationReason,
     cap_text,
 )
-from edge.verification import AnswerVerifier
+from edge.run.verification import AnswerVerifier
 from tools.contract import ToolContext
 from tools.observation import Observation, now_ms
 from tools.registry import ToolRegistry

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from edge.run_record import cap_text
+from edge.run.record import cap_text
 from tools.observation import Observation
 
 _CJK = re.compile(r"[\u3400-\u9fff]")

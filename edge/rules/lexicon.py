@@ -8,7 +8,7 @@ out, and of overlapping matches the longest (then the first) is kept. The synony
 lexicon comes from the plant config, so a plant adds words without touching
 code. A machine named with a number the plant does not have ("line-4",
 "press 9", "5号液压机") is an UNKNOWN_DEVICE, not a fault code; codes typed
-loosely ("E1O2", "e.103") are found by `edge.loose_codes`.
+loosely ("E1O2", "e.103") are found by `edge.rules.loose_codes`.
 
 Fault codes come from `knowledge.code_mentions`: the spaCy code linker's
 reading, without importing spaCy for plain English text.
@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from edge.answer import language_of
-from edge.loose_codes import LooseCodes
+from edge.rules.loose_codes import LooseCodes
+from edge.run import language_of
 from knowledge.code_mentions import CodeMention, CodeMentions
 from knowledge.codes import CUE_EN, canonical_id, code_key, lookup_keys, reported_code
 from tools.plant import DeviceConfig, normalize_name

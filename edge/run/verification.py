@@ -3,12 +3,12 @@
 A planner's final answer is shown only if everything it states comes from
 this run: each fault code, value, work-order id, manual and page is in an
 observation (or was said by the technician, the session summary or the
-plant's own names: `edge.grounding`), each sentence is said by an
-observation item in so many words (`edge.sentence_support`), each cited
+plant's own names: `edge.run.grounding`), each sentence is said by an
+observation item in so many words (`edge.run.sentence_support`), each cited
 observation id exists, a claimed work order was created or found by a
 work-order call, and a question that needs a tool result has at least one.
 The loop answers from the observations instead of showing an answer that
-fails. An answer composed from the observations (`edge.answer`) passes the
+fails. An answer composed from the observations (`edge.run.answer`) passes the
 checks of its facts only: its own template words ("too little history for
 a trend", "处理步骤") are no observation's, and measured it fails the
 sentence check (scripts/bench_sentence_support.py).
@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from edge.grounding import WORK_ORDER_TOOL, collect_evidence, ungrounded
-from edge.planner import RunState
-from edge.sentence_support import plant_vocabulary, sentence_problems
+from edge.run.grounding import WORK_ORDER_TOOL, collect_evidence, ungrounded
+from edge.run.planner import RunState
+from edge.run.sentence_support import plant_vocabulary, sentence_problems
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 

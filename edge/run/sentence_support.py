@@ -1,4 +1,4 @@
-"""Is every sentence of an answer said by some observation? The check for words, beside `edge.grounding`'s for facts.
+"""Is every sentence of an answer said by some observation? The check for words, beside `edge.run.grounding`'s for facts.
 
 The grounding check backs codes, numbers, ids, manuals and pages; a language model can still give a real
 code an invented meaning ("E102 means the door is open") or tell the technician something no observation
@@ -7,7 +7,7 @@ observation item: its words, not only its facts.
 
 A sentence's claim words are its content words (English lower-cased and lightly stemmed, Chinese cut by
 the knowledge package's jieba segmenter, glossary concepts as one word in either language) without
-function words, codes, ids and numbers (`edge.grounding` checks those), and without the plant's machine
+function words, codes, ids and numbers (`edge.run.grounding` checks those), and without the plant's machine
 names, its units and a few generic answer words (`SCAFFOLDING`): naming the machine or saying "check the
 manual" claims nothing. A sentence is supported when one observation item (its text
 and its fields' values; a manual step counts for the code of its entry) backs at least `THRESHOLD` of
@@ -166,7 +166,7 @@ class _Unit:
 def plant_vocabulary(devices: dict[str, DeviceConfig]) -> frozenset[str]:
     """The names of the plant's machines (ids, names, vendors, models, synonyms) and its sensors' units.
 
-    Not the sensors' labels, unlike the grounding check's vocabulary (`edge.grounding`): "oil", "coolant",
+    Not the sensors' labels, unlike the grounding check's vocabulary (`edge.run.grounding`): "oil", "coolant",
     "spindle" are what a fault's meaning is made of, and an entry's title swapped for another's hid behind
     them; a reading or the manual backs them where the answer uses them rightly.
     """

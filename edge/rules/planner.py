@@ -13,10 +13,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from edge.actions import FinalAnswer, ToolCall
-from edge.answer import PHRASES, compose_answer, language_of, supporting_ids
-from edge.planner import Decision, RunState, SessionContext
-from edge.value_questions import asks_for_value, blank_out, sensors_asked, value_phrase_spans
+from edge.rules.value_questions import asks_for_value, blank_out, sensors_asked, value_phrase_spans
+from edge.run import (
+    PHRASES,
+    Decision,
+    FinalAnswer,
+    RunState,
+    SessionContext,
+    ToolCall,
+    compose_answer,
+    language_of,
+    supporting_ids,
+)
 from knowledge.codes import code_key, lookup_keys
 from tools.manual_search.tool import ManualSearchInput, ManualSearchTool
 from tools.observation import Observation
@@ -25,7 +33,7 @@ from tools.plc.tool import PlcReadTool
 from tools.work_orders.tool import WorkOrderTool
 
 if TYPE_CHECKING:
-    from edge.lexicon import Lexicon
+    from edge.rules.lexicon import Lexicon
 
 _MANUAL = ManualSearchTool.name
 _PLC = PlcReadTool.name
@@ -91,7 +99,7 @@ class RulesPlanner:
         """Built on first use: cheap, without spaCy (the lexicon loads its code linker when text needs it)."""
         with self._lexicon_lock:
             if self._lexicon is None:
-                from edge.lexicon import Lexicon
+                from edge.rules.lexicon import Lexicon
 
                 self._lexicon = Lexicon(self._devices, self._known_codes())
             return self._lexicon

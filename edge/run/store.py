@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edge.run_record import RunRecord, Step, TerminationReason
+from edge.run.record import RunRecord, Step, TerminationReason
 from knowledge.codes import code_key
 from tools.work_orders.tool import WorkOrderTool
 

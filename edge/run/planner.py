@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from edge.actions import Action
-from edge.run_record import LlmUsage, Step
+from edge.run.actions import Action
+from edge.run.record import LlmUsage, Step
 from tools.observation import Observation
 
 

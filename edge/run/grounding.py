@@ -1,6 +1,6 @@
 """Is every fact in an answer backed by what the tools returned? The anti-hallucination check.
 
-The loop runs it on every final answer before a technician sees it (`edge.verification`), and
+The loop runs it on every final answer before a technician sees it (`edge.run.verification`), and
 `fixloop eval` scores answers with it: one checker, so what the suite measures is what the loop
 enforces.
 
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from edge.answer import language_of
+from edge.run.answer import language_of
 from knowledge.code_mentions import CodeMentions
 from knowledge.codes import canonical_id
 from tools.observation import Observation

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from edge.run_record import COMPOSER, FALLBACK_SEPARATOR, RejectedAnswer, RunRecord, Step, Termination
-from edge.run_store import work_order_ref
+from edge.run.record import COMPOSER, FALLBACK_SEPARATOR, RejectedAnswer, RunRecord, Step, Termination
+from edge.run.store import work_order_ref
 from tools.observation import Observation
 
 

@@ -1,0 +1,129 @@
+"""One run, from question to answer: the loop, what a planner sees and decides (`planner`, `actions`), the
+composed answer, the checks an answer must pass (`verification`, `grounding`, `sentence_support`), the run's
+record and its store, the events the tablet streams, and the session summary a follow-up starts from.
+
+The names below are the package's API, each imported from its module on first use. The run never imports a
+planner: the rules planner (`edge.rules`) and the language model (`edge.llm`) plug into it from above.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from knowledge.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from edge.run.actions import FinalAnswer, FormatError, ToolCall, action_of, decode_object, strip_stop_residue
+    from edge.run.answer import PHRASES, compose_answer, language_of, supporting_ids
+    from edge.run.events import LAST_EVENTS, RUN_EVENT, ErrorEvent, RunEvent, events_from_record, stored_event
+    from edge.run.grounding import Evidence, collect_evidence, ungrounded
+    from edge.run.loop import AgentLoop, EventSink, RunRequest, evidence_of, new_id
+    from edge.run.planner import (
+        ContextFull,
+        Decision,
+        LlmCircuitOpen,
+        LlmUnavailable,
+        Planner,
+        RunState,
+        SessionContext,
+    )
+    from edge.run.record import LlmUsage, RunRecord, TerminationReason, cap_text
+    from edge.run.sentence_support import UNSUPPORTED
+    from edge.run.sessions import session_context
+    from edge.run.store import WORK_ORDER_TOOL, Confirmation, RunFilter, RunStore, RunSummary, work_order_ref
+    from edge.run.verification import AnswerVerifier
+
+_EXPORTS = {
+    "AgentLoop": "edge.run.loop",
+    "AnswerVerifier": "edge.run.verification",
+    "Confirmation": "edge.run.store",
+    "ContextFull": "edge.run.planner",
+    "Decision": "edge.run.planner",
+    "ErrorEvent": "edge.run.events",
+    "EventSink": "edge.run.loop",
+    "Evidence": "edge.run.grounding",
+    "FinalAnswer": "edge.run.actions",
+    "FormatError": "edge.run.actions",
+    "LAST_EVENTS": "edge.run.events",
+    "LlmCircuitOpen": "edge.run.planner",
+    "LlmUnavailable": "edge.run.planner",
+    "LlmUsage": "edge.run.record",
+    "PHRASES": "edge.run.answer",
+    "Planner": "edge.run.planner",
+    "RUN_EVENT": "edge.run.events",
+    "RunEvent": "edge.run.events",
+    "RunFilter": "edge.run.store",
+    "RunRecord": "edge.run.record",
+    "RunRequest": "edge.run.loop",
+    "RunState": "edge.run.planner",
+    "RunStore": "edge.run.store",
+    "RunSummary": "edge.run.store",
+    "SessionContext": "edge.run.planner",
+    "TerminationReason": "edge.run.record",
+    "ToolCall": "edge.run.actions",
+    "UNSUPPORTED": "edge.run.sentence_support",
+    "WORK_ORDER_TOOL": "edge.run.store",
+    "action_of": "edge.run.actions",
+    "cap_text": "edge.run.record",
+    "collect_evidence": "edge.run.grounding",
+    "compose_answer": "edge.run.answer",
+    "decode_object": "edge.run.actions",
+    "events_from_record": "edge.run.events",
+    "evidence_of": "edge.run.loop",
+    "language_of": "edge.run.answer",
+    "new_id": "edge.run.loop",
+    "session_context": "edge.run.sessions",
+    "stored_event": "edge.run.events",
+    "strip_stop_residue": "edge.run.actions",
+    "supporting_ids": "edge.run.answer",
+    "ungrounded": "edge.run.grounding",
+    "work_order_ref": "edge.run.store",
+}
+
+__all__ = [
+    "LAST_EVENTS",
+    "PHRASES",
+    "RUN_EVENT",
+    "UNSUPPORTED",
+    "WORK_ORDER_TOOL",
+    "AgentLoop",
+    "AnswerVerifier",
+    "Confirmation",
+    "ContextFull",
+    "Decision",
+    "ErrorEvent",
+    "EventSink",
+    "Evidence",
+    "FinalAnswer",
+    "FormatError",
+    "LlmCircuitOpen",
+    "LlmUnavailable",
+    "LlmUsage",
+    "Planner",
+    "RunEvent",
+    "RunFilter",
+    "RunRecord",
+    "RunRequest",
+    "RunState",
+    "RunStore",
+    "RunSummary",
+    "SessionContext",
+    "TerminationReason",
+    "ToolCall",
+    "action_of",
+    "cap_text",
+    "collect_evidence",
+    "compose_answer",
+    "decode_object",
+    "events_from_record",
+    "evidence_of",
+    "language_of",
+    "new_id",
+    "session_context",
+    "stored_event",
+    "strip_stop_residue",
+    "supporting_ids",
+    "ungrounded",
+    "work_order_ref",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
