@@ -3,9 +3,10 @@
 After a run with evidence (a manual card, a sensor card with its sparkline, an order card with past fixes)
 and with the manual page open full-screen: screenshots are saved under the test's tmp dir (their paths are
 in every assertion message), nothing is wider than the screen, and every character was drawn by a font —
-no "tofu" boxes where a glyph was missing. The tofu check draws each character on a canvas with the page's
-fonts and compares it with a code point no font has; a test runs it in a Chromium that sees no CJK font to
-show that it fails there.
+no "tofu" boxes where a glyph was missing, and no stray "null", "undefined", "NaN" or "[object Object]"
+where a value was missing. The side list holds active orders, each with its "Close order…" button. The tofu
+check draws each character on a canvas with the page's fonts and compares it with a code point no font has;
+a test runs it in a Chromium that sees no CJK font to show that it fails there.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from playwright.sync_api import Page, expect
 from tests.fixtures.past import seed_fixes, seed_history
 from tests.fixtures.service import run_service
 from tests.fixtures.tablet import CHROMIUM, CHROMIUM_ARGS, MANUAL, ORDER, PLC, ask, by_fault_code, call, final, open_app
+from tests.fixtures.work_orders import take_to
 from tools.work_orders.model import Fix, Part
 
 SIZES = {"landscape": {"width": 1024, "height": 768}, "portrait": {"width": 800, "height": 1280}}
@@ -96,11 +98,32 @@ TOFU = """() => {
   return { checked: seen.size, tofu: [...new Set(out)].join("") };
 }"""
 
+# A JavaScript value that reached the page as text. Each visible text node on its own, not innerText: DOM
+# calls make one node per value, and innerText would run two stray nulls into a button's text
+# ("nullnullClose order…"), which is no whole word. Placeholders are visible text too.
+STRAY = r"""() => {
+  const token = /\b(?:null|undefined|NaN)\b|\[object Object\]/;
+  const name = (n) => n.tagName.toLowerCase() + (n.dataset.testid ? `[${n.dataset.testid}]` : n.className ? `.${String(n.className).split(" ")[0]}` : "");
+  // A closed <select> shows its option's text, though the <option> has no box of its own.
+  const shown = (n) => (n.closest("select") || n).getClientRects().length && getComputedStyle(n).visibility !== "hidden";
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const host = node.parentElement;
+    if (host && shown(host) && token.test(node.data)) found.push(`${name(host)}: ${JSON.stringify(node.data)}`);
+  }
+  for (const n of document.body.querySelectorAll("[placeholder]")) {
+    if (shown(n) && token.test(n.placeholder)) found.push(`${name(n)} placeholder: ${JSON.stringify(n.placeholder)}`);
+  }
+  return found;
+}"""
+
 
 @pytest.fixture(scope="module")
 def screens_service(tmp_path_factory, demo_index):
     """The plant with a past: each fault fixed twice before on press-3 (a third time makes it recurring),
-    and an hour of readings leading to the sensors' values now."""
+    two other faults of press-3 still being worked on, and an hour of readings leading to the sensors'
+    values now."""
     with run_service(
         tmp_path_factory.mktemp("screens"), demo_index, by_fault_code(SCRIPTS), loop={"max_wall_s": 30.0}
     ) as running:
@@ -140,6 +163,21 @@ def screens_service(tmp_path_factory, demo_index):
                 ),
             ],
         )
+        for fault_code, title, status in [
+            ("E201", "Hydraulic pressure low", "open"),
+            ("E305", "滑块导轨润滑不足", "in_progress"),
+        ]:
+            order, _ = running.service.work_orders.create_or_get(
+                device_id="press-3",
+                fault_code=fault_code,
+                title=title,
+                summary=title,
+                priority="medium",
+                created_by="technician",
+                run_id="seed",
+            )
+            if status != "open":
+                take_to(running.service.work_orders, order, status)
         coolant = running.sim.value("press-3", "coolant_level")
         seed_history(running, "press-3", "coolant_level", [coolant + 18 - 0.3 * i for i in range(60)])
         motor = running.sim.value("press-3", "motor_temp")
@@ -153,6 +191,8 @@ def check_screen(page: Page, shot: Path, full_page: bool = True) -> None:
     assert not overflow, f"wider than the screen in {shot}: {overflow[:10]}"
     text = page.evaluate(TOFU)
     assert text["checked"] > 10 and not text["tofu"], f"characters drawn as missing glyphs in {shot}: {text}"
+    stray = page.evaluate(STRAY)
+    assert not stray, f"values shown as stray text in {shot}: {stray[:10]}"
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -169,6 +209,7 @@ def test_a_finished_run_and_the_open_manual_page_fit_the_tablet_and_every_charac
     order = page.get_by_test_id("order-card")
     expect(order.get_by_test_id("past-fix")).to_have_count(1)
     expect(order.get_by_test_id("recurring")).to_be_visible()
+    expect(page.get_by_test_id("order-item").get_by_test_id("close-open")).to_have_count(2)
     page.evaluate("document.fonts.ready")
 
     run_shot = tmp_path / f"{size}-{lang}-run.png"

@@ -106,10 +106,12 @@
     const ok = form.ok ? el("div", { class: "ok-text", "data-testid": "close-ok", text: form.ok }) : null;
     if (!form.open) {
       const active = NEXT[order.status] !== undefined;
-      root.replaceChildren(ok, message, active && !form.ok ? el("button", {
+      const opener = active && !form.ok ? el("button", {
         type: "button", class: "secondary", "data-testid": "close-open", text: t("close_order"),
         onclick: () => { form.open = true; form.message = null; form.redraw(); },
-      }) : null);
+      }) : null;
+      // Unlike el(), replaceChildren draws a null as the text "null": only the parts there are.
+      root.replaceChildren(...[ok, message, opener].filter(Boolean));
       return;
     }
     const path = pathFrom(order.status);
