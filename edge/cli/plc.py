@@ -3,7 +3,8 @@
     fixloop plc sim                          # serve the configured plant (demo: 127.0.0.1:15020)
     fixloop plc fault silence press-3        # the simulator stops answering press-3
     fixloop plc fault set_value press-3 motor_temp --value 3276.7
-    fixloop plc fault clear
+    fixloop plc fault slow press-3 --off     # end one kind of fault, whatever options started it
+    fixloop plc fault clear                  # end them all
     fixloop plc read press-3 coolant_level   # one reading through the agent's tool
     fixloop plc poll                         # refresh the cache every [plc] poll_interval_s
 
@@ -66,9 +67,13 @@ def _fault_arguments(fault: argparse.ArgumentParser) -> None:
     )
     fault.add_argument("device", nargs="?")
     fault.add_argument("sensor", nargs="?")
-    fault.add_argument("--off", action="store_true", help="end the fault (silence, slow, exception, malformed)")
+    fault.add_argument(
+        "--off",
+        action="store_true",
+        help="end a fault of this kind, without its options (exception, set_value, drift: on SENSOR, or on all)",
+    )
     fault.add_argument("--seconds", type=float, help="slow: answer delay")
-    fault.add_argument("--code", type=int, default=4, help="exception: Modbus exception code (default 4)")
+    fault.add_argument("--code", type=int, help="exception: Modbus exception code (default 4)")
     fault.add_argument("--value", type=float, help="set_value: the value to serve")
     fault.add_argument("--target", type=float, help="drift: where the value moves to")
     fault.add_argument("--per-s", type=float, help="drift: units per second")
@@ -139,7 +144,7 @@ def run_plc_fault(args: argparse.Namespace, config: Config) -> int:
                 "sensor": args.sensor,
                 "on": not args.off,
                 "seconds": args.seconds,
-                "code": args.code if args.fault == "exception" else None,
+                "code": args.code,
                 "value": args.value,
                 "target": args.target,
                 "per_s": args.per_s,

@@ -23,7 +23,7 @@ from edge.service import metrics
 from edge.service.alarms import alarm_handler
 from edge.service.auth import require
 from edge.service.body_limit import BodyLimit
-from edge.service.errors import HANDLED, error_response
+from edge.service.errors import install_error_handlers
 from edge.service.mes import ALARMS_PATH, build_mes_router
 from edge.service.request_ids import RequestIds
 from edge.service.routes import admin, health, manuals, plant, runs
@@ -60,8 +60,7 @@ def create_app(service: Service) -> FastAPI:
     )
     app.add_middleware(RequestIds)
     app.add_middleware(metrics.RequestMetrics)
-    for error in HANDLED:
-        app.add_exception_handler(error, error_response)
+    install_error_handlers(app)
 
     technician = [Depends(require("technician", config.service.technician_tokens))]
     admin_only = [Depends(require("admin", [config.service.admin_token] if config.service.admin_token else []))]

@@ -1,14 +1,26 @@
 """What the service refuses, as typed errors, and the one place they become HTTP statuses.
 
 The run manager, the confirmation, the plant, the page renderer and the work-order store raise them with
-the message the client reads; `error_response`, installed by `create_app`, answers each with its status in
-FastAPI's `{"detail": ...}` shape. The MES's status webhook answers the store's refusals the same way.
+the message the client reads; `error_response`, installed by `create_app` (`install_error_handlers`), answers
+each with its status in FastAPI's `{"detail": ...}` shape. The MES's webhook answers its refusals the same way.
+
+Every reply built here (`detail_response`), FastAPI's 422s and HTTP errors included, quotes at most a few
+hundred characters of any one value the client sent: a message, an echoed `input`, a field name in `loc`
+is cut to its start and end around `[N characters]`, its whole length. A 60 KB field or header does not
+come back whole, and a long message still says what it refused and, at its end, what would be accepted.
 """
 
 from __future__ import annotations
 
-from fastapi import Request
-from fastapi.responses import JSONResponse
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.utils import is_body_allowed_for_status_code
+from starlette.exceptions import HTTPException
 
 from knowledge.page_images import (
     EntryNotFound,
@@ -101,5 +113,49 @@ def status_of(exc: Exception) -> int | None:
     return next((STATUS[kind] for kind in type(exc).__mro__ if kind in STATUS), None)
 
 
+# The start of a long value names it, its end often says what would do (a message's list of known devices).
+ECHO_HEAD_CHARS = 200
+ECHO_TAIL_CHARS = 100
+
+
+def capped(value: Any) -> Any:
+    """`value`, a JSON-able detail, with each string longer than a few hundred characters cut short."""
+    if isinstance(value, str):
+        if len(value) <= ECHO_HEAD_CHARS + ECHO_TAIL_CHARS:
+            return value
+        return f"{value[:ECHO_HEAD_CHARS]}… [{len(value)} characters] …{value[-ECHO_TAIL_CHARS:]}"
+    if isinstance(value, dict):
+        return {capped(key): capped(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [capped(item) for item in value]
+    return value
+
+
+def detail_response(detail: Any, status_code: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"detail": capped(detail)}, status_code=status_code, headers=headers)
+
+
 async def error_response(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=status_of(exc) or 500)
+    return detail_response(str(exc), status_of(exc) or 500)
+
+
+async def validation_error_response(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 for a bad parameter or body, whose errors carry the `input` they refused."""
+    assert isinstance(exc, RequestValidationError)  # installed for it alone; Starlette types handlers loosely
+    return detail_response(jsonable_encoder(exc.errors()), 422)
+
+
+async def http_error_response(request: Request, exc: Exception) -> Response:
+    """Starlette's and FastAPI's HTTP errors (401, 404 naming a path's value, 413), as FastAPI answers them."""
+    assert isinstance(exc, HTTPException)
+    if not is_body_allowed_for_status_code(exc.status_code):
+        return Response(status_code=exc.status_code, headers=exc.headers)
+    return detail_response(exc.detail, exc.status_code, exc.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """In place of FastAPI's own handlers for validation and HTTP errors, which echo values whole."""
+    for error in HANDLED:
+        app.add_exception_handler(error, error_response)
+    app.add_exception_handler(RequestValidationError, validation_error_response)
+    app.add_exception_handler(HTTPException, http_error_response)

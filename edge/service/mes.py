@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from edge.service.errors import status_of
+from edge.service.errors import detail_response, status_of
 from edge.service.schemas import StatusChange
 from tools.plant import UnknownDevice
 from tools.work_orders.model import FaultCode
@@ -99,14 +99,14 @@ def build_mes_router(
             body = await request.body()
             return verify(verify_secrets, request.headers, body, now, tolerance_s), body
         except SignatureError as exc:
-            return JSONResponse({"detail": f"webhook verification failed: {exc}"}, status_code=401)
+            return detail_response(f"webhook verification failed: {exc}", 401)
 
     async def claimed(webhook_id: str, now: float) -> JSONResponse | None:
         """None when this request owns the webhook-id now; else the stored answer to a replay, or the 409."""
         try:
             earlier = await run_in_threadpool(store.claim_webhook, webhook_id, now, claim_timeout_s, replay_ttl_s)
         except WebhookInProgress as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=409, headers={"retry-after": "1"})
+            return detail_response(str(exc), 409, {"retry-after": "1"})
         if earlier is not None:
             return JSONResponse(
                 earlier["body"], status_code=earlier["status_code"], headers={"webhook-replayed": "true"}
@@ -126,7 +126,7 @@ def build_mes_router(
         try:
             parsed = parse(body)
         except ValidationError as exc:
-            return JSONResponse({"detail": _field_errors(exc)}, status_code=422)
+            return detail_response(_field_errors(exc), 422)
         if (answered := await claimed(webhook_id, now)) is not None:
             return answered
         try:
@@ -161,12 +161,12 @@ def build_mes_router(
 
 def _failure(exc: Exception, failed: str) -> JSONResponse:
     """A busy alarm slot is 503 with Retry-After; a refusal is answered as the tablet's is (edge.service.errors);
-    anything else is a 500 naming what failed."""
+    anything else is a 500 naming what failed. Each quotes what was sent only cut short (`detail_response`)."""
     if isinstance(exc, AlarmsBusy):
-        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"retry-after": str(exc.retry_after_s)})
+        return detail_response(str(exc), 503, {"retry-after": str(exc.retry_after_s)})
     status = status_of(exc) or 500
     detail = str(exc) if status < 500 else f"{failed} failed: {type(exc).__name__}: {exc}"
-    return JSONResponse({"detail": detail}, status_code=status)
+    return detail_response(detail, status)
 
 
 def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:

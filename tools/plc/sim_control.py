@@ -2,13 +2,14 @@
 
     GET  /state  -> every simulated device: faults and current values
     POST /fault  {"fault": "silence", "device": "press-3"}
-                 {"fault": "silence", "device": "press-3", "on": false}
                  {"fault": "slow", "device": "press-3", "seconds": 1.5}
-                 {"fault": "exception", "device": "press-3", "sensor": "coolant_level", "code": 4}
+                 {"fault": "exception", "device": "press-3", "sensor": "coolant_level", "code": 4}  (code 4 if left out)
                  {"fault": "set_value", "device": "press-3", "sensor": "motor_temp", "value": 3276.7}
                  {"fault": "drift", "device": "press-3", "sensor": "motor_temp", "target": 95, "per_s": 0.5}
                  {"fault": "malformed", "device": "cnc-7"}
                  {"fault": "clear"}  (all devices, or one with "device")
+                 {"fault": "slow", "device": "press-3", "on": false}  ends that kind, without its parameters;
+                     a per-sensor kind (exception, set_value, drift) on "sensor", or on every sensor without one
 
 `fixloop plc-fault` is the client. Bad requests get 400 with the reason.
 """
@@ -22,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tools.plc.simulator import SimulatorHandle
+from tools.plc.simulator import SENSOR_FAULTS, SimulatorHandle
 
 Fault = Literal["silence", "slow", "exception", "set_value", "drift", "malformed", "clear"]
 
@@ -41,6 +42,20 @@ class FaultRequest(BaseModel):
     per_s: float | None = None
 
 
+# What each kind needs to start; ending one (`"on": false`) takes none of these, only a sensor if per-sensor.
+_NEEDS = {
+    "silence": (),
+    "slow": ("seconds",),
+    "exception": ("sensor",),
+    "set_value": ("sensor", "value"),
+    "drift": ("sensor", "target", "per_s"),
+    "malformed": (),
+}
+_PARAMETERS = ("sensor", "seconds", "code", "value", "target", "per_s")
+# Modbus SERVER DEVICE FAILURE, what a PLC answers when a sensor's input has failed.
+_DEFAULT_EXCEPTION = 4
+
+
 def apply_fault(sims: dict[str, SimulatorHandle], request: FaultRequest) -> None:
     """Route one fault to the simulator serving its device; raises ValueError/KeyError naming what is wrong."""
     if request.fault == "clear":
@@ -53,23 +68,28 @@ def apply_fault(sims: dict[str, SimulatorHandle], request: FaultRequest) -> None
     if request.device not in sims:
         raise KeyError(f"no simulated device {request.device!r}; simulated: {', '.join(sims)}")
     sim, device = sims[request.device], request.device
-    needs = {
-        "exception": ("sensor",),
-        "set_value": ("sensor", "value"),
-        "drift": ("sensor", "target", "per_s"),
-        "slow": ("seconds",),
-    }.get(request.fault, ())
-    missing = [name for name in needs if getattr(request, name) is None]
-    if missing:
+    if request.on:
+        takes = _NEEDS[request.fault] + (("code",) if request.fault == "exception" else ())
+    else:
+        takes = ("sensor",) if request.fault in SENSOR_FAULTS else ()
+    given = [name for name in _PARAMETERS if getattr(request, name) is not None]
+    if unexpected := [name for name in given if name not in takes]:
+        doing = "ending fault" if not request.on else "fault"
+        raise ValueError(f"{doing} {request.fault!r} takes no {', '.join(unexpected)}")
+    if not request.on:
+        sim.end(device, request.fault, request.sensor)
+        return
+    if missing := [name for name in _NEEDS[request.fault] if name not in given]:
         raise ValueError(f"fault {request.fault!r} needs {', '.join(missing)}")
     if request.fault == "silence":
-        sim.silence(device, request.on)
+        sim.silence(device)
     elif request.fault == "malformed":
-        sim.malformed(device, request.on)
+        sim.malformed(device)
     elif request.fault == "slow":
-        sim.slow(device, request.seconds if request.on else 0.0)  # type: ignore[arg-type]
+        sim.slow(device, request.seconds)  # type: ignore[arg-type]
     elif request.fault == "exception":
-        sim.exception(device, request.sensor, request.code if request.on else None)  # type: ignore[arg-type]
+        code = _DEFAULT_EXCEPTION if request.code is None else request.code
+        sim.exception(device, request.sensor, code)  # type: ignore[arg-type]
     elif request.fault == "set_value":
         sim.set_value(device, request.sensor, request.value)  # type: ignore[arg-type]
     else:

@@ -12,6 +12,7 @@ numbers. Faults are injected through the handle, for tests and demos:
     sim.set_value("press-3", "motor_temp", 3276) # pin a value, out of range if you like
     sim.drift("press-3", "motor_temp", 95, 2.0)  # move towards 95 °C at 2 °C/s
     sim.malformed("press-3")                     # replies one register short
+    sim.end("press-3", "slow")                   # end one kind (a per-sensor kind: on one sensor, or all)
     sim.clear("press-3"); sim.stop()
 """
 
@@ -78,6 +79,26 @@ class _UnitSim:
     malformed: bool = False
     requests: int = 0
     by_table: dict[str, list[_SensorSim]] = field(default_factory=dict)
+
+
+# Each fault kind as the attribute it sets, and that attribute's value on a healthy unit or sensor.
+DEVICE_FAULTS: dict[str, tuple[str, object]] = {
+    "silence": ("silent", False),
+    "slow": ("delay_s", 0.0),
+    "malformed": ("malformed", False),
+}
+SENSOR_FAULTS: dict[str, str] = {"exception": "exception", "set_value": "pinned", "drift": "drift"}
+FAULT_KINDS = (*DEVICE_FAULTS, *SENSOR_FAULTS)
+
+
+def _end(unit: _UnitSim, fault: str, sensors: list[_SensorSim] | None) -> None:
+    """Caller holds the handle's lock; `sensors` None means all of the unit's."""
+    if fault in DEVICE_FAULTS:
+        attribute, healthy = DEVICE_FAULTS[fault]
+        setattr(unit, attribute, healthy)
+        return
+    for sim in unit.sensors.values() if sensors is None else sensors:
+        setattr(sim, SENSOR_FAULTS[fault], None)
 
 
 def _unit_sim(device: DeviceConfig) -> _UnitSim:
@@ -155,14 +176,24 @@ class SimulatorHandle:
         with self._lock:
             self._unit(device).malformed = on
 
+    def end(self, device: str, fault: str, sensor: str | None = None) -> None:
+        """End one kind of fault on `device`; a per-sensor kind on `sensor`, or on all its sensors without one."""
+        unit = self._unit(device)
+        if fault in DEVICE_FAULTS and sensor is not None:
+            raise ValueError(f"fault {fault!r} is on the whole device, not on sensor {sensor!r}")
+        if fault not in FAULT_KINDS:
+            raise ValueError(f"no fault {fault!r}; the faults are {', '.join(FAULT_KINDS)}")
+        sims = None if sensor is None else [self._sensor(device, sensor)]
+        with self._lock:
+            _end(unit, fault, sims)
+
     def clear(self, device: str | None = None) -> None:
         """Remove every fault (of one device, or all)."""
         with self._lock:
             for device_id, unit in self._units.items():
                 if device in (None, device_id):
-                    unit.silent, unit.delay_s, unit.malformed = False, 0.0, False
-                    for sim in unit.sensors.values():
-                        sim.pinned = sim.drift = sim.exception = None
+                    for fault in FAULT_KINDS:
+                        _end(unit, fault, None)
 
     def requests(self, device: str) -> int:
         """Requests this unit has received; tests use it to prove a read never reached the network."""

@@ -50,7 +50,15 @@ async def manual_page(
 ) -> Response:
     ref = await run_in_threadpool(service.page_images.locate, manual_id, n, entry)
     headers = {"Cache-Control": CACHE_CONTROL, "ETag": ref.etag}
-    if if_none_match is not None and ref.etag in [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]:
+    if if_none_match is not None and _matches(if_none_match, ref.etag):
         return Response(status_code=304, headers=headers)
     image = await run_in_threadpool(service.page_images.render, ref)
     return Response(image.read_bytes(), media_type="image/png", headers=headers)
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 13.1.2: `*` matches any current representation (the page was found), else the weak comparison
+    of the listed tags."""
+    if if_none_match.strip() == "*":
+        return True
+    return etag in [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
