@@ -341,3 +341,19 @@ def test_a_proposal_awaiting_confirmation_counts_as_an_occurrence_and_carries_th
     assert flag.fields["recent_orders"] == 3
     assert fixes[-1].fields["past_work_order_id"] == first.id
     assert len(store.list()) == 2  # the proposal wrote nothing
+
+
+def test_an_order_closed_before_the_quantity_bounds_still_reads_back(tmp_path):
+    store = WorkOrderStore(tmp_path / "orders.sqlite")
+    order, _ = store.create_or_get(
+        device_id="press-3",
+        fault_code="E102",
+        title="t",
+        summary="s",
+        priority="medium",
+        created_by="technician",
+        run_id="run-1",
+    )
+    with sqlite3.connect(store.path) as con:  # as a release without the bounds stored it
+        con.execute("UPDATE work_orders SET parts = ? WHERE id = ?", ('[{"part": "oil", "quantity": 1e308}]', order.id))
+    assert [p.quantity for p in store.get(order.id).parts] == [1e308]

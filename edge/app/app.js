@@ -192,6 +192,7 @@
     run.running = false;
     events.forEach((event, n) => applyEvent(run, event, n));
     Connection.shownRun.set({ runId, question: run.question, deviceId: run.deviceId, sessionId: state.sessionId });
+    window.FixloopFeedback.seed(runId, view.feedback || []);
     const last = view.confirmations[view.confirmations.length - 1];
     if (last && run.order) {
       run.order = Object.assign({}, run.order, { work_order_id: last.work_order_id, work_order_status: last.work_order_status });
@@ -598,7 +599,23 @@
     }
     $("termination").replaceChildren(...chips);
     $("evidence").replaceChildren(...evidenceCards(observations, run));
+    $("feedback-slot").replaceChildren(...(run.stored && run.runId
+      ? [window.FixloopFeedback.control({ runId: run.runId, ui: addOnUi(), flush: flushWrites })] : []));
     renderTakeover(run, termination);
+  }
+
+  let flushRetry = null;
+  let flushAttempt = 0;
+
+  // The tablet's queued writes (feedback), in order, whenever it may be online; retried while the
+  // service is out of reach.
+  async function flushWrites() {
+    clearTimeout(flushRetry);
+    if (!navigator.onLine || !state.token) return;
+    await Connection.flushWrites(state.token, (item) => window.FixloopFeedback.settle(item),
+      (item, err) => window.FixloopFeedback.settle(item, err));
+    if (Connection.writes.list().length) flushRetry = setTimeout(flushWrites, Connection.retryDelay(flushAttempt++));
+    else flushAttempt = 0;
   }
 
   function evidenceCards(observations, run) {
@@ -806,7 +823,7 @@
       loadSide().catch(() => {});
     });
     window.addEventListener("offline", renderConnection);
-    window.addEventListener("online", () => { renderConnection(); sendQueued(); });
+    window.addEventListener("online", () => { renderConnection(); sendQueued(); flushWrites(); });
     renderConnection();
     renderQueue();
     checkReady();
@@ -820,7 +837,7 @@
       renderQueue(); // with the machines' names
       loadSide().catch(() => {});
       return restoreRun();
-    }).then(sendQueued).catch(() => {});
+    }).then(() => { flushWrites(); return sendQueued(); }).catch(() => {});
   }
 
   init();

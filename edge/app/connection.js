@@ -6,6 +6,7 @@
 window.FixloopConnection = (function () {
   const OUTBOX_KEY = "fixloop.outbox";
   const SHOWN_KEY = "fixloop.run";
+  const WRITES_KEY = "fixloop.writes";
   const FIRST_RETRY_MS = 500;
   const LAST_RETRY_MS = 8000;
   // The service sends a comment on a stream with nothing to say every X-Keep-Alive-S seconds (15 until it
@@ -152,6 +153,41 @@ window.FixloopConnection = (function () {
     },
   };
 
+  // What the technician wrote that is not a question (feedback on an answer), oldest first, in localStorage
+  // until the service has it. Each has a `key`: a newer write with the same key replaces a queued older one
+  // (a changed mind), and the service replaces what an earlier delivery of the same key stored, so one
+  // resent after a lost reply is applied once.
+  const writes = {
+    list: () => read(localStorage, WRITES_KEY, []),
+    add(key, path, body) {
+      const item = { key, path, body, queuedMs: Date.now() };
+      localStorage.setItem(WRITES_KEY, JSON.stringify([...writes.list().filter((w) => w.key !== key), item]));
+      return item;
+    },
+    remove(item) {
+      // Only the delivered version: a newer one queued while it was on the way stays.
+      const kept = writes.list().filter((w) => !(w.key === item.key && w.queuedMs === item.queuedMs));
+      localStorage.setItem(WRITES_KEY, JSON.stringify(kept));
+    },
+  };
+
+  // Sends the queued writes in order. A refusal (4xx) leaves the queue and is reported with onRefused; no
+  // connection, or the service failing (5xx), keeps it and the rest for the next call.
+  async function flushWrites(token, onDelivered, onRefused) {
+    for (const item of writes.list()) {
+      try {
+        await window.FixloopRequest.request(item.path, token, { method: "POST", json: item.body });
+      } catch (err) {
+        if (!(err instanceof window.FixloopRequest.RequestError) || err.status >= 500 || err.status === 401) return;
+        writes.remove(item);
+        onRefused(item, err);
+        continue;
+      }
+      writes.remove(item);
+      onDelivered(item);
+    }
+  }
+
   // The run on screen, per tab (sessionStorage): a reload shows it again, a new tab starts empty.
   const shownRun = {
     get: () => read(sessionStorage, SHOWN_KEY, null),
@@ -159,5 +195,5 @@ window.FixloopConnection = (function () {
     clear: () => sessionStorage.removeItem(SHOWN_KEY),
   };
 
-  return { follow, retryDelay, outbox, shownRun };
+  return { follow, retryDelay, outbox, writes, flushWrites, shownRun };
 })();

@@ -1,9 +1,10 @@
-"""`fixloop runs list | show | codes`: the stored run records, queried from the shell.
+"""`fixloop runs list | show | codes | feedback`: the stored run records, queried from the shell.
 
 fixloop runs list --reason max_steps          # runs that hit the step budget
 fixloop runs list --device press-3 --since 2h
 fixloop runs show run-3f2a9c0d1e2b
 fixloop runs codes                            # fault codes that cost the most steps
+fixloop runs feedback --no-helpful --since 7d  # answers technicians said did not help
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rich.table import Table
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
 from edge.config import Config
-from edge.run import RunFilter, RunStore, TerminationReason
+from edge.run import FeedbackFilter, RunFilter, RunStore, TerminationReason
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -59,6 +60,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     codes.add_argument("--limit", type=int, default=20)
     json_option(codes, help="one JSON object per line")
     codes.set_defaults(func=run_codes)
+
+    feedback = commands.add_parser("feedback", help="technicians' feedback on answers, newest first")
+    feedback.add_argument("--device", help="device id, e.g. press-3")
+    feedback.add_argument(
+        "--helpful",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="only answers marked helpful (--helpful) or not (--no-helpful)",
+    )
+    feedback.add_argument("--since", type=duration, help="only feedback given this long ago or later, e.g. 7d")
+    feedback.add_argument("--limit", type=int, default=30)
+    json_option(feedback, help="one JSON object per line")
+    feedback.set_defaults(func=run_feedback)
 
 
 def duration(text: str) -> float:
@@ -176,6 +190,36 @@ def run_codes(args: argparse.Namespace, config: Config) -> int:
             str(row.max_steps),
             f"[red]{row.over_five}[/]" if row.over_five else "0",
             str(row.not_answered),
+        )
+    Console().print(table)
+    return 0
+
+
+def run_feedback(args: argparse.Namespace, config: Config) -> int:
+    try:
+        where = FeedbackFilter(
+            device_id=args.device, helpful=args.helpful, since_ms=_since_ms(args.since), limit=args.limit
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    rows = _store(config).feedback(where)
+    if args.json:
+        for row in rows:
+            print(row.model_dump_json())
+        return 0
+    table = Table(title=f"{len(rows)} feedback")
+    for column in ("given", "run", "device", "codes", "by", "helpful", "what fixed it", "question"):
+        table.add_column(column, no_wrap=column in ("given", "run"), overflow="fold")
+    for row in rows:
+        table.add_row(
+            _when(row.given_ms),
+            row.run_id,
+            row.device_id or "-",
+            ",".join(row.fault_codes) or "-",
+            row.actor,
+            "[green]yes[/]" if row.helpful else "[red]no[/]",
+            row.fix or "-",
+            row.question,
         )
     Console().print(table)
     return 0

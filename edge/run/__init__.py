@@ -30,7 +30,17 @@ if TYPE_CHECKING:
     from edge.run.record import LlmUsage, RunRecord, TerminationReason, cap_text
     from edge.run.sentence_support import UNSUPPORTED
     from edge.run.sessions import session_context
-    from edge.run.store import WORK_ORDER_TOOL, Confirmation, RunFilter, RunStore, RunSummary, work_order_ref
+    from edge.run.store import (
+        WORK_ORDER_TOOL,
+        Confirmation,
+        Feedback,
+        FeedbackFilter,
+        FeedbackRow,
+        RunFilter,
+        RunStore,
+        RunSummary,
+        work_order_ref,
+    )
     from edge.run.verification import AnswerVerifier
 
 _EXPORTS = {
@@ -42,6 +52,9 @@ _EXPORTS = {
     "ErrorEvent": "edge.run.events",
     "EventSink": "edge.run.loop",
     "Evidence": "edge.run.grounding",
+    "Feedback": "edge.run.store",
+    "FeedbackFilter": "edge.run.store",
+    "FeedbackRow": "edge.run.store",
     "FinalAnswer": "edge.run.actions",
     "FormatError": "edge.run.actions",
     "LAST_EVENTS": "edge.run.events",
@@ -66,10 +79,12 @@ _EXPORTS = {
     "action_of": "edge.run.actions",
     "cap_text": "edge.run.record",
     "collect_evidence": "edge.run.grounding",
+    "device_of": "edge.run.store",
     "compose_answer": "edge.run.answer",
     "decode_object": "edge.run.actions",
     "events_from_record": "edge.run.events",
     "evidence_of": "edge.run.loop",
+    "fault_codes_of": "edge.run.store",
     "language_of": "edge.run.answer",
     "new_id": "edge.run.loop",
     "session_context": "edge.run.sessions",
@@ -94,6 +109,9 @@ __all__ = [
     "ErrorEvent",
     "EventSink",
     "Evidence",
+    "Feedback",
+    "FeedbackFilter",
+    "FeedbackRow",
     "FinalAnswer",
     "FormatError",
     "LlmCircuitOpen",
@@ -115,8 +133,10 @@ __all__ = [
     "collect_evidence",
     "compose_answer",
     "decode_object",
+    "device_of",
     "events_from_record",
     "evidence_of",
+    "fault_codes_of",
     "language_of",
     "new_id",
     "session_context",

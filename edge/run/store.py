@@ -8,7 +8,8 @@ GROUP BY. A run asked with an idempotency key (`client_request_id`) is found
 by it, so a repeated ask gets the stored run instead of a second one.
 Confirmations of parked work orders are appended, never rewritten into the
 record: the record says what the run did, the confirmation what a person did
-afterwards.
+afterwards. So is a technician's feedback on the answer (helpful or not, what
+actually fixed it): one row per run and person, replaced when they change it.
 
 One file shared by the service's worker threads and the CLI: WAL, a busy
 timeout and a connection per operation, as in the work-order store. Writes
@@ -74,6 +75,15 @@ CREATE TABLE IF NOT EXISTS confirmations (
     created INTEGER NOT NULL,
     confirmed_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS feedback (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    actor TEXT NOT NULL,
+    helpful INTEGER NOT NULL,
+    fix TEXT,
+    given_ms INTEGER NOT NULL,
+    PRIMARY KEY (run_id, actor)
+);
+CREATE INDEX IF NOT EXISTS feedback_by_time ON feedback (given_ms);
 """
 
 # `PRAGMA user_version` once `runs` has its idempotency keys, unique (`_add_client_request_ids`).
@@ -136,6 +146,34 @@ class Confirmation(BaseModel):
     work_order_status: str
     created: bool
     confirmed_ms: int
+
+
+class Feedback(BaseModel):
+    """A technician's word on one answer; `fix` is what actually fixed it, in their words."""
+
+    run_id: str
+    actor: str
+    helpful: bool
+    fix: str | None
+    given_ms: int
+
+
+class FeedbackRow(Feedback):
+    """One row of `fixloop runs feedback`: the feedback with the run it is about."""
+
+    question: str
+    device_id: str | None
+    fault_codes: list[str]
+    planner: str
+
+
+class FeedbackFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    device_id: str | None = None
+    helpful: bool | None = None
+    since_ms: int | None = Field(default=None, ge=-SQLITE_MAX_INT, le=SQLITE_MAX_INT)
+    limit: int = Field(default=50, ge=1, le=1000)
 
 
 class RunStore:
@@ -285,6 +323,57 @@ class RunStore:
                 (run_id,),
             ).fetchall()
         return [Confirmation(**{**dict(row), "created": bool(row["created"])}) for row in rows]
+
+    def give_feedback(self, run_id: str, actor: str, helpful: bool, fix: str | None) -> Feedback:
+        """Raises LookupError for a run that is not stored."""
+        feedback = Feedback(run_id=run_id, actor=actor, helpful=helpful, fix=fix, given_ms=int(time.time() * 1000))
+        with self._transaction() as con:
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise LookupError(f"no stored run {run_id!r}")
+            con.execute(
+                "INSERT INTO feedback (run_id, actor, helpful, fix, given_ms) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, actor) DO UPDATE SET helpful = excluded.helpful, fix = excluded.fix,"
+                " given_ms = excluded.given_ms",
+                (run_id, actor, int(helpful), fix, feedback.given_ms),
+            )
+        return feedback
+
+    def feedback(self, where: FeedbackFilter | None = None) -> builtins.list[FeedbackRow]:
+        """Newest first."""
+        where = where or FeedbackFilter()
+        clauses: builtins.list[str] = []
+        params: builtins.list[Any] = []
+        if where.device_id is not None:
+            clauses.append("r.device_id = ?")
+            params.append(where.device_id)
+        if where.helpful is not None:
+            clauses.append("f.helpful = ?")
+            params.append(int(where.helpful))
+        if where.since_ms is not None:
+            clauses.append("f.given_ms >= ?")
+            params.append(where.since_ms)
+        sql = (
+            "SELECT f.*, r.question, r.device_id, r.planner,"
+            " (SELECT group_concat(fault_code, ' ') FROM run_codes c WHERE c.run_id = f.run_id) AS codes"
+            " FROM feedback f JOIN runs r USING (run_id)"
+            + (" WHERE " + " AND ".join(clauses) if clauses else "")
+            + " ORDER BY f.given_ms DESC, f.run_id LIMIT ?"
+        )
+        with self._connect() as con:
+            rows = con.execute(sql, (*params, where.limit)).fetchall()
+        return [
+            FeedbackRow(
+                **{key: row[key] for key in ("run_id", "actor", "fix", "given_ms", "question", "device_id", "planner")},
+                helpful=bool(row["helpful"]),
+                fault_codes=(row["codes"] or "").split(),
+            )
+            for row in rows
+        ]
+
+    def feedback_of(self, run_id: str) -> builtins.list[Feedback]:
+        with self._connect() as con:
+            rows = con.execute("SELECT * FROM feedback WHERE run_id = ? ORDER BY given_ms, actor", (run_id,)).fetchall()
+        return [Feedback(**{**dict(row), "helpful": bool(row["helpful"])}) for row in rows]
 
 
 def _add_client_request_ids(con: sqlite3.Connection) -> None:

@@ -67,6 +67,11 @@ UNSUPPORTED_SENTENCES = Counter(
     "safety claims), by the planner that wrote them.",
     ["planner"],
 )
+FEEDBACK = Counter(
+    "fixloop_answer_feedback_total",
+    "Technicians' feedback on answers, by whether the answer helped and whether they said what fixed it.",
+    ["helpful", "fix"],
+)
 LLM_SECONDS = Histogram(
     "fixloop_llm_latency_seconds",
     "Latency of one LLM request.",

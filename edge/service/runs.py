@@ -215,7 +215,13 @@ class RunManager:
         record = self.store.get(run_id)
         if record is None:
             raise RunNotFound(run_id)
-        return RunView(run_id=run_id, running=False, record=record, confirmations=self.store.confirmations(run_id))
+        return RunView(
+            run_id=run_id,
+            running=False,
+            record=record,
+            confirmations=self.store.confirmations(run_id),
+            feedback=self.store.feedback_of(run_id),
+        )
 
     def events(self, run_id: str) -> list[RunEvent]:
         """The run's events so far: all of them, ending with `stored`, once it is stored."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from edge.run import Confirmation, RunRecord
+from edge.run import Confirmation, Feedback, RunRecord
 from tools.work_orders.model import Fix, OrderStatus, check_fix
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
@@ -97,6 +97,7 @@ class RunView(BaseModel):
     running: bool
     record: RunRecord | None = None
     confirmations: list[Confirmation] = Field(default_factory=list)
+    feedback: list[Feedback] = Field(default_factory=list)
 
 
 class TakeoverResult(BaseModel):
@@ -112,3 +113,35 @@ class ConfirmResult(BaseModel):
     run_id: str
     work_order: dict[str, Any]
     confirmation: Confirmation
+
+
+class FeedbackBody(BaseModel):
+    """A technician's word on an answer: helpful or not, and, if they know, what actually fixed it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    helpful: bool = Field(strict=True, description="whether the answer helped", examples=[False])
+    fix: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="what actually fixed it, in the technician's words; on a run about one device and fault code "
+        "it joins that fault's past fixes, as a closed order's remedy does",
+        examples=["the fan connector was loose; reseated it"],
+    )
+    by: str = Field(
+        default="technician",
+        min_length=1,
+        max_length=80,
+        description="who gives it: a name or badge number; a second word from the same person replaces the first",
+    )
+
+    @field_validator("fix", "by")
+    @classmethod
+    def _trimmed(cls, value: str | None) -> str | None:
+        return (value.strip() or None) if value is not None else None
+
+
+class FeedbackResult(BaseModel):
+    feedback: Feedback
+    # The past fix the `fix` became (`FB-<run id>`), when the run was about one device and fault code.
+    reported_fix_id: str | None = None

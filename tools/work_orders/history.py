@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tools.contract import Item
 from tools.plant import DeviceConfig
-from tools.work_orders.model import WorkOrder
+from tools.work_orders.model import PastFix, ReportedFix
 from tools.work_orders.store import WorkOrderStore
 
 # Done orders shown per group (this machine, same-model machines), newest first.
@@ -18,7 +18,11 @@ PAST_FIXES = 3
 RECURRENCE_ORDERS = 3
 RECURRENCE_WINDOW_DAYS = 30
 
-FIX_FIELDS = frozenset({"past_work_order_id", "same_device", "closed_at", "cause", "remedy", "parts", "note"})
+# `past_work_order_id` is the record a fix comes from: a closed order, or `FB-<run id>` for a fix a technician
+# reported on an answer (`reported_in_run` then names that run).
+FIX_FIELDS = frozenset(
+    {"past_work_order_id", "reported_in_run", "same_device", "closed_at", "cause", "remedy", "parts", "note"}
+)
 RECURRENCE_FIELDS = frozenset({"recent_orders", "window_days", "root_cause_candidate"})
 
 
@@ -70,23 +74,28 @@ def history_items(
     return items
 
 
-def _fix_item(order: WorkOrder, same_device: bool) -> Item:
+def _fix_item(fix: PastFix, same_device: bool) -> Item:
+    if isinstance(fix, ReportedFix):
+        how, cause, parts, note = f"reported by {fix.closed_by} on run {fix.run_id}", None, [], None
+    else:
+        how, cause, parts, note = "closed", fix.cause, [part.label() for part in fix.parts], fix.note
     found = (
-        "; ".join(f"{label} {value}" for label, value in (("cause", order.cause), ("remedy", order.remedy)) if value)
+        "; ".join(f"{label} {value}" for label, value in (("cause", cause), ("remedy", fix.remedy)) if value)
         or "no cause or remedy recorded"
     )
     return Item(
         kind="ref",
-        text=f"Fixed before: {order.id} on {order.device_id}, closed {order.closed_at}: {found}.",
+        text=f"Fixed before: {fix.id} on {fix.device_id}, {how} {fix.closed_at}: {found}.",
         fields={
-            "past_work_order_id": order.id,
-            "device_id": order.device_id,
-            "fault_code": order.fault_code,
+            "past_work_order_id": fix.id,
+            **({"reported_in_run": fix.run_id} if isinstance(fix, ReportedFix) else {}),
+            "device_id": fix.device_id,
+            "fault_code": fix.fault_code,
             "same_device": same_device,
-            "closed_at": order.closed_at,
-            "cause": order.cause,
-            "remedy": order.remedy,
-            "parts": [part.label() for part in order.parts],
-            "note": order.note,
+            "closed_at": fix.closed_at,
+            "cause": cause,
+            "remedy": fix.remedy,
+            "parts": parts,
+            "note": note,
         },
     )

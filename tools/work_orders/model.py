@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+)
 
 from knowledge.codes import fault_key, reported_code
 
@@ -52,10 +60,27 @@ def _blank_is_none(value: Any) -> Any:
     return value
 
 
-def _positive(quantity: int | float) -> int | float:
-    if not (math.isfinite(quantity) and quantity > 0):
-        raise ValueError("quantity must be a positive number")
-    return quantity
+# Parts are counted (2 bearings) or measured (12.5 l of coolant); no repair takes more than this of one part.
+MAX_PART_QUANTITY = 10_000
+_JSON_KINDS = {bool: "true or false", str: "a string", list: "a list", dict: "an object"}
+
+
+def _quantity(value: object) -> int | float:
+    # Exactly a JSON number: lax validation would read true as 1 and "5" as 5, a client's bug recorded as a fact.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        given = _JSON_KINDS.get(type(value), f"a {type(value).__name__}")
+        raise ValueError(f"quantity must be a number, not {given}")
+    # NaN fails both comparisons; a huge int compares where math.isfinite would raise OverflowError.
+    if not 0 < value <= MAX_PART_QUANTITY:
+        raise ValueError(f"quantity must be a positive number, at most {MAX_PART_QUANTITY}")
+    return value
+
+
+PartQuantity = Annotated[
+    int | float,
+    PlainValidator(_quantity),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_PART_QUANTITY}),
+]
 
 
 FixText = Annotated[Annotated[str, StringConstraints(max_length=2000)] | None, BeforeValidator(_blank_is_none)]
@@ -67,7 +92,9 @@ class Part(BaseModel):
     part: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] = Field(
         description="part number or name, e.g. 6205-2RS bearing"
     )
-    quantity: Annotated[int | float, AfterValidator(_positive)] | None = Field(default=None, description="e.g. 2")
+    quantity: PartQuantity | None = Field(
+        default=None, description=f"e.g. 2, or 12.5 (litres); at most {MAX_PART_QUANTITY}"
+    )
 
     def label(self) -> str:
         return f"{self.part} ×{self.quantity}" if self.quantity else self.part
@@ -123,12 +150,30 @@ class WorkOrder(BaseModel):
     note: str | None = None
 
 
+class ReportedFix(BaseModel):
+    """What a technician said fixed a fault, in feedback on an answer (no work order was closed for it): it
+    joins a fault's past fixes beside closed orders' causes and remedies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str  # FB-<run id>: one reported fix per answer, replaced when the technician corrects it
+    run_id: str
+    device_id: str
+    fault_code: str
+    remedy: str
+    closed_at: str  # when it was reported: the time past fixes are ordered by
+    closed_by: str
+
+
+PastFix = WorkOrder | ReportedFix
+
+
 @dataclass(frozen=True)
 class FixHistory:
     """A fault's past on one machine: how it was fixed before, and how often it came back lately."""
 
-    same_device: list[WorkOrder]  # orders closed as done for this device and fault, newest first
-    same_model: list[WorkOrder]  # the same fault on other machines of the same model, newest first
+    same_device: list[PastFix]  # done orders and reported fixes for this device and fault, newest first
+    same_model: list[PastFix]  # the same fault on other machines of the same model, newest first
     recent_orders: int  # orders for this device and fault created within the window, whatever their status
 
 

@@ -34,6 +34,9 @@ from tools.work_orders.model import (
     FixHistory,
     IllegalTransition,
     OutboxRow,
+    Part,
+    PastFix,
+    ReportedFix,
     WorkOrder,
     WorkOrderError,
     WorkOrderNotFound,
@@ -73,6 +76,9 @@ PAST_FIXES_SQL = (
     "SELECT * FROM work_orders WHERE status = 'done' AND fault_key = ? AND device_id = ? "
     "ORDER BY closed_at DESC, id DESC LIMIT ?"
 )
+REPORTED_FIXES_SQL = (
+    "SELECT * FROM reported_fixes WHERE fault_key = ? AND device_id = ? ORDER BY closed_at DESC, id DESC LIMIT ?"
+)
 RECENT_ORDERS_SQL = "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_key = ? AND created_at >= ?"
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
@@ -111,6 +117,17 @@ CREATE TABLE IF NOT EXISTS outbox (
     delivered_at REAL
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at);
+CREATE TABLE IF NOT EXISTS reported_fixes (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    device_id TEXT NOT NULL,
+    fault_code TEXT NOT NULL,
+    fault_key TEXT NOT NULL,
+    remedy TEXT NOT NULL,
+    closed_at TEXT NOT NULL,
+    closed_by TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reported_fixes_by_fault ON reported_fixes (fault_key, device_id, closed_at, id);
 CREATE TABLE IF NOT EXISTS inbound_webhooks (
     webhook_id TEXT PRIMARY KEY,
     state TEXT NOT NULL CHECK (state IN ('processing', 'done')),
@@ -317,17 +334,43 @@ class WorkOrderStore:
         key = fault_key(normalize_fault_code(fault_code))
         since = _iso(self._clock() - window_s)
         others = [d for d in same_model if d != device_id]
+
+        def newest(con: sqlite3.Connection, devices: Sequence[str]) -> builtins.list[PastFix]:
+            # Per machine and kind, each query reads `limit` index entries; one `IN` over all of them would
+            # read and sort their whole histories.
+            fixes: builtins.list[PastFix] = []
+            for device in devices:
+                fixes.extend(_order(row) for row in con.execute(PAST_FIXES_SQL, (key, device, limit)))
+                fixes.extend(_reported(row) for row in con.execute(REPORTED_FIXES_SQL, (key, device, limit)))
+            return sorted(fixes, key=lambda fix: (fix.closed_at or "", fix.id), reverse=True)[:limit]
+
         with self._read() as con:
-            mine = con.execute(PAST_FIXES_SQL, (key, device_id, limit)).fetchall()
-            # One query per machine reads `limit` index entries; one `IN` over all of them would read and sort
-            # their whole histories.
-            theirs = sorted(
-                (row for other in others for row in con.execute(PAST_FIXES_SQL, (key, other, limit))),
-                key=lambda row: (row["closed_at"], row["id"]),
-                reverse=True,
-            )[:limit]
+            mine, theirs = newest(con, [device_id]), newest(con, others)
             (recent,) = con.execute(RECENT_ORDERS_SQL, (device_id, key, since)).fetchone()
-        return FixHistory([_order(row) for row in mine], [_order(row) for row in theirs], recent)
+        return FixHistory(mine, theirs, recent)
+
+    def report_fix(self, *, run_id: str, device_id: str, fault_code: str, remedy: str, actor: str) -> ReportedFix:
+        """Record what a technician said fixed `fault_code` after the answer of `run_id`; a second report on the
+        same answer replaces the first (a correction, or an offline tablet sending it again)."""
+        fault_code = normalize_fault_code(fault_code)
+        fix = ReportedFix(
+            id=f"FB-{run_id}",
+            run_id=run_id,
+            device_id=device_id,
+            fault_code=fault_code,
+            remedy=remedy,
+            closed_at=self._iso_now(),
+            closed_by=actor,
+        )
+        with self._write() as con:
+            con.execute(
+                """INSERT INTO reported_fixes (id, run_id, device_id, fault_code, fault_key, remedy, closed_at, closed_by)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (id) DO UPDATE SET remedy = excluded.remedy, closed_at = excluded.closed_at,
+                       closed_by = excluded.closed_by""",
+                (fix.id, run_id, device_id, fault_code, fault_key(fault_code), remedy, fix.closed_at, actor),
+            )
+        return fix
 
     # -- outbox ----------------------------------------------------------
 
@@ -533,10 +576,17 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _reported(row: sqlite3.Row) -> ReportedFix:
+    data = dict(row)
+    del data["fault_key"]
+    return ReportedFix.model_validate(data)
+
+
 def _order(row: sqlite3.Row) -> WorkOrder:
     data = dict(row)
     del data["fault_key"]  # derived from fault_code; kept as a column only for the unique index
     data["alarm"] = json.loads(data["alarm"]) if data["alarm"] else None
     data["evidence"] = json.loads(data["evidence"])
-    data["parts"] = json.loads(data["parts"])
+    # Parts were checked when the order was closed; one stored before today's bounds must still read back.
+    data["parts"] = [Part.model_construct(**part) for part in json.loads(data["parts"])]
     return WorkOrder.model_validate(data)

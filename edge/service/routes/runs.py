@@ -1,4 +1,5 @@
-"""Runs: ask and watch the steps stream in, pick a stream up again, read records, take over, confirm."""
+"""Runs: ask and watch the steps stream in, pick a stream up again, read records, take over, confirm, give
+feedback on the answer."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from starlette.concurrency import run_in_threadpool
 from edge.run import RunEvent, RunFilter, RunSummary, TerminationReason
 from edge.service import metrics
 from edge.service.event_stream import event_stream, event_stream_responses
+from edge.service.feedback import give_feedback
 from edge.service.json_body import json_body, json_body_openapi
-from edge.service.schemas import AskBody, ConfirmResult, RunView, TakeoverResult
+from edge.service.schemas import AskBody, ConfirmResult, FeedbackBody, FeedbackResult, RunView, TakeoverResult
 from edge.service.service import ServiceDep
 
 router = APIRouter(tags=["runs"])
@@ -90,6 +92,22 @@ def takeover(run_id: str, service: ServiceDep) -> TakeoverResult:
 @router.post("/v1/runs/{run_id}/confirm")
 async def confirm(run_id: str, request: Request, service: ServiceDep) -> ConfirmResult:
     return await service.confirmations.confirm(run_id, request.state.request_id)
+
+
+@router.post(
+    "/v1/runs/{run_id}/feedback",
+    openapi_extra=json_body_openapi(FeedbackBody),
+    responses={
+        404: {"description": "No such run."},
+        409: {"description": "The run is still running: give feedback on its answer."},
+        422: {"description": "A bad body: malformed JSON, `helpful` not true or false, an unknown field."},
+    },
+)
+async def feedback(
+    run_id: str, service: ServiceDep, body: Annotated[FeedbackBody, Depends(json_body(FeedbackBody))]
+) -> FeedbackResult:
+    """Whether the answer helped, and what actually fixed it; `GET /v1/runs/{run_id}` lists it with the record."""
+    return await run_in_threadpool(give_feedback, service.runs, service.work_orders, run_id, body)
 
 
 @router.get(
