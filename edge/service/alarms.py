@@ -14,8 +14,9 @@ from typing import Any
 
 from edge.run import RunRequest, work_order_ref
 from edge.service import metrics
-from edge.service.mes import AlarmsBusy, MesAlarm
+from edge.service.mes import MesAlarm
 from edge.service.runs import RunManager
+from edge.service.webhooks import AlarmsBusy
 
 
 class AlarmWithoutOrder(RuntimeError):
