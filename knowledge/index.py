@@ -1,5 +1,5 @@
-"""Building the manual index: one SQLite file with manuals, fault records, an FTS5 table
-and SBERT vectors.
+"""Building the manual index: one SQLite file with manuals, fault records, an FTS5 table,
+SBERT vectors and the manuals' hazard statements.
 
 A build writes a new file beside the live one and swaps it in with one
 `os.replace`; a crash mid-build leaves the old index serving and only a
@@ -31,13 +31,14 @@ from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key, sco
 from knowledge.embed import Embedder
 from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
 from knowledge.metadata import merge_overrides, read_sidecar
-from knowledge.models import FaultRecord, ManualInfo
+from knowledge.models import FaultRecord, ManualInfo, SafetyStatement
 from knowledge.passages import Passage, code_terms
 from knowledge.text import FTS_TOKENIZER, terms
 
-# 4: records.boxes, where each entry is printed. A build reuses manuals only from an index of this
-# schema, so rebuilding an older index extracts them again; readers take an older one without boxes.
-SCHEMA_VERSION = "4"
+# 4: records.boxes, where each entry is printed. 5: the safety table (knowledge.safety). A build
+# reuses manuals only from an index of this schema, so rebuilding an older index extracts them again;
+# readers take an older one without boxes or hazard statements.
+SCHEMA_VERSION = "5"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
@@ -63,6 +64,7 @@ class ManualReport(BaseModel):
     pages: int = 0
     records: int = 0
     passages: int = 0
+    safety: int = 0  # hazard statements
     scanned_pages: list[int] = Field(default_factory=list)
     ocr_pages: list[int] = Field(default_factory=list)
     fault_sections: int = 0
@@ -92,6 +94,10 @@ class BuildReport(BaseModel):
     @property
     def ocr_pages(self) -> int:
         return sum(len(m.ocr_pages) for m in self.manuals if m.status == "indexed")
+
+    @property
+    def safety(self) -> int:
+        return sum(m.safety for m in self.manuals)
 
     @property
     def failed(self) -> list[ManualReport]:
@@ -225,7 +231,8 @@ def _fill(
             override_keys[path] = _override_key(path, overrides)
             decided[path] = sha
             if sha in reusable and reusable[sha].overrides == override_keys[path]:
-                reused[sha] = _report(path, "reused", reusable[sha], _count_records(db_path, sha))
+                records, safety = _counts(db_path, sha)
+                reused[sha] = _report(path, "reused", reusable[sha], records, safety=safety)
             seen[sha] = path.name
         except ManualError as exc:
             decided[path] = exc
@@ -255,6 +262,7 @@ def _fill(
                     outcome.duplicates,
                     len(outcome.passages),
                     outcome.warnings,
+                    len(outcome.safety),
                 )
             )
             ocr_s += outcome.ocr_seconds
@@ -326,6 +334,7 @@ def _report(
     duplicates: int = 0,
     passages: int = 0,
     warnings: list[str] | None = None,
+    safety: int = 0,
 ) -> ManualReport:
     return ManualReport(
         file=path.name,
@@ -339,6 +348,7 @@ def _report(
         pages=info.pages,
         records=records,
         passages=passages,
+        safety=safety,
         scanned_pages=info.scanned_pages,
         ocr_pages=info.ocr_pages,
         fault_sections=info.fault_sections,
@@ -414,6 +424,23 @@ def _create_schema(db: sqlite_utils.Database) -> None:
     db["records"].create_index(["code_pattern"])
     db["records"].create_index(["vendor_key", "model_key", "code_key"])
     db["records"].create_index(["manual_sha256"])
+    db["safety"].create(
+        {
+            "id": int,
+            "manual_sha256": str,
+            "signal_word": str,
+            "label": str,
+            "text": str,
+            "page": int,
+            "general": int,
+            "electrical": int,
+            "placement": str,
+            "codes": str,
+        },
+        pk="id",
+        foreign_keys=[("manual_sha256", "manuals", "sha256")],
+    )
+    db["safety"].create_index(["manual_sha256"])
 
 
 def _copy_manuals(db: sqlite_utils.Database, live: Path, reused: dict[str, ManualReport]) -> None:
@@ -424,12 +451,13 @@ def _copy_manuals(db: sqlite_utils.Database, live: Path, reused: dict[str, Manua
     db.conn.execute(
         f"INSERT INTO main.manuals ({columns}) SELECT {columns} FROM live.manuals WHERE sha256 IN ({marks})", shas
     )
-    record_columns = ", ".join(c.name for c in db["records"].columns if c.name != "id")
-    db.conn.execute(
-        f"INSERT INTO main.records ({record_columns}) SELECT {record_columns} FROM live.records "
-        f"WHERE manual_sha256 IN ({marks}) ORDER BY id",
-        shas,
-    )
+    for table in ("records", "safety"):
+        table_columns = ", ".join(c.name for c in db[table].columns if c.name != "id")
+        db.conn.execute(
+            f"INSERT INTO main.{table} ({table_columns}) SELECT {table_columns} FROM live.{table} "
+            f"WHERE manual_sha256 IN ({marks}) ORDER BY id",
+            shas,
+        )
     for sha, report in reused.items():  # the same content may now live under another name or folder
         stat = Path(report.path).stat()
         db.conn.execute(
@@ -461,6 +489,7 @@ def _insert_fresh(
         )
         rows.extend(_record_row(record, info) for record in extraction.records)
         rows.extend(_passage_row(passage, info) for passage in extraction.passages)
+        db["safety"].insert_all(_safety_row(statement, info) for statement in extraction.safety)
     row_texts = [row.pop("embed_text") for row in rows]
     # Language editions differ, but versions of one manual repeat most records word for word. Sorted
     # by length, a batch pads little: 1.6x the throughput of batches in page order.
@@ -545,6 +574,16 @@ def _passage_row(passage: Passage, info: ManualInfo) -> dict[str, Any]:
     }
 
 
+def _safety_row(statement: SafetyStatement, info: ManualInfo) -> dict[str, Any]:
+    return {
+        **statement.model_dump(exclude={"general", "electrical", "codes"}),
+        "manual_sha256": info.sha256,
+        "general": int(statement.general),
+        "electrical": int(statement.electrical),
+        "codes": json.dumps(statement.codes, ensure_ascii=False),
+    }
+
+
 def _manual_columns(info: ManualInfo) -> dict[str, str]:
     return {
         "manual_sha256": info.sha256,
@@ -593,13 +632,15 @@ def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
         return {}  # an unreadable old index is simply rebuilt from scratch
 
 
-def _count_records(db_path: Path, sha: str) -> int:
+def _counts(db_path: Path, sha: str) -> tuple[int, int]:
+    """A reused manual's fault entries and hazard statements in the live index."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        count: int = conn.execute(
+        records: int = conn.execute(
             "SELECT count(*) FROM records WHERE manual_sha256 = ? AND kind = 'entry'", (sha,)
         ).fetchone()[0]
-        return count
+        safety: int = conn.execute("SELECT count(*) FROM safety WHERE manual_sha256 = ?", (sha,)).fetchone()[0]
+        return records, safety
     finally:
         conn.close()
 

@@ -8,6 +8,10 @@ from pydantic import BaseModel, Field
 
 Match = Literal["exact", "lexical", "semantic"]
 HitKind = Literal["entry", "page"]
+Signal = Literal["danger", "warning", "caution"]
+# Why a statement is general, or whose it is: printed inside an entry, a safety chapter, the
+# opening pages, a framed panel, beside a pictogram; on an entry's page; elsewhere in the text.
+Placement = Literal["entry", "chapter", "opening", "panel", "pictogram", "page", "text"]
 
 
 class ManualError(Exception):
@@ -60,6 +64,19 @@ class FaultRecord(BaseModel):
                 "boxes": self.boxes + [box for box in other.boxes if box not in self.boxes],
             }
         )
+
+
+class SafetyStatement(BaseModel):
+    """A hazard statement a manual prints (knowledge.safety)."""
+
+    signal_word: Signal  # normalised: 警告 is "warning"
+    label: str = ""  # the signal word as printed ("WARNING", "警告"); empty beside a pictogram
+    text: str
+    page: int
+    general: bool  # the manual's, for any work on the machine; else the entries in `codes`
+    electrical: bool  # voltage, DC bus, capacitors, power off, isolation
+    placement: Placement
+    codes: list[str] = Field(default_factory=list)  # the fault entries it belongs to, as printed
 
 
 class Scope(BaseModel):

@@ -36,6 +36,8 @@ def encoder_path(index_path: Path, identity: str) -> Path:
 def export(embedder: Embedder, index_path: Path) -> Path | None:
     """The question encoder beside `index_path`, exported if it is not there yet. None when the
     model is not a transformer with mean pooling (what the export reproduces)."""
+    if not embedder.is_sentence_transformer:
+        return None
     target = encoder_path(index_path, embedder.identity)
     with _export_lock:
         if target.exists():

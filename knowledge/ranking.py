@@ -12,6 +12,7 @@ import itertools
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TypedDict
 
 from knowledge.codes import MENTION
@@ -20,15 +21,37 @@ from knowledge.passages import code_terms
 from knowledge.text import terms
 
 RRF_K = 60
-# A structured entry is the better answer than the page it was extracted from; a page in a
-# fault section the better page for a question about a fault; a question is first about the
-# manuals in its own language.
-ENTRY_PRIOR = 1.25
-FAULT_PAGE_PRIOR = 1.3
-LANGUAGE_PRIOR = 1.5
-# The other language's rows (reached through the glossary or an English rendition) count less.
-CROSS_WEIGHT = 0.7
 SNIPPET_CHARS = 280
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The constants ranking and the not-found decision rest on. The defaults were fitted on the development
+    corpus; `scripts/bench_manuals.py --folds` refits them without each manual in turn and scores it held out,
+    which is how far they carry to manuals nobody tuned them on."""
+
+    # A structured entry is the better answer than the page it was extracted from; a page in a fault section
+    # the better page for a question about a fault; a question is first about the manuals in its own language.
+    entry_prior: float = 1.25
+    fault_page_prior: float = 1.3
+    language_prior: float = 1.5
+    # The other language's rows (reached through the glossary or an English rendition) count less.
+    cross_weight: float = 0.7
+    # A question answered by no manual still shares a word or two with some page. It is `not_found` when its
+    # best match is neither close in meaning (`min_similarity`) nor holds most of its words (`min_coverage`);
+    # a weaker match in meaning counts when it is also among the best few by words (`min_agreed_similarity`).
+    # The similarities are the bundled MiniLM's cosine scale: another model brings its own (`TUNINGS`).
+    min_similarity: float = 0.42
+    min_coverage: float = 0.5
+    min_agreed_similarity: float = 0.33
+
+
+# Embedding models whose similarities are on another scale than the bundled MiniLM's, by Embedder identity.
+TUNINGS: dict[str, Tuning] = {}
+
+
+def tuning_for(model_identity: str) -> Tuning:
+    return TUNINGS.get(model_identity, Tuning())
 
 
 class IndexRow(TypedDict):
@@ -75,12 +98,16 @@ CODE_LIKE_WORD = re.compile(
 
 
 def fuse(
-    own: list[tuple[Match, list[IndexRow]]], cross: list[list[IndexRow]], language: str, about_a_fault: bool
+    own: list[tuple[Match, list[IndexRow]]],
+    cross: list[list[IndexRow]],
+    language: str,
+    about_a_fault: bool,
+    tuning: Tuning,
 ) -> Ranked:
     """The question's own rankings (words, meaning, printed codes) and the cross-language ones
     (merged into one, weighted less) as one list of (row, score, how it matched), best first."""
     rankings = [(1.0, how, _group_ranks(rows)) for how, rows in own]
-    rankings.append((CROSS_WEIGHT, "semantic", _fuse_ranks([_group_ranks(rows) for rows in cross])))
+    rankings.append((tuning.cross_weight, "semantic", _fuse_ranks([_group_ranks(rows) for rows in cross])))
     rankings = [ranking for ranking in rankings if ranking[2]]
     total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
     rows: dict[Group, IndexRow] = {}
@@ -90,8 +117,11 @@ def fuse(
     ranked: Ranked = []
     for key, row in rows.items():
         votes = [(weight / (RRF_K + 1 + ranks[key][1]), how) for weight, how, ranks in rankings if key in ranks]
-        prior = ENTRY_PRIOR if row["kind"] == "entry" else FAULT_PAGE_PRIOR if row["fault"] and about_a_fault else 1.0
-        prior *= LANGUAGE_PRIOR if row["language"] == language else 1.0
+        if row["kind"] == "entry":
+            prior = tuning.entry_prior
+        else:
+            prior = tuning.fault_page_prior if row["fault"] and about_a_fault else 1.0
+        prior *= tuning.language_prior if row["language"] == language else 1.0
         ranked.append((row, sum(vote for vote, _ in votes) / total * prior, max(votes)[1]))
     return sorted(ranked, key=lambda item: -item[1])
 

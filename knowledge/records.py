@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from knowledge.codes import code_key, named_alarm, parse_code_cell, parse_heading
 from knowledge.models import FaultRecord
 from knowledge.pdf import Block, Page
+from knowledge.safety import signal_statements
 from knowledge.sections import FAULT_WORDS
 from knowledge.text import join_lines
 
@@ -169,7 +170,8 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
     drafts: list[_Draft] = []
     current: _Draft | None = None
     for page in pages:
-        for block in page.blocks:
+        statements = {line for statement in signal_statements(page.blocks) for line in statement.lines}
+        for index, block in enumerate(page.blocks):
             emphasized = block.bold or block.size > body_size + 0.5
             heading = parse_heading(join_lines(block.text), emphasized)
             if heading:
@@ -177,6 +179,16 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
                 current.mark(page.number, block.bbox)
                 drafts.append(current)
                 continue
+            rest = _without(block, {n for b, n in statements if b == index})
+            if rest is not block:
+                # A CAUTION beside the steps is no cause or step, and its bold signal word no heading that
+                # ends the entry: it stays where the entry is printed, for knowledge.safety to read there.
+                if current is not None:
+                    current.pages.add(page.number)
+                    current.mark(page.number, block.bbox)
+                if not rest.text.strip():
+                    continue
+                block = rest
             if (
                 current is not None
                 and not current.title
@@ -203,6 +215,18 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             for unit in _units(block.text):
                 _add_unit(current, unit)
     return drafts
+
+
+def _without(block: Block, lines: set[int]) -> Block:
+    """The block without the given lines (a hazard statement set in it); the block itself if none."""
+    if not lines:
+        return block
+    kept = [n for n in range(len(block.text.splitlines())) if n not in lines]
+    texts = block.text.splitlines()
+    starts = block.line_x if len(block.line_x) == len(texts) else ()
+    return replace(
+        block, text="\n".join(texts[n] for n in kept), line_x=tuple(starts[n] for n in kept) if starts else ()
+    )
 
 
 def _code_led(block: Block) -> _Draft | None:

@@ -29,13 +29,14 @@ from knowledge.embed import Embedder
 from knowledge.glossary import expand, translate_to_english, translations
 from knowledge.manual_names import ManualNames
 from knowledge.metadata import normalize_version, version_order
-from knowledge.models import Hit, Match, Scope, SearchResult
+from knowledge.models import Hit, Match, SafetyStatement, Scope, SearchResult
 from knowledge.passages import code_terms
 from knowledge.question_encoder import QuestionEncoder, encoder_path
 from knowledge.ranking import (
     CODE_LIKE_WORD,
     Group,
     IndexRow,
+    Tuning,
     best_passage,
     codes_or_fault_words,
     entries_over_their_pages,
@@ -44,21 +45,13 @@ from knowledge.ranking import (
     group,
     page_rows,
     snippet,
+    tuning_for,
     word_pairs,
 )
+from knowledge.safety import read_statements
 from knowledge.text import FTS_TOKENIZER, language, terms
 
 CANDIDATES = 50
-# A question answered by no manual still shares a word or two with some page. It is
-# `not_found` when its best match is neither close in meaning nor covers its words
-# (calibrated with unanswerable questions: scripts/bench_manuals.py on the development corpus,
-# where every answerable question passes from 0.40 to 0.44, and scripts/bench_search.py).
-MIN_SIMILARITY = 0.42
-MIN_COVERAGE = 0.5
-# A weaker match in meaning counts when the words agree: it is among the best few answers by
-# words too. Above 0.33 the demo plant's own symptom questions (0.335-0.37) start to fail;
-# unanswerable questions reach 0.34 here too, so this floor trades some false hits for them.
-MIN_AGREED_SIMILARITY = 0.33
 AGREEMENT = 5
 # BM25 costs about a microsecond per row a word is on, for every word of the question: the
 # rarest words are looked up until this many rows are to be scored. A small library (the dev
@@ -105,10 +98,12 @@ class ManualIndex:
         model_path: str | None = None,
         embedder: Embedder | None = None,
         semantic_languages: tuple[str, ...] = ("en",),
+        tuning: Tuning | None = None,
     ):
         self.path = Path(path)
         self.embedder = embedder or Embedder(model_path)
         self.semantic_languages = semantic_languages
+        self.tuning = tuning or tuning_for(self.embedder.identity)
         self._lock = threading.RLock()
         self._snapshot: _Snapshot | None = None
 
@@ -124,6 +119,12 @@ class ManualIndex:
             }
         except IndexMissing:
             return set()
+
+    def safety(self, manual_sha256: str) -> list[SafetyStatement]:
+        """The hazard statements a manual prints (knowledge.safety), in page order."""
+        snap = self._current()
+        with self._lock:
+            return read_statements(snap.conn, manual_sha256)
 
     @property
     def semantic_ready(self) -> bool:
@@ -310,6 +311,7 @@ class ManualIndex:
             cross=[[snap.rows[i] for i, _ in found] for found in cross],
             language=lang,
             about_a_fault=codes_or_fault_words(text),
+            tuning=self.tuning,
         )
         ranked = entries_over_their_pages(ranked, self._entry_pages(snap))
         # A manual the question names comes first: the technician said which machine it is.
@@ -341,14 +343,14 @@ class ManualIndex:
         Chinese-only library) or the question names its manual: across a whole library its
         general words (battery, pressure) are on too many pages to be evidence."""
         best = semantic[0][1] if semantic else 0.0
-        if best >= MIN_SIMILARITY:
+        if best >= self.tuning.min_similarity:
             return False
         if self._covered(snap, text, lexical) or (
             (named_manual or not semantic) and self._concepts_covered(snap, text, translated)
         ):
             return False
         by_words = set().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical)))
-        return not (best >= MIN_AGREED_SIMILARITY and bool(self._answer_keys(snap, semantic[0][0]) & by_words))
+        return not (best >= self.tuning.min_agreed_similarity and bool(self._answer_keys(snap, semantic[0][0]) & by_words))
 
     def _answer_keys(self, snap: _Snapshot, record_id: int) -> set[Group]:
         """What a row answers with: its group, and for an entry the pages it was extracted from
@@ -361,7 +363,7 @@ class ManualIndex:
         words = set(terms(text)) | set(code_terms(text))
         return (
             bool(words and found)
-            and max(self._coverage(snap, i, words) for i, _ in _best_groups(snap, found)) >= MIN_COVERAGE
+            and max(self._coverage(snap, i, words) for i, _ in _best_groups(snap, found)) >= self.tuning.min_coverage
         )
 
     def _concepts_covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
@@ -372,7 +374,7 @@ class ManualIndex:
             return False
         for record_id, _ in _best_groups(snap, found):
             words = self._row_words(snap, record_id)
-            if sum(bool(concept & words) for concept in concepts) >= MIN_COVERAGE * len(concepts):
+            if sum(bool(concept & words) for concept in concepts) >= self.tuning.min_coverage * len(concepts):
                 return True
         return False
 
@@ -437,7 +439,7 @@ class ManualIndex:
 
     def _meaning(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
         encoder = self._encoder(snap)
-        vector = encoder.encode(text) if encoder is not None else self.embedder.encode([text])[0]
+        vector = encoder.encode(text) if encoder is not None else self.embedder.encode([text], query=True)[0]
         return self._semantic(snap, vector, scope)
 
     def _encoder(self, snap: _Snapshot) -> QuestionEncoder | None:

@@ -16,13 +16,14 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "not_found", "error", "degraded"]
-ItemKind = Literal["text", "step", "ref"]
+ItemKind = Literal["text", "step", "ref", "safety"]
 Actor = Literal["technician", "mes", "operator", "agent", "mcp"]
 
 
 class Item(BaseModel):
-    """One piece of tool output: prose (`text`), a remedy step (`step`) or a
-    pointer to evidence (`ref`: a manual page, a sensor reading, a work order).
+    """One piece of tool output: prose (`text`), a remedy step (`step`), a
+    pointer to evidence (`ref`: a manual page, a sensor reading, a work order)
+    or a manual's hazard statement, quoted (`safety`: shown before the steps).
 
     `fields` holds structured values; the registry keeps only the tool's
     whitelisted names, so a vendor adding fields never breaks the model's input.

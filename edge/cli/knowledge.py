@@ -137,7 +137,7 @@ def _overrides(args: argparse.Namespace, config: Config) -> dict[str, str | None
 
 def _print_build(console: Console, report: BuildReport) -> None:
     table = Table(title="Manuals", title_justify="left")
-    numbers = ("pages", "text", "OCR", "empty", "fault sections", "entries")
+    numbers = ("pages", "text", "OCR", "empty", "fault sections", "entries", "safety")
     for column in ("file", "status", "vendor", "model", "version", "lang", *numbers, "note"):
         table.add_column(column, justify="right" if column in numbers else "left")
     for m in report.manuals:
@@ -161,6 +161,7 @@ def _print_build(console: Console, report: BuildReport) -> None:
             str(len(m.scanned_pages)),
             str(m.fault_sections),
             str(m.records),
+            str(m.safety),
             escape(note),
         )
     console.print(table)
@@ -170,7 +171,8 @@ def _print_build(console: Console, report: BuildReport) -> None:
         f"[bold]{len(report.manuals)}[/] manuals ({counts['indexed']} indexed, {counts['reused']} unchanged, "
         f"{counts['failed']} failed, {counts['duplicate']} duplicate files) · [bold]{report.pages}[/] pages "
         f"({report.ocr_pages} read by OCR in {report.ocr_s:.1f} s, {report.scanned_pages} without text) · "
-        f"[bold]{report.records}[/] fault entries · {report.embedded} texts embedded · {report.duplicates} duplicates · "
+        f"[bold]{report.records}[/] fault entries · {report.safety} safety statements · "
+        f"{report.embedded} texts embedded · {report.duplicates} duplicates · "
         f"{report.elapsed_s:.1f} s ({rate:.0f} pages/s)"
     )
     for warning in report.warnings:

@@ -43,6 +43,8 @@ def demo_manuals() -> dict[str, ManualDoc]:
                     footer_note=machine["footer_note"][lang],
                     heading=machine["heading"][lang],
                     intro=machine["safety"][lang],
+                    danger=machine.get("danger", {}).get(lang, ""),
+                    panel=machine.get("panel", {}).get(lang, ""),
                     table_faults=entries["table"],
                     text_faults=entries["text"],
                     scanned_appendix=version == SCANNED_APPENDIX_VERSION,
@@ -72,5 +74,10 @@ def build_demo_index(state_dir: Path, model_path: str | None = None, index_path:
 def _entry(fault: dict[str, Any], version: str, lang: str) -> FaultEntry:
     text = {**fault[lang], **fault.get("changes", {}).get(version, {}).get(lang, {})}
     return FaultEntry(
-        code=fault["code"], title=text["title"], symptom=text["symptom"], cause=text["cause"], steps=list(text["steps"])
+        code=fault["code"],
+        title=text["title"],
+        symptom=text["symptom"],
+        cause=text["cause"],
+        steps=list(text["steps"]),
+        caution=text.get("caution", ""),
     )

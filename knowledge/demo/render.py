@@ -1,6 +1,7 @@
 """Rendering an authored manual into a PDF that looks like a vendor's: cover, running
-header and footer, a ruled fault-code table, per-code procedures in running text and,
-optionally, a scanned appendix page without a text layer."""
+header and footer, safety notes (a DANGER statement and a framed WARNING panel), a ruled
+fault-code table, per-code procedures in running text (a CAUTION beside an entry's steps)
+and, optionally, a scanned appendix page without a text layer."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ class Labels(TypedDict):
     version: str
     valid_for: str
     safety: str
+    danger: str
+    warning: str
+    caution: str
     table: str
     text: str
     columns: tuple[str, str, str, str]
@@ -39,6 +43,9 @@ LABELS: dict[str, Labels] = {
         "version": "Version",
         "valid_for": "Valid for",
         "safety": "1 Safety notes",
+        "danger": "DANGER",
+        "warning": "WARNING",
+        "caution": "CAUTION",
         "table": "2 Fault code overview",
         "text": "3 Fault procedures",
         "columns": ("Code", "Name", "Cause", "Remedy"),
@@ -54,6 +61,9 @@ LABELS: dict[str, Labels] = {
         "version": "版本",
         "valid_for": "适用范围",
         "safety": "1 安全须知",
+        "danger": "危险",
+        "warning": "警告",
+        "caution": "注意",
         "table": "2 故障代码一览表",
         "text": "3 故障处理",
         "columns": ("代码", "名称", "原因", "处理方法"),
@@ -82,6 +92,7 @@ class FaultEntry:
     symptom: str
     cause: str
     steps: list[str]
+    caution: str = ""  # printed between cause and remedy (running-text entries)
 
 
 @dataclass
@@ -96,6 +107,8 @@ class ManualDoc:
     footer_note: str
     heading: str  # e.g. "Fault code: {code} — {title}"
     intro: str = ""
+    danger: str = ""  # the safety notes' DANGER statement
+    panel: str = ""  # the safety notes' WARNING, framed
     table_faults: list[FaultEntry] = field(default_factory=list)
     text_faults: list[FaultEntry] = field(default_factory=list)
     scanned_appendix: bool = False
@@ -134,6 +147,10 @@ def _html(manual: ManualDoc, labels: Labels) -> str:
         f"<p>{labels['valid_for']}: {e(manual.valid_for)}</p>",
         f"<h2>{labels['safety']}</h2><p>{e(manual.intro)}</p>",
     ]
+    if manual.danger:
+        parts.append(f"<p><b>{labels['danger']}</b> — {e(manual.danger)}</p>")
+    if manual.panel:  # a one-cell table: the story draws its border as a frame around the panel
+        parts.append(f"<table><tr><td><b>{labels['warning']}</b><br/>{e(manual.panel)}</td></tr></table>")
     if manual.table_faults:
         head = "".join(f"<th>{c}</th>" for c in labels["columns"])
         rows = "".join(
@@ -148,6 +165,8 @@ def _html(manual: ManualDoc, labels: Labels) -> str:
             parts.append(f"<h3>{e(manual.heading.format(code=f.code, title=f.title))}</h3>")
             parts.append(f"<p>{labels['symptom']}: {e(f.symptom)}</p>")
             parts.append(f"<p>{labels['cause']}: {e(f.cause)}</p>")
+            if f.caution:
+                parts.append(f"<p><b>{labels['caution']}</b> — {e(f.caution)}</p>")
             parts.append(f"<p>{labels['remedy']}:</p>")
             parts.extend(f"<p>{n}. {e(step)}</p>" for n, step in enumerate(f.steps, 1))
     return "".join(parts)

@@ -8,12 +8,14 @@ and marked `degraded`, so a cold start never makes the loop wait.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from knowledge.models import Hit, Scope, SearchResult
+from knowledge.models import Hit, SafetyStatement, Scope, SearchResult
+from knowledge.safety import for_entry
 from knowledge.search import IndexMissing, ManualIndex
 from tools import plant
 from tools.contract import Item, Tool, ToolContext, ToolOutput
@@ -71,6 +73,7 @@ class ManualSearchTool(Tool):
     description = (
         "Look up a fault code (or, without a code, a symptom) in the plant's maintenance manuals. "
         "Returns the code's meaning for the device, its cause and the numbered remedy steps, "
+        "the manual's safety statements for that work (give them first), "
         "with manual file, page and version to cite."
     )
     input_model = ManualSearchInput
@@ -97,6 +100,10 @@ class ManualSearchTool(Tool):
             "snippet",
             "ocr",
             "manual_id",
+            "signal_word",
+            "label",
+            "applies",
+            "electrical",
         }
     )
     prompt_fields = frozenset(
@@ -115,6 +122,7 @@ class ManualSearchTool(Tool):
             "kind",
             "snippet",
             "ocr",
+            "signal_word",
         }
     )
     timeout_s = 2.0
@@ -178,7 +186,7 @@ class ManualSearchTool(Tool):
                 "Answer without the manuals and say so; an operator must build the manual index.",
                 source=self.name,
             )
-        return _output(result, degraded)
+        return _output(result, degraded, self._index.safety)
 
     def _warm_in_background(self) -> None:
         with self._warm_lock:
@@ -198,7 +206,8 @@ class ManualSearchTool(Tool):
                 raise
 
 
-def _output(result: SearchResult, degraded: bool) -> ToolOutput:
+def _output(result: SearchResult, degraded: bool, safety: Callable[[str], list[SafetyStatement]]) -> ToolOutput:
+    """`safety`: a manual's hazard statements by its id."""
     if result.status == "not_found":
         return ToolOutput(
             status="not_found",
@@ -213,6 +222,9 @@ def _output(result: SearchResult, degraded: bool) -> ToolOutput:
     for rank, hit in enumerate(result.hits):
         items.append(_ref(hit))
         if hit.match == "exact" or rank == 0:  # steps of the best symptom match only: the rest are candidates
+            # The hazards of doing the work come before the work.
+            if hit.kind == "entry":
+                items.extend(_safety(hit, s) for s in for_entry(safety(hit.manual_sha256), hit.fault_code, hit.steps))
             items.extend(
                 Item(
                     kind="step",
@@ -234,6 +246,25 @@ def _output(result: SearchResult, degraded: bool) -> ToolOutput:
         confidence=confidence,
         suggestion=suggestion,
         source=f"{top.manual} p.{top.page}",
+    )
+
+
+def _safety(hit: Hit, statement: SafetyStatement) -> Item:
+    """A statement quoted as printed, cited like a step: its manual, page and the entry it goes with."""
+    return Item(
+        kind="safety",
+        text=statement.text,
+        fields={
+            "signal_word": statement.signal_word,
+            "label": statement.label,
+            "applies": "general" if statement.general else "entry",
+            "electrical": statement.electrical,
+            "fault_code": hit.fault_code,
+            "manual": hit.manual,
+            "version": hit.version,
+            "page": statement.page,
+            "manual_id": hit.manual_sha256,
+        },
     )
 
 
