@@ -22,6 +22,7 @@ from tools.work_orders.tool import WorkOrderTool
 if TYPE_CHECKING:
     from edge.llm.client import ChatClient
     from edge.llm.planner import LlmPlanner
+    from edge.telemetry import RunExporter
 
 
 _MANUAL = ManualSearchTool.name
@@ -114,6 +115,11 @@ class Agent:
         self.loop = AgentLoop(
             self.registry, planner, rules, config.loop, AnswerVerifier(config.devices, self.needs_evidence)
         )
+        self.telemetry: RunExporter | None = None
+        if config.telemetry.otlp_endpoint:
+            from edge.telemetry import RunExporter  # the OpenTelemetry SDK: only with a collector to send runs to
+
+            self.telemetry = RunExporter(config.telemetry, config.llm)
 
     @property
     def degraded(self) -> bool:
@@ -151,7 +157,11 @@ class Agent:
         """Raises `tools.plant.UnknownDevice` for a device id the plant does not have."""
         if request.device_id is not None:
             plant.require(self.config.devices, request.device_id)
-        return self.loop.run(request, on_event, cancel)
+        record = self.loop.run(request, on_event, cancel)
+        # Here, because every run passes here: the service's, an MES alarm's, `fixloop ask`'s, an evaluation's.
+        if self.telemetry is not None:
+            self.telemetry.export(record)
+        return record
 
     def ask(self, question: str, device_id: str | None = None, **options: Any) -> RunRecord:
         return self.run(RunRequest(question=question, device_id=device_id, **options))
@@ -160,3 +170,5 @@ class Agent:
         self.registry.close()
         if self.client is not None:
             self.client.close()
+        if self.telemetry is not None:
+            self.telemetry.close()

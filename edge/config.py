@@ -111,6 +111,27 @@ class ServiceConfig(Strict):
         return self
 
 
+class TelemetryConfig(Strict):
+    # The plant's OpenTelemetry collector, OTLP/HTTP (e.g. http://otel.plant.lan:4318; /v1/traces is added unless
+    # the URL ends with it): each finished run goes there as a trace (docs/fleet.md). Unset: no trace leaves the box.
+    otlp_endpoint: str | None = None
+    # The box as the traces name it (resource attribute service.instance.id); default: its host name.
+    box: str | None = None
+    # Questions, answers, thoughts and tool arguments in the spans; off: ids, codes, counts and timings only.
+    include_text: bool = False
+    # The most one export may take, retries included, and the most closing the agent waits for the last spans.
+    export_timeout_s: float = Field(default=3.0, gt=0, le=60)
+    # Spans waiting for the collector; a run whose spans would not fit is dropped whole and counted, never waited for.
+    max_queue: int = Field(default=2048, ge=64)
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http:// or https:// URL of an OTLP/HTTP receiver, got {value!r}")
+        return value
+
+
 class Config(Strict):
     state_dir: str = "var"
     llm: LlmConfig = Field(default_factory=LlmConfig)
@@ -120,6 +141,7 @@ class Config(Strict):
     plc: PlcConfig = Field(default_factory=PlcConfig)
     work_orders: WorkOrderConfig = Field(default_factory=WorkOrderConfig)
     mes: MesConfig = Field(default_factory=MesConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     devices: dict[str, DeviceConfig] = Field(default_factory=dict)
     # Set by `load_config`: the file the config came from, or DEMO_SOURCE.
     _source: str | None = PrivateAttr(default=None)

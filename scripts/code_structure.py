@@ -31,7 +31,8 @@ EDGE_ROOMS_BENEATH = {
     "edge.run": {"edge.config"},
     "edge.rules": {"edge.run", "edge.config"},
     "edge.llm": {"edge.run", "edge.config"},
-    "edge.agent": {"edge.run", "edge.rules", "edge.llm", "edge.config"},
+    "edge.telemetry": {"edge.run", "edge.config"},
+    "edge.agent": {"edge.run", "edge.rules", "edge.llm", "edge.config", "edge.telemetry"},
 }
 
 

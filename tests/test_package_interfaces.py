@@ -33,6 +33,7 @@ EXPORTED = {
         "start_local_server",
     },
     "edge.rules": {"RulesPlanner"},
+    "edge.telemetry": {"RunExporter", "trace_id_of"},
     "edge.run": {
         "LAST_EVENTS",
         "PHRASES",

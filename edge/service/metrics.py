@@ -1,7 +1,8 @@
 """Prometheus series of the service and the loop, on the default registry.
 
 The tools register their own series on the same registry (the PLC's reads
-by quality and breaker state live in `tools.plc.metrics`), so `/metrics`
+by quality and breaker state live in `tools.plc.metrics`, the trace export's
+failures and dropped spans in `edge.telemetry.metrics`), so `/metrics`
 shows everything from one place. Run-level series are derived from the
 stored run record after each run, not counted inside the loop: what the
 metrics say and what `fixloop runs` shows cannot disagree.
