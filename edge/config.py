@@ -111,6 +111,14 @@ class ServiceConfig(Strict):
         return self
 
 
+class McpConfig(Strict):
+    # Streamable HTTP sessions at /mcp that one technician token holds open at once; one more is refused
+    # with 429 until the client deletes one (DELETE /mcp) or one idles out, so one token cannot fill memory.
+    max_sessions_per_token: int = Field(default=8, ge=1)
+    # A session with no request in flight for this long is ended and forgotten (its id then answers 404).
+    session_idle_timeout_s: float = Field(default=900.0, gt=0)
+
+
 class TelemetryConfig(Strict):
     # The plant's OpenTelemetry collector, OTLP/HTTP (e.g. http://otel.plant.lan:4318; /v1/traces is added unless
     # the URL ends with it): each finished run goes there as a trace (docs/fleet.md). Unset: no trace leaves the box.
@@ -137,6 +145,7 @@ class Config(Strict):
     llm: LlmConfig = Field(default_factory=LlmConfig)
     loop: LoopConfig = Field(default_factory=LoopConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
     plc: PlcConfig = Field(default_factory=PlcConfig)
     work_orders: WorkOrderConfig = Field(default_factory=WorkOrderConfig)

@@ -25,12 +25,14 @@ from typing import Any
 
 import anyio
 from mcp import types
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from edge.config import Config
@@ -152,13 +154,61 @@ class TechnicianTokens:
         )
 
 
+class SessionCapReached(Exception):
+    """A token asked for one more session than `[mcp] max_sessions_per_token` allows."""
+
+    def __init__(self, cap: int, idle_timeout_s: float):
+        super().__init__(
+            f"this token already holds {cap} open MCP sessions, the most [mcp] max_sessions_per_token allows: "
+            f"end one with DELETE /mcp (its Mcp-Session-Id header), or wait until one has been idle "
+            f"{idle_timeout_s:g} s"
+        )
+
+
+class TokenSessions(StreamableHTTPSessionManager):
+    """The SDK's session manager, with at most `cap` sessions open per token.
+
+    The SDK ends a session on DELETE and after its idle timeout, and forgets it then; its own `max_sessions`
+    bounds all tokens together, so one token could take every place. The cap is checked where the SDK admits
+    a session (`_admit_session`, under its creation lock, pinned by `mcp<3`), so concurrent opening requests
+    cannot slip past it."""
+
+    def __init__(self, app: Server[Any], cap: int, idle_timeout_s: float):
+        super().__init__(app=app, session_idle_timeout=idle_timeout_s)
+        self.cap, self.idle_timeout_s = cap, idle_timeout_s
+
+    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        held = sum(owner == requestor for owner in self._session_owners.values())
+        if requestor is not None and held >= self.cap:
+            raise SessionCapReached(self.cap, self.idle_timeout_s)
+        return super()._admit_session(requestor)
+
+    async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().handle_request(scope, receive, send)
+        except SessionCapReached as refused:
+            # Admission comes before the transport answers anything, so the response is still ours to send.
+            await _json_rpc_error(str(refused), 429)(scope, receive, send)
+
+
+def _json_rpc_error(message: str, status_code: int) -> Response:
+    """An error as the SDK's own session refusals are shaped: a JSON-RPC error without a request id."""
+    body = types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
+    )
+    return Response(body.model_dump_json(exclude_unset=True), status_code=status_code, media_type="application/json")
+
+
 class McpHttpApp:
-    """The streamable HTTP endpoint as one ASGI app; a request without a technician token gets 401.
+    """The streamable HTTP endpoint as one ASGI app; a request without a technician token gets 401, a token's
+    session over `[mcp] max_sessions_per_token` 429, a request for a session that ended (deleted, idle) 404.
 
     The session manager runs in the host's lifespan (`running()`), stopped before the registry closes."""
 
     def __init__(self, registry: ToolRegistry, config: Config):
-        self.sessions = StreamableHTTPSessionManager(app=mcp_server(registry, config))
+        self.sessions = TokenSessions(
+            mcp_server(registry, config), config.mcp.max_sessions_per_token, config.mcp.session_idle_timeout_s
+        )
         self.app = AuthenticationMiddleware(
             RequireAuthMiddleware(self.sessions.handle_request, required_scopes=[]),
             backend=BearerAuthBackend(TechnicianTokens(config.service.technician_tokens)),

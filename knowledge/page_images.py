@@ -14,6 +14,10 @@ Images are cached under names made of the manual's content hash, the page and a 
 is drawn (size, boxes, style), so a manual re-indexed with other content gets new images. Writes
 go to a temporary file renamed into place; the least recently served images leave first once
 the cache outgrows its bound.
+
+Memory is bounded under bursts: pages are drawn by one small pool for the whole process
+(RENDER_WORKERS threads, each holding one page of pixels), requests for a page being drawn share
+its render, and a server awaits `render_later` instead of blocking a thread of its own per request.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import threading
 import time
 import uuid
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +56,11 @@ STYLE = "tint-1"  # part of every cache key: a new look must not be served from 
 
 # PyMuPDF is not thread-safe: one document operation at a time in this process.
 _PYMUPDF = threading.Lock()
+# Pages drawn at once in this process. Each holds a page of pixels and its PNG (~10 MB at 1400 px);
+# the lock above serializes the drawing anyway, so a second worker only overlaps the PNG encoding.
+# Fixed, so a burst of requests queues here instead of growing threads and memory with the burst.
+RENDER_WORKERS = 2
+_RENDERS = ThreadPoolExecutor(max_workers=RENDER_WORKERS, thread_name_prefix="page-render")
 
 
 class PageImageError(Exception):
@@ -118,6 +128,7 @@ class PageImages:
         # Sources whose stat no longer matches the index but whose content was hashed and found
         # the same (a copy, a touch): path -> (size, mtime_ns, sha256). Hashed once, not per request.
         self._verified: dict[Path, tuple[int, int, str]] = {}
+        self._rendering: dict[str, Future[Path]] = {}  # cache key -> its render in the pool
 
     def render_page(self, manual_id: str, page: int, entry: str | None = None) -> Path:
         """The PNG of a page of an indexed manual, with `entry` (a fault code of that manual) highlighted."""
@@ -138,15 +149,40 @@ class PageImages:
         )
 
     def render(self, ref: PageRef) -> Path:
-        path = self.cache_dir / f"{ref.key}.png"
+        return self.cached(ref) or self.render_later(ref).result()
+
+    def cached(self, ref: PageRef) -> Path | None:
+        """The page's image if it is in the cache (marked as served now), else None."""
+        path = self._path(ref)
         try:
             _served(path)
-            return path
         except FileNotFoundError:
-            pass
-        png = self._draw(ref)
-        self._store(path, png)
+            return None
         return path
+
+    def render_later(self, ref: PageRef) -> Future[Path]:
+        """The page's image, drawn in the render pool unless cached meanwhile; concurrent requests for one
+        page share one render."""
+        with self._lock:
+            pending = self._rendering.get(ref.key)
+            if pending is None:
+                pending = self._rendering[ref.key] = _RENDERS.submit(self._render_once, ref)
+        return pending
+
+    def _render_once(self, ref: PageRef) -> Path:
+        try:
+            path = self.cached(ref)
+            if path is None:
+                path = self._path(ref)
+                self._store(path, self._draw(ref))
+            return path
+        finally:
+            # Stored first: a request arriving once this render is forgotten finds the image in the cache.
+            with self._lock:
+                del self._rendering[ref.key]
+
+    def _path(self, ref: PageRef) -> Path:
+        return self.cache_dir / f"{ref.key}.png"
 
     # -- the index -----------------------------------------------------------
 
@@ -242,6 +278,9 @@ class PageImages:
                 return scanlines
             finally:
                 doc.close()
+                # MuPDF keeps decoded fonts and images in its store (up to 256 MB) keyed by the objects of
+                # the document they came from; once it is closed nothing can use them again.
+                pymupdf.TOOLS.store_shrink(100)
 
     # -- the cache -----------------------------------------------------------
 

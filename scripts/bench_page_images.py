@@ -13,14 +13,20 @@ manual without one (up to --pages a manual):
   on uvicorn, loopback, keep-alive; measured once its models are warm): uncached, cached, and 304
   revalidation; and, as their baseline, the same cached PNG files from a bare route on an app of its
   own (no token, no middleware, no index, no checks).
+- memory under bursts: a real `fixloop serve` process on a copy of each index; --bursts times, its page cache
+  emptied first, --clients concurrent clients each ask for every page above, in an order of their own. Its RSS
+  and thread count before (ready, warm, no page served yet: the baseline), at peak, right after the last burst
+  and --settle seconds later.
 Targets: p95 <= 150 ms uncached, <= 10 ms cached.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
+import random
 import shutil
 import sqlite3
 import sys
@@ -35,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 import pymupdf  # noqa: E402
-from bench_support import free_port, pct, wait_warm  # noqa: E402
+from bench_hardening import TECHNICIAN, serve  # noqa: E402
+from bench_support import PeakSampler, free_port, pct, rss_mb, threads, wait_warm  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import Response  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -48,6 +55,7 @@ from edge.service.service import Service  # noqa: E402
 from knowledge.demo import write_demo_manuals  # noqa: E402
 from knowledge.index import build_index  # noqa: E402
 from knowledge.page_images import MAX_HEIGHT_PX, WIDTH_PX, PageImages  # noqa: E402
+from tools.plc.simulator import start_simulator  # noqa: E402
 
 TOKEN = "bench-technician-token"
 UNCACHED_P95_MS = 150.0
@@ -67,6 +75,10 @@ def main() -> int:
     )
     parser.add_argument("--db", type=Path, help="an index of those PDFs to reuse (default: build one, without OCR)")
     parser.add_argument("--pages", type=int, default=12, help="pages without an entry to request per manual")
+    parser.add_argument("--clients", type=int, default=48, help="concurrent clients in a burst")
+    parser.add_argument("--bursts", type=int, default=3, help="bursts, each on an empty page cache")
+    parser.add_argument("--settle", type=float, default=15.0, help="seconds idle before the last memory figure")
+    parser.add_argument("--memory-only", action="store_true", help="only the bursts, not the latency tables")
     args = parser.parse_args()
     load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-page-images-") as tmp:
@@ -83,29 +95,86 @@ def main() -> int:
         console.print(f"[dim]indexes built in {time.perf_counter() - started:.0f} s: {', '.join(indexes)}[/]")
 
         requests = {name: plan(db, name, args.pages) for name, db in indexes.items()}
-        table = Table(title=f"Page images, {WIDTH_PX} px wide (at most {MAX_HEIGHT_PX} px high): ms per page")
-        for column in ("corpus", "stage", "requests", "p50", "p95", "max"):
-            table.add_column(column, justify="left" if column in ("corpus", "stage") else "right")
-        results: dict[tuple[str, str], list[float]] = {}
         for name, todo in requests.items():
-            images = PageImages(indexes[name], work / "cache" / name)
-            results[name, "baseline: open the PDF, load the page"] = timed(todo, open_page)
-            results[name, "baseline: naive render + MuPDF PNG"] = timed(todo, naive_render)
-            results[name, "library, uncached"] = timed(todo, rendering(images))
-            results[name, "library, cached"] = timed(todo, rendering(images))
-            http = over_http(indexes[name], work / "service" / name, todo)
-            results.update({(name, f"HTTP, {stage}"): times for stage, times in http.items()})
-        for (name, stage), times in results.items():
-            table.add_row(
-                name, stage, str(len(times)), f"{pct(times, 0.5):.1f}", f"{pct(times, 0.95):.1f}", f"{max(times):.1f}"
-            )
-        console.print(table)
-        verdicts(results)
+            bursts(indexes[name], work / "bursts" / name, todo, args.clients, args.bursts, args.settle)
+        if not args.memory_only:
+            latencies(indexes, requests, work)
     console.print(
         f"[dim]machine: {os.cpu_count()} cores, load average at start {load_start:.2f}, "
         f"at end {os.getloadavg()[0]:.2f}[/]"
     )
     return 0
+
+
+def latencies(indexes: dict[str, Path], requests: dict[str, list[Request]], work: Path) -> None:
+    table = Table(title=f"Page images, {WIDTH_PX} px wide (at most {MAX_HEIGHT_PX} px high): ms per page")
+    for column in ("corpus", "stage", "requests", "p50", "p95", "max"):
+        table.add_column(column, justify="left" if column in ("corpus", "stage") else "right")
+    results: dict[tuple[str, str], list[float]] = {}
+    for name, todo in requests.items():
+        images = PageImages(indexes[name], work / "cache" / name)
+        results[name, "baseline: open the PDF, load the page"] = timed(todo, open_page)
+        results[name, "baseline: naive render + MuPDF PNG"] = timed(todo, naive_render)
+        results[name, "library, uncached"] = timed(todo, rendering(images))
+        results[name, "library, cached"] = timed(todo, rendering(images))
+        http = over_http(indexes[name], work / "service" / name, todo)
+        results.update({(name, f"HTTP, {stage}"): times for stage, times in http.items()})
+    for (name, stage), times in results.items():
+        table.add_row(
+            name, stage, str(len(times)), f"{pct(times, 0.5):.1f}", f"{pct(times, 0.95):.1f}", f"{max(times):.1f}"
+        )
+    console.print(table)
+    verdicts(results)
+
+
+def bursts(index: Path, state: Path, todo: list[Request], clients: int, count: int, settle_s: float) -> None:
+    """The service's RSS and threads under bursts of page requests; each burst on an empty cache, so it renders."""
+    state.mkdir(parents=True)
+    shutil.copy(index, state / "manuals.sqlite")
+    cache = state / "page-images"
+    plc_port = free_port()
+    sim = start_simulator(load_config(env={}).devices, "127.0.0.1", plc_port)
+    try:
+        with serve(state, plc_port) as (url, pid):
+            before = rss_mb(pid), threads(pid)
+            walls = []
+            with PeakSampler(pid) as peak:
+                for n in range(count):
+                    shutil.rmtree(cache, ignore_errors=True)
+                    started = time.perf_counter()
+                    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+                        seeds = range(n * clients, (n + 1) * clients)
+                        list(pool.map(lambda seed: fetch_all(url, todo, random.Random(seed)), seeds))
+                    walls.append(time.perf_counter() - started)
+            after = rss_mb(pid), threads(pid)
+            time.sleep(settle_s)
+            settled = rss_mb(pid), threads(pid)
+    finally:
+        sim.stop()
+    table = Table(
+        title=f"{todo[0][0]}: fixloop serve, {count} bursts of {clients} clients x {len(todo)} pages, "
+        f"each on an empty cache ({' / '.join(f'{wall:.1f}' for wall in walls)} s a burst)"
+    )
+    for column in ("", "RSS MB", "threads"):
+        table.add_column(column, justify="right" if column else "left")
+    for stage, (rss, running) in [
+        ("baseline: ready, warm, no page yet", before),
+        ("peak", (peak.rss_mb, peak.threads)),
+        ("right after the last burst", after),
+        (f"{settle_s:g} s later", settled),
+    ]:
+        table.add_row(stage, f"{rss:.0f}", str(running))
+    console.print(table)
+
+
+def fetch_all(url: str, todo: list[Request], order: random.Random) -> None:
+    mine = todo[:]
+    order.shuffle(mine)
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TECHNICIAN}"}, timeout=120) as client:
+        for _, sha, _, page, entry in mine:
+            response = client.get(f"/v1/manuals/{sha}/pages/{page}.png", params={"entry": entry} if entry else None)
+            if response.status_code != 200:
+                raise SystemExit(f"page {page} of {sha[:12]}: HTTP {response.status_code} {response.text[:200]}")
 
 
 def plan(db: Path, corpus: str, others: int) -> list[Request]:

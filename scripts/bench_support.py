@@ -1,10 +1,11 @@
-"""What the benchmark scripts share: percentiles, timing a call, a free loopback port, a process's RSS, waiting
-for a service to warm."""
+"""What the benchmark scripts share: percentiles, timing a call, a free loopback port, a process's RSS and threads
+(and their peaks), waiting for a service to warm."""
 
 from __future__ import annotations
 
 import re
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,35 @@ def free_port() -> int:
 def rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
+
+def threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"Threads:\s+(\d+)", status).group(1))
+
+
+class PeakSampler:
+    """A process's RSS (MB) and thread count, sampled every `interval_s` inside the `with` block: their peaks."""
+
+    def __init__(self, pid: int, interval_s: float = 0.02):
+        self.pid, self.interval_s = pid, interval_s
+        self.rss_mb, self.threads = rss_mb(pid), threads(pid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.rss_mb = max(self.rss_mb, rss_mb(self.pid))
+            self.threads = max(self.threads, threads(self.pid))
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def wait_warm(service: Service, timeout_s: float = 300.0) -> None:

@@ -9,8 +9,9 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -177,16 +178,28 @@ def host_app(mcp: McpHttpApp) -> FastAPI:
     return app
 
 
-@pytest.fixture
-def mcp_url(agent_config: Config) -> Iterator[str]:
+@contextmanager
+def serving_mcp(agent_config: Config, **mcp: Any) -> Iterator[str]:
+    """The endpoint on uvicorn for two technician tokens; keyword arguments update `[mcp]`."""
     config = agent_config.model_copy(
-        update={"service": agent_config.service.model_copy(update={"technician_tokens": [TOKEN, OTHER_TOKEN]})}
+        update={
+            "service": agent_config.service.model_copy(update={"technician_tokens": [TOKEN, OTHER_TOKEN]}),
+            "mcp": agent_config.mcp.model_copy(update=mcp),
+        }
     )
     registry = build_registry(config)
     server = ServerThread(host_app(McpHttpApp(registry, config)), "127.0.0.1", free_port()).start()
-    yield f"{server.url}/mcp"
-    server.stop()
-    registry.close()
+    try:
+        yield f"{server.url}/mcp"
+    finally:
+        server.stop()
+        registry.close()
+
+
+@pytest.fixture
+def mcp_url(agent_config: Config) -> Iterator[str]:
+    with serving_mcp(agent_config) as url:
+        yield url
 
 
 def over_http(url: str, token: str | None, session: Any, statuses: list[int] | None = None) -> Any:
@@ -240,40 +253,76 @@ def test_the_http_endpoint_refuses_a_client_without_a_technician_token(mcp_url, 
     assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_an_mcp_session_answers_only_the_token_that_opened_it(mcp_url):
-    accept = {"Accept": "application/json, text/event-stream"}
-    opened = httpx.post(
-        mcp_url,
-        headers={**accept, "Authorization": f"Bearer {TOKEN}"},
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+PROTOCOL = "2025-06-18"
+
+
+def open_session(url: str, token: str) -> httpx.Response:
+    """An `initialize` without a session id: it opens a session, named by the response's Mcp-Session-Id."""
+    return httpx.post(
+        url,
+        headers={**ACCEPT, "Authorization": f"Bearer {token}"},
         json={
             "jsonrpc": "2.0",
             "id": 1,
             "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
+            "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
         },
     )
+
+
+def in_session(url: str, token: str, session_id: str, method: str = "POST") -> httpx.Response:
+    """tools/list in the session (or, with method DELETE, the session's end)."""
+    return httpx.request(
+        method,
+        url,
+        json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"} if method == "POST" else None,
+        headers={
+            **ACCEPT,
+            "Authorization": f"Bearer {token}",
+            "Mcp-Session-Id": session_id,
+            "Mcp-Protocol-Version": PROTOCOL,
+        },
+    )
+
+
+def test_an_mcp_session_answers_only_the_token_that_opened_it(mcp_url):
+    opened = open_session(mcp_url, TOKEN)
     assert opened.status_code == 200
     session_id = opened.headers["mcp-session-id"]
-    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
-    def list_with(token: str) -> httpx.Response:
-        return httpx.post(
-            mcp_url,
-            json=listing,
-            headers={
-                **accept,
-                "Authorization": f"Bearer {token}",
-                "Mcp-Session-Id": session_id,
-                "Mcp-Protocol-Version": "2025-06-18",
-            },
-        )
+    assert in_session(mcp_url, OTHER_TOKEN, session_id).status_code == 404
+    assert in_session(mcp_url, TOKEN, session_id).status_code == 200
 
-    assert list_with(OTHER_TOKEN).status_code == 404
-    assert list_with(TOKEN).status_code == 200
+
+def test_a_token_holds_at_most_its_cap_of_sessions_and_a_deleted_one_frees_a_place(agent_config):
+    with serving_mcp(agent_config, max_sessions_per_token=3) as url:
+        opened = [open_session(url, TOKEN) for _ in range(3)]
+        assert [response.status_code for response in opened] == [200] * 3
+        sessions = [response.headers["mcp-session-id"] for response in opened]
+
+        refused = open_session(url, TOKEN)
+        assert refused.status_code == 429 and "mcp-session-id" not in refused.headers
+        message = refused.json()["error"]["message"]
+        assert "already holds 3 open MCP sessions" in message and "[mcp] max_sessions_per_token" in message
+        assert "DELETE /mcp" in message
+        assert open_session(url, OTHER_TOKEN).status_code == 200  # the cap is each token's own
+        assert all(in_session(url, TOKEN, session).status_code == 200 for session in sessions)  # none was dropped
+
+        assert in_session(url, TOKEN, sessions[0], "DELETE").status_code == 200
+        assert in_session(url, TOKEN, sessions[0]).status_code == 404
+        assert open_session(url, TOKEN).status_code == 200
+        assert open_session(url, TOKEN).status_code == 429
+
+
+def test_an_idle_session_is_ended_and_its_place_freed(agent_config):
+    with serving_mcp(agent_config, max_sessions_per_token=1, session_idle_timeout_s=0.5) as url:
+        idle = open_session(url, TOKEN).headers["mcp-session-id"]
+        assert open_session(url, TOKEN).status_code == 429
+        time.sleep(1.5)
+        assert in_session(url, TOKEN, idle).status_code == 404
+        again = open_session(url, TOKEN)
+        assert again.status_code == 200 and again.headers["mcp-session-id"] != idle
 
 
 def _chain(error: BaseException) -> str:

@@ -8,6 +8,7 @@ page read by the real Tesseract), real indexes with the real SBERT model, and th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -28,9 +29,9 @@ from knowledge.demo import demo_manuals
 from knowledge.demo.render import render_pdf
 from knowledge.embed import Embedder
 from knowledge.index import build_index
-from knowledge.page_images import PageImages
+from knowledge.page_images import RENDER_WORKERS, PageImages
 from knowledge.search import ManualIndex
-from tests.fixtures.service import run_service
+from tests.fixtures.service import TECHNICIAN_TOKEN, run_service
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry
@@ -228,6 +229,16 @@ def test_concurrent_renders_of_one_page_leave_one_whole_image(library, tmp_path)
     assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".png"]  # no temporary file left behind
 
 
+def test_requests_for_a_page_being_rendered_share_its_render(library, tmp_path):
+    images = PageImages(library.index, tmp_path / "cache")
+    ref = images.locate(library.manual_id(HYDRA), 2, "E102")
+    first = images.render_later(ref)
+    assert images.render_later(ref) is first  # a render takes tens of ms: the second asks while it runs
+    path = first.result(timeout=60)
+    assert images.cached(ref) == path and pymupdf.Pixmap(path.read_bytes()).width == 1400
+    assert images.render_later(ref).result(timeout=60) == path  # done: a new request finds it in the cache
+
+
 def test_the_cache_keeps_to_its_bound_dropping_the_least_recently_served(library, tmp_path):
     manual = library.manual_id(HYDRA)
     sizes = [PageImages(library.index, tmp_path / "sizes").render_page(manual, n).stat().st_size for n in (1, 2, 3)]
@@ -281,6 +292,45 @@ def test_a_repeated_request_is_served_from_the_cache_and_a_current_copy_gets_304
     assert current.status_code == 304 and current.content == b"" and current.headers["etag"] == first.headers["etag"]
     stale = client.get(url, params={"entry": "E102"}, headers={"If-None-Match": '"something-else"'})
     assert stale.status_code == 200 and stale.content == first.content
+
+
+def test_a_burst_of_uncached_pages_takes_a_few_threads_not_one_a_request(library, tmp_path):
+    """The service in this process: the threads it serves pages with (AnyIO's workers, the page pools) are
+    counted while 32 requests for uncached pages arrive at once, from one thread of the test's own."""
+    asked = [(HYDRA, 1, "E103"), (HYDRA, 2, "E102"), (HYDRA, 3, None), (HYDRA, 1, None)]
+    asked += [(TURNED, 2, "6065"), (TURNED, 1, None), (SCANNED, 2, "E502"), (SCANNED, 1, None)]
+    pages = [(library.manual_id(file), page, entry) for file, page, entry in asked]
+
+    def serving() -> int:
+        return sum(t.name.startswith(("AnyIO worker", "page-")) for t in threading.enumerate())
+
+    async def burst(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TECHNICIAN_TOKEN}"}) as c:
+            return await asyncio.gather(
+                *[
+                    c.get(f"/v1/manuals/{manual}/pages/{page}.png", params={"entry": entry} if entry else None)
+                    for manual, page, entry in pages * 4
+                ]
+            )
+
+    with run_service(tmp_path / "service", library.index) as running:
+        before, peak, stop = serving(), [0], threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.002):
+                peak[0] = max(peak[0], serving())
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            responses = asyncio.run(burst(running.url))
+        finally:
+            stop.set()
+            sampler.join()
+    assert [r.status_code for r in responses] == [200] * len(pages) * 4
+    for n in range(len(pages)):
+        assert len({r.content for r in responses[n :: len(pages)]}) == 1  # one image per page
+    assert peak[0] - before <= RENDER_WORKERS + 4, (before, peak[0])  # the render pool and the page reads
 
 
 def test_page_images_need_a_technician_token(library, client):

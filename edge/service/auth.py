@@ -9,7 +9,7 @@ missing, not what was sent.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated
 
 from fastapi import Depends, HTTPException
@@ -26,10 +26,11 @@ def token_matches(candidate: str, tokens: Sequence[str]) -> bool:
     return any(results)
 
 
-def require(role: Role, tokens: Sequence[str]) -> Callable[..., None]:
+def require(role: Role, tokens: Sequence[str]) -> Callable[..., Awaitable[None]]:
     """A FastAPI dependency that lets a request through only with one of `tokens`."""
 
-    def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+    # Async though it never awaits: FastAPI runs a sync dependency on a worker thread, one per request.
+    async def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
         if credentials is None:
             raise HTTPException(
                 401,

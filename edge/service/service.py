@@ -97,7 +97,7 @@ class Service:
         self.agent.close()
 
 
-def get_service(request: Request) -> Service:
+async def get_service(request: Request) -> Service:  # async: a sync dependency takes a worker thread a request
     service: Service = request.app.state.service
     return service
 

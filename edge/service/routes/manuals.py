@@ -8,10 +8,12 @@ given URL until the manuals are re-indexed; the ETag lets a tablet revalidate ch
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
 from fastapi import APIRouter, Header, Query
 from fastapi import Path as PathParam
 from fastapi.responses import Response
-from starlette.concurrency import run_in_threadpool
 
 from edge.service.service import ServiceDep
 
@@ -21,6 +23,9 @@ PAGE_PATH = "/v1/manuals/{manual_id}/pages/{n}.png"
 CACHE_CONTROL = "private, max-age=86400"
 MAX_PAGE = 100_000
 MAX_ENTRY_CHARS = 200
+# The route's index and file reads (a few ms each) on a few threads of its own: a burst of page requests
+# waits for these instead of growing the service's shared thread pool by a thread per request.
+_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="page-read")
 
 
 @router.get(
@@ -48,12 +53,17 @@ async def manual_page(
     ),
     if_none_match: str | None = Header(default=None),
 ) -> Response:
-    ref = await run_in_threadpool(service.page_images.locate, manual_id, n, entry)
+    images = service.page_images
+    loop = asyncio.get_running_loop()
+    ref = await loop.run_in_executor(_READS, images.locate, manual_id, n, entry)
     headers = {"Cache-Control": CACHE_CONTROL, "ETag": ref.etag}
     if if_none_match is not None and _matches(if_none_match, ref.etag):
         return Response(status_code=304, headers=headers)
-    image = await run_in_threadpool(service.page_images.render, ref)
-    return Response(image.read_bytes(), media_type="image/png", headers=headers)
+    image = await loop.run_in_executor(_READS, images.cached, ref)
+    if image is None:
+        # Awaited, not waited for on a thread: a burst of uncached pages queues in the images' render pool.
+        image = await asyncio.wrap_future(images.render_later(ref))
+    return Response(await loop.run_in_executor(_READS, image.read_bytes), media_type="image/png", headers=headers)
 
 
 def _matches(if_none_match: str, etag: str) -> bool:
