@@ -222,7 +222,7 @@ def test_a_name_outside_the_api_is_not_an_attribute(package):
 
 def test_importing_the_packages_loads_neither_spacy_nor_torch_nor_pymupdf():
     code = (
-        "import sys, knowledge, tools, tools.plc, tools.work_orders, edge.llm, edge.run, edge.rules; "
+        "import sys, knowledge, tools, tools.plc, tools.work_orders, edge.llm, edge.run, edge.rules, edge.telemetry; "
         "print(sorted(m for m in ('spacy', 'torch', 'fitz', 'sentence_transformers') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
