@@ -57,6 +57,12 @@ def concepts(text: str) -> list[tuple[int, int, str]]:
     return [(match.start(), match.end(), concept.name) for match, concept in _matches(_normalize(text))]
 
 
+def written_form(name: str, language: str) -> str:
+    """How manuals write the concept `name` in `language` ("en" or "zh"): its first variant there."""
+    concept = next(c for c in _concepts() if c.name == name)
+    return (concept.zh if language == "zh" else concept.en)[0]
+
+
 def mentions(text: str, name: str) -> bool:
     """Whether `text` names the concept `name` in either language. Much cheaper than `concepts` on a long
     text: one concept's variants, not the whole glossary's."""

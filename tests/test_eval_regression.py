@@ -1,9 +1,10 @@
 """CI's regression gate: the project's case sets through the rules planner must not score below their baselines.
 
 Runs `fixloop eval tests/eval/cases.jsonl --json --baseline tests/eval/baseline.json`
-(and the same for tests/eval/phrasing.jsonl, questions as technicians type them,
-against tests/eval/phrasing_baseline.json) as CI does, in its own process, on the
-demo plant (PLC simulator in-process, fresh work-order store). After a deliberate
+(and the same for tests/eval/phrasing.jsonl, questions as technicians type them, against
+tests/eval/phrasing_baseline.json, and for tests/eval/phrasing_fresh.jsonl, questions written before
+the rules that answer them, against tests/eval/phrasing_fresh_baseline.json) as CI does, in its own
+process, on the demo plant (PLC simulator in-process, fresh work-order store). After a deliberate
 improvement, record the new baseline with
 `fixloop eval tests/eval/cases.jsonl --write-baseline tests/eval/baseline.json`.
 """
@@ -23,7 +24,11 @@ from edge.evaluation.summary import load_baseline
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT / "tests" / "eval"
-SETS = [(EVAL / "cases.jsonl", EVAL / "baseline.json"), (EVAL / "phrasing.jsonl", EVAL / "phrasing_baseline.json")]
+SETS = [
+    (EVAL / "cases.jsonl", EVAL / "baseline.json"),
+    (EVAL / "phrasing.jsonl", EVAL / "phrasing_baseline.json"),
+    (EVAL / "phrasing_fresh.jsonl", EVAL / "phrasing_fresh_baseline.json"),
+]
 
 
 @pytest.mark.parametrize("cases_file, baseline_file", SETS, ids=[cases.stem for cases, _ in SETS])

@@ -136,6 +136,9 @@ def test_an_opened_plc_breaker_is_queued_once_for_the_mes(make_agent, plc_sim):
         ("5号液压机报警E102", ["E102"], ["5号液压机"]),
         ("The machining centre 7 shows fault 6066", ["fault 6066"], []),  # part of "CNC machining centre 7"
         ("cnc-7 6065", ["6065"], []),
+        ("err-102 on press-3", ["E102"], []),  # a cue word standing for the code's letter
+        ("press-3 flashing ERR 105", ["E105"], []),
+        ("err 07 on press 3", ["err 07"], []),  # not E07: the manual tool finds Err-07 by it
     ],
 )
 def test_lexicon_reads_loosely_typed_codes_and_names_unknown_machines(
@@ -199,6 +202,52 @@ def test_a_value_question_finds_its_sensor_by_the_plants_own_labels_and_units():
     assert sensors_asked("how many bar on the suction side", pump) == ["suction"]
     assert sensors_asked("how hot is it", pump) == ["bearing_temp", "casing_temp"]  # both temperatures
     assert sensors_asked("what colour is it", pump) == []
+    # Asked for every one: all of the kind, or every sensor when no kind is named.
+    assert sensors_asked("every temperature", pump, every=True) == ["bearing_temp", "casing_temp"]
+    assert sensors_asked("all the readings", pump, every=True) == ["bearing_temp", "casing_temp", "flow", "suction"]
+
+
+@pytest.mark.parametrize(
+    "question, asks",
+    [
+        ("is the bearing hot enough?", True),
+        ("suction pressure too low?", True),
+        ("is it flowing more than it should", True),
+        ("轴承温度正常吗", True),
+        ("泵的流量够不够", True),
+        ("every temperature on the pump", True),
+        ("所有温度", True),
+        ("The bearing is too hot to touch", False),  # reported, not asked
+        ("why is the bearing too hot?", False),  # asks for the cause
+        ("it keeps tripping every shift", False),
+    ],
+)
+def test_a_judgement_asked_of_a_value_is_a_value_question(question, asks):
+    from edge.rules.value_questions import asks_for_value
+
+    assert asks_for_value(question) is asks
+
+
+def test_a_follow_up_reads_the_sensors_the_last_answer_named_or_the_other_one_of_their_kind(agent):
+    from edge.run.sessions import session_context
+
+    first = agent.ask("what's the motor temperature on press-3?")
+    session = session_context([first])
+    assert session.device_id == "press-3" and session.sensors == ["motor_temp"]
+    again = agent.run(RunRequest(question="and is that normal?", session=session))
+    assert actions(again) == [PLC] and again.steps[0].args["sensor"] == "motor_temp"
+    other = agent.run(RunRequest(question="那另一个呢？", session=session))
+    assert actions(other) == [PLC] and other.steps[0].args["sensor"] == "oil_temp"  # the press's other °C sensor
+    # Without earlier readings the same words point at nothing: no reading is guessed.
+    fresh = agent.run(RunRequest(question="and is that normal?", session=SessionContext(device_id="press-3")))
+    assert PLC not in actions(fresh)
+
+
+def test_slang_and_spoken_chinese_are_searched_with_the_manuals_own_words(agent):
+    record = agent.ask("液压机触摸屏点了没反应")
+    assert record.steps[0].args["query"] == "液压机触摸屏点了没反应 无反应"
+    record = agent.ask("cnc-7 rattles in the cut")
+    assert record.steps[0].args["query"] == "cnc-7 rattles in the cut vibration"
 
 
 def test_a_value_question_without_a_sensor_word_reads_the_sensor_and_searches_nothing(agent):
@@ -281,3 +330,39 @@ def test_a_chinese_answer_is_chinese_throughout(agent, question):
     answer = agent.ask(question).termination.final_answer
     # Codes, units, file names, device ids and quality names stay as printed; no English sentence does.
     assert not re.search(r"[A-Za-z]{2,}(?:[ ,;:]+[A-Za-z]{2,}){2,}", answer), answer
+
+
+_ENGLISH_SENTENCE = re.compile(r"[A-Za-z]{2,}(?:[ ,;:]+[A-Za-z]{2,}){2,}")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@pytest.mark.parametrize(
+    "question, actor",
+    [
+        ("3号液压机报警 E102，怎么处理？", "technician"),
+        ("7号加工中心主轴振动很大，表面很差", "technician"),
+        ("3号液压机电机有多热？", "technician"),
+        ("给7号加工中心 E210 开一个工单", "operator"),
+    ],
+)
+def test_a_chinese_run_thinks_in_chinese(agent, question, actor):
+    record = agent.ask(question, actor=actor)
+    thoughts = [step.thought for step in record.steps]
+    assert thoughts and all(thoughts)
+    for thought in thoughts:
+        assert _CJK.search(thought) and not _ENGLISH_SENTENCE.search(thought), thought
+
+
+def test_an_english_run_thinks_in_english(agent):
+    record = agent.ask("Open a work order for press-3, fault E102, motor overheating", actor="operator")
+    thoughts = [step.thought for step in record.steps]
+    assert len(thoughts) >= 3 and all(_ENGLISH_SENTENCE.search(t) and not _CJK.search(t) for t in thoughts)
+
+
+def test_the_loops_own_words_follow_the_run_language(make_agent, plc_sim):
+    agent = make_agent(loop={"max_steps": 1})
+    chinese = agent.ask("3号液压机报警 E102，怎么处理？").termination
+    assert chinese.reason == "max_steps" and chinese.missing == ["提前结束：步数预算已用完"]
+    assert "提前结束" in chinese.final_answer and not _ENGLISH_SENTENCE.search(chinese.final_answer)
+    english = agent.ask("Press-3 shows E102, what should I do?").termination
+    assert english.missing == ["stopped early: the step budget ran out"]

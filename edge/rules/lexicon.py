@@ -160,7 +160,7 @@ class Lexicon:
         as the manuals print it; any other code as printed."""
         if any(key in self._known_keys for key in lookup_keys(printed)):
             return printed
-        return self._loose.resolve(reported_code(printed)) or printed
+        return self._loose.resolve(reported_code(printed)) or self._loose.resolve(printed) or printed
 
     def _unknown_devices(self, text: str, terms: list[Mention]) -> list[Mention]:
         """Machines with a number that the plant does not have: "line-4", "press 9", "hydraulic press 9",

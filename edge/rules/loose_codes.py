@@ -5,6 +5,8 @@ zero), `El04` (a letter l for a one) or `6O65`. The code linker reads the
 shapes manuals print; these are looked up instead, never guessed: a token
 counts as a code only when its key, or its key with look-alike characters
 folded (`knowledge.codes.loose_key`), is the key of a code the manuals know.
+A cue word typed before the number can stand for the code's letter: `err-102`
+and `ERR 105` are `E102` and `E105` when the manuals know no `Err-102`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from knowledge.codes import code_key, loose_key
+from knowledge.codes import CUE_EN, code_key, loose_key
 
 # Up to three letters, one separator, then digits or the letters typed for them (O, o, I, l).
 _CANDIDATE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]{1,3}[\s._\-]?)?[0-9OoIl]{2,5}(?![A-Za-z0-9])")
+_CUED_NUMBER = re.compile(rf"^\s*({CUE_EN})[\s._:：#\-]*([0-9OoIl]{{2,5}})\s*$", re.I)
 
 
 class LooseCode(NamedTuple):
@@ -38,7 +41,12 @@ class LooseCodes:
 
     def resolve(self, typed: str) -> str | None:
         """The known code that `typed` is, typed loosely; None if it is none."""
-        return self._exact.get(code_key(typed)) or self._folded.get(_folded(typed))
+        known = self._exact.get(code_key(typed)) or self._folded.get(_folded(typed))
+        cued = _CUED_NUMBER.match(typed) if known is None else None
+        if cued is None:
+            return known
+        lettered = cued.group(1)[0] + cued.group(2)
+        return self._exact.get(code_key(lettered)) or self._folded.get(_folded(lettered))
 
     def find(self, text: str) -> list[LooseCode]:
         """Known codes typed loosely in `text`; offsets are `text`'s (full-width forms are read as NFKC)."""

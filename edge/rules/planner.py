@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from edge.rules.value_questions import asks_for_value, blank_out, sensors_asked, value_phrase_spans
+from edge.rules.value_questions import (
+    asks_every,
+    asks_for_value,
+    asks_other,
+    blank_out,
+    refers_back,
+    sensors_asked,
+    value_phrase_spans,
+)
 from edge.run import (
     PHRASES,
     Decision,
@@ -26,6 +35,8 @@ from edge.run import (
     supporting_ids,
 )
 from knowledge.codes import code_key, lookup_keys
+from knowledge.glossary import concepts as glossary_concepts
+from knowledge.glossary import written_form
 from tools.manual_search.tool import ManualSearchInput, ManualSearchTool
 from tools.observation import Observation
 from tools.plant import DeviceConfig
@@ -54,7 +65,9 @@ _SYMPTOM = re.compile(
     r"\b(hot|overheat\w*|noise|noisy|leak\w*|vibrat\w*|shak\w*|smell\w*|smok\w*|stuck|slow|drops?|dropping|"
     r"won'?t|doesn'?t|does not|fails?|failing|stopp\w*|jam\w*|grind\w*|squeal\w*|alarm|too high|too low|"
     r"abnormal|rough|poor|bad|chatter\w*|wrong)\b"
-    r"|过热|发热|很热|异响|噪音|泄漏|漏油|振动|抖动|冒烟|卡住|无法|不能|停机|报警|很大|很差|异常|过高|过低|太高|太低",
+    r"|过热|发热|很热|异响|噪音|泄漏|漏油|振动|抖动|冒烟|卡住|无法|不能|停机|报警|很大|很差|异常|过高|过低|太高|太低|慢"
+    # What the machine fails to do, as said aloud: 启动不了, 转不起来, 降不下来, 喷不出来, 没反应.
+    r"|不(?:了|起来|下来|上来|出来|下去|上去|过去|进去|动|住|转)|没反应|没动静",
     re.I,
 )
 _CONTENT = re.compile(r"[^\W_]")
@@ -147,15 +160,21 @@ class RulesPlanner:
             codes, sensors = [], []
         entities = [(e.start_char, e.end_char) for e in found.entities]
         asks_value = not alarm and asks_for_value(question)
-        if asks_value and not sensors and not elsewhere:
-            # "How warm is the motor": the device's own labels and units say which sensor is meant.
-            words = blank_out(question, entities)
+        if asks_value and not elsewhere:
+            # "How warm is the motor": the device's own labels and units say which sensor is meant. What
+            # the lexicon found is blanked first, so "how hot and how fast is the spindle" finds the other;
+            # asked for every one of a kind ("every temperature"), the sensor words count again.
+            every = asks_every(question)
+            named = [(e.start_char, e.end_char) for e in found.entities if e.label_ != "SENSOR"] if every else entities
+            words = blank_out(question, named)
             devices = [self._devices[device_id]] if device_id else list(self._devices.values())
-            sensors = [sensor for device in devices for sensor in sensors_asked(words, device)]
+            sensors += [sensor for device in devices for sensor in sensors_asked(words, device, every)]
         # Neither a sensor's own name ("vibration", "振动") nor a value asked for ("how hot") is a symptom.
         rest = blank_out(question, entities + (value_phrase_spans(question) if asks_value else []))
         described = bool(_SYMPTOM.search(rest))
         wants_work_order = bool(_WORK_ORDER_WORDS.search(question)) or state.actor == "mes"
+        if not (sensors or codes or elsewhere or described or wants_work_order):
+            sensors = self._sensors_pointed_at(question, device_id, state.session)
         unclear_value = asks_value and not sensors and not codes and not described and device_id is not None
         # A free question ("where is the canteen") still goes to the manuals; a reading, an order or an
         # unknown machine gets a symptom search only when a symptom is described.
@@ -174,6 +193,18 @@ class RulesPlanner:
             unclear_value=unclear_value,
         )
 
+    def _sensors_pointed_at(self, question: str, device_id: str | None, session: SessionContext) -> list[str]:
+        """A follow-up about the readings the last answer named ("is that normal?", "再读一次"), or about the
+        device's other sensors of their kind ("what about the other one?")."""
+        if device_id is None or device_id != session.device_id or not refers_back(question):
+            return []
+        sensors = self._devices[device_id].sensors
+        earlier = [sensor for sensor in session.sensors if sensor in sensors]
+        if not asks_other(question):
+            return earlier
+        units = {sensors[sensor].unit for sensor in earlier}
+        return [sensor.id for sensor in sensors.values() if sensor.unit in units and sensor.id not in earlier]
+
     def decide(self, state: RunState) -> Decision:
         intent = state.scratch.get("intent")
         if intent is None:
@@ -185,33 +216,27 @@ class RulesPlanner:
         answer = compose_answer(
             state.question, state.observations, self.degraded, self.missing(intent, state), self.notes(intent, state)
         )
-        return Decision(
-            action=FinalAnswer(
-                thought="All triggered tools have answered.", text=answer, evidence=supporting_ids(state.observations)
-            )
-        )
+        thought = PHRASES[language_of(state.question)]["thought_done"]
+        return Decision(action=FinalAnswer(thought=thought, text=answer, evidence=supporting_ids(state.observations)))
 
     def _calls(self, intent: Intent, state: RunState):
         if intent.blank or (intent.unknown_devices and not intent.device_id):
             return
         device = {"device_id": intent.device_id} if intent.device_id else {}
-        edition = {"language": "zh"} if language_of(state.question) == "zh" else {}
+        language = language_of(state.question)
+        words = PHRASES[language]
+        edition = {"language": "zh"} if language == "zh" else {}
         for code in intent.codes:
-            yield ToolCall(
-                f"Fault code {code}: look it up in the manual first.",
-                _MANUAL,
-                {"fault_code": code, **device, **edition},
-            )
+            yield ToolCall(words["thought_code"].format(code=code), _MANUAL, {"fault_code": code, **device, **edition})
         if intent.symptom:
-            yield ToolCall(
-                "A symptom without a code: search the manual by description.",
-                _MANUAL,
-                {"query": _symptom_query(state.question), **device},
-            )
+            yield ToolCall(words["thought_symptom"], _MANUAL, {"query": _symptom_query(state.question), **device})
         if intent.device_id:
+            sensors = self._devices[intent.device_id].sensors
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
+                # A Chinese trace names the sensor by its Chinese label; an English one by its id, as the call does.
+                named = (language == "zh" and sensors[sensor].label_zh) or sensor
                 yield ToolCall(
-                    f"Read {sensor} on {intent.device_id} live.",
+                    words["thought_read"].format(sensor=named, device=intent.device_id),
                     _PLC,
                     {"device_id": intent.device_id, "sensor": sensor},
                 )
@@ -225,11 +250,7 @@ class RulesPlanner:
             and self._listed_for_device(reported, state)
         )
         if wants_order and intent.device_id and reported:
-            thought = (
-                "A work order is asked for and the fault is known."
-                if intent.wants_work_order
-                else "A known fault on a known machine: propose a work order for the technician to confirm."
-            )
+            thought = words["thought_order"] if intent.wants_work_order else words["thought_propose"]
             yield ToolCall(
                 thought,
                 _WORK_ORDER,
@@ -308,17 +329,35 @@ class RulesPlanner:
 
 
 def _symptom_query(question: str) -> str:
-    """The question as a symptom query, within the manual tool's limit: a long one keeps the clauses
-    that describe the symptom, then is cut at a word."""
-    if len(question) <= QUERY_MAX_CHARS:
+    """The question as a symptom query, with the manuals' words for what it says in slang or speech
+    ("rattles" → vibration, "没反应" → 无反应), within the manual tool's limit."""
+    written = _written_forms(question)
+    limit = QUERY_MAX_CHARS - len(written) - 1
+    if not written or limit < QUERY_MAX_CHARS // 2:
+        return _within(question, QUERY_MAX_CHARS)
+    return f"{_within(question, limit)} {written}"
+
+
+def _written_forms(question: str) -> str:
+    """The glossary's written form of each concept the question puts in other words; a form the question
+    already holds, or inflects ("starting"), adds nothing."""
+    language = language_of(question)
+    text = unicodedata.normalize("NFKC", question).lower()
+    forms = [written_form(name, language) for start, end, name in glossary_concepts(text)]
+    return " ".join(dict.fromkeys(form for form in forms if form.lower() not in text))
+
+
+def _within(question: str, limit: int) -> str:
+    """A long question keeps the clauses that describe the symptom, then is cut at a word."""
+    if len(question) <= limit:
         return question
     clauses = [clause.strip() for clause in _CLAUSE.split(question) if _SYMPTOM.search(clause)]
     query = " ".join(clauses) or question
-    if len(query) <= QUERY_MAX_CHARS:
+    if len(query) <= limit:
         return query
-    cut = query[:QUERY_MAX_CHARS]
+    cut = query[:limit]
     space = cut.rfind(" ")
-    return cut[:space] if space > QUERY_MAX_CHARS // 2 else cut
+    return cut[:space] if space > limit // 2 else cut
 
 
 def _summary(code: str, state: RunState) -> str:

@@ -31,6 +31,33 @@ VALUE_PHRASE = re.compile(
     re.I,
 )
 
+# Judging a value asks for it too: "is the oil hot enough", "pressure too low?", "油温正常吗".
+_JUDGEMENT = re.compile(
+    r"\b(?:enough|normal|ok(?:ay)?|fine|alright|usual|expected|in\s+range|within\s+(?:\w+\s+)?(?:limits?|range|spec\w*)"
+    r"|too\s+(?:hot|warm|cold|cool|high|low|fast|slow|much|little|full|empty)"
+    r"|running\s+(?:low|high|hot|warm|cold|dry|fast|slow)"
+    r"|(?:more|less|\w+er)\s+than\s+(?:usual|normal|expected|it\s+should))\b"
+    r"|正常|偏[高低大小]|太[热烫冷快慢高低大小多少]|过[高低快慢热]|够",
+    re.I,
+)
+# A yes/no question: a judgement in one is asked, in a statement it reports ("the motor is too hot to touch").
+_YES_NO = re.compile(
+    r"^\W*(?:is|are|was|were|does|do|did|has|have)\b|[?？]\s*$|[吗么]|是不是|有没有|([\u4e00-\u9fff])不\1",
+    re.I,
+)
+# Asking why or what to do is about the fault, not a value to read.
+_OPEN_QUESTION = re.compile(r"\b(?:why|how\s+come|what|which|where|when|who)\b|为什么|为啥|怎么|什么|哪|几", re.I)
+# Every sensor of a kind, or every reading: "every temperature", "all the readings", "所有温度", "各项读数";
+# the word after the quantifier says it ("every shift" is no reading).
+_EVERY = re.compile(
+    r"\b(?:all|every|each)(?:\s+(?:the|of|its|their))*\s+(?P<what>[\w-]+)|(?:所有|全部|各项|各个|每个|每项)的?(?P<zh>\w{1,4})",
+    re.I,
+)
+_READINGS = re.compile(r"^(?:readings?|values?|sensors?|gauges?|numbers?)$|读数|数值|数据|参数|传感器", re.I)
+# A follow-up points back at the readings the last answer named, or at the other ones of their kind.
+_REFERS_BACK = re.compile(r"\b(?:that|this|it|those|these|them|they|again|same|other|another)\b|这|那|它|另|再", re.I)
+_OTHER = re.compile(r"\b(?:other|another|else)\b|另|别的|其他|其它", re.I)
+
 # What each kind of unit measures, as people ask about it. Chinese has no word boundaries: its
 # quantity words are matched anywhere, so they are the ones that cannot stand for anything else
 # (not 冷 alone: 冷却液 is coolant, not cold).
@@ -46,7 +73,8 @@ _QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"bar", "mbar", "psi", "pa", "kpa", "mpa"}), r"\b(?:pressure|pressurised|pressurized)\b|压力|压强"),
     (
         frozenset({"%"}),
-        r"\b(?:level|full|empty|left|remaining|enough|tank|top(?:ped)?\s+up)\b|液位|剩|还有多少|满|空|够",
+        r"\b(?:level|full|empty|left|remaining|enough|tank|top(?:ped)?\s+up|dry|run(?:ning)?\s+out)\b"
+        r"|液位|剩|还有多少|满|空|够|用完|见底",
     ),
     (frozenset({"mm/s", "in/s", "g", "µm", "um"}), r"\b(?:vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*)\b|振|抖|晃"),
     (frozenset({"a", "ma"}), r"\b(?:current|amps?|amperage)\b|电流"),
@@ -59,21 +87,64 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 
 def asks_for_value(text: str) -> bool:
-    return VALUE_PHRASE.search(text) is not None
+    return (
+        VALUE_PHRASE.search(text) is not None
+        or _judges_value(text)
+        or asks_every(text)  # "所有温度", "every temperature"
+    )
+
+
+def _judges_value(text: str) -> bool:
+    """A yes/no question that judges a value or names a quantity: "is the spindle spinning too fast?",
+    "压力够吗", "切削液快用完了吗"."""
+    if not _YES_NO.search(text) or _OPEN_QUESTION.search(text):
+        return False
+    return _JUDGEMENT.search(text) is not None or _names_quantity(text)
+
+
+def _names_quantity(text: str) -> bool:
+    return any(pattern.search(text) for pattern in _QUANTITY_WORDS)
+
+
+def asks_every(text: str) -> bool:
+    for match in _EVERY.finditer(text):
+        what = match.group("what") or match.group("zh")
+        if _READINGS.search(what) or _names_quantity(what):
+            return True
+    return False
+
+
+def refers_back(text: str) -> bool:
+    """Points at something said before ("is that normal?", "check it again", "这个正常吗", "再读一次")."""
+    return _REFERS_BACK.search(text) is not None
+
+
+def asks_other(text: str) -> bool:
+    """Asks about the rest of a kind ("what about the other one?", "那另一个呢")."""
+    return _OTHER.search(text) is not None
 
 
 def value_phrase_spans(text: str) -> list[tuple[int, int]]:
-    """Where the question asks for a value: its "how hot" is no symptom."""
-    return [match.span() for match in VALUE_PHRASE.finditer(text)]
+    """Where the question asks for a value: its "how hot" and "too low?" are no symptom."""
+    spans = [match.span() for match in VALUE_PHRASE.finditer(text)]
+    if _judges_value(text):
+        # "is the oil hot enough": its "hot" is the value judged, not a motor that is hot.
+        spans += [match.span() for pattern in (_JUDGEMENT, *_QUANTITY_WORDS) for match in pattern.finditer(text)]
+    return spans
 
 
-def sensors_asked(text: str, device: DeviceConfig) -> list[str]:
+def sensors_asked(text: str, device: DeviceConfig, every: bool = False) -> list[str]:
     """The sensors of `device` that `text` asks about, best first; [] when none fits or too many fit equally.
 
     A sensor whose label names the thing asked about and whose unit measures the quantity asked
     for wins; then one whose unit fits; then one whose label fits. `text` should have the device's
-    and the codes' own words blanked out, so "hydraulic press 3" does not count as "hydraulic"."""
+    and the codes' own words blanked out, so "hydraulic press 3" does not count as "hydraulic".
+    Asked for `every` one ("all the temperatures"), all that fit the quantity asked for are meant,
+    and when nothing fits, every sensor of the device."""
     lowered = text.lower()
+    if every:
+        measured = [sensor.id for sensor in device.sensors.values() if _measures(sensor.unit, lowered)]
+        return measured or list(device.sensors)
     scores: dict[str, tuple[bool, bool, int]] = {}
     for sensor in device.sensors.values():
         quantity = _measures(sensor.unit, lowered)

@@ -27,6 +27,7 @@ PHRASES = {
         "where": "{manual}, {version}, p. {page}",
         "scope": "applies to {scope}",
         "steps": "Steps:",
+        "isolation": "First isolate {device} ({sources}), as the plant's lock-out says:",
         "not_found": "Manual: nothing found for {what}. {suggestion}",
         "reading_live": "{label}: {value} {unit} (live at {time}, {quality})",
         "reading_cache": "{label}: {value} {unit} from cache, read at {time}, {age} old — PLC not reachable ({quality})",
@@ -59,6 +60,31 @@ PHRASES = {
         "other_machine": "not a code of this machine: check the device and the code on the HMI",
         "unverified": "The language model's answer could not be verified against the tool results and is not "
         "shown; this answer is assembled from the tool results.",
+        # The run's trace: the planner's thoughts and the loop's own notes, in the question's language too.
+        "thought_code": "Fault code {code}: look it up in the manual first.",
+        "thought_symptom": "A symptom without a code: search the manual by description.",
+        "thought_read": "Read {sensor} on {device} live.",
+        "thought_order": "A work order is asked for and the fault is known.",
+        "thought_propose": "A known fault on a known machine: propose a work order for the technician to confirm.",
+        "thought_done": "All triggered tools have answered.",
+        "stopped_early": "stopped early: {why}",
+        "stop_repeated_action": "the same call was about to be repeated",
+        "stop_repeated_observation": "a tool kept returning the same result",
+        "stop_repeated_call_limit": "the same call was made three times",
+        "stop_max_steps": "the step budget ran out",
+        "stop_time_budget": "the time budget ran out",
+        "stop_takeover": "a technician took over",
+        "set_aside": "The language model was set aside: {why}",
+        "llm_down": "Language model unavailable ({error})",
+        "handover": "{why}; answering in degraded mode with the rules planner.",
+        "fallback_format_errors": "its replies could not be read",
+        "fallback_empty_reply": "it replied with nothing",
+        "fallback_unknown_tool": "it kept calling a tool that does not exist",
+        "fallback_answer_rejected": "its final answer could not be verified against the tool results",
+        "fallback_token_budget": "the run's token budget is used up",
+        "fallback_repeated_calls": "it repeated a call or kept getting the same result",
+        "fallback_max_steps": "it used up the run's steps without an answer",
+        "fallback_time_budget": "it used up the run's time without an answer",
     },
     "zh": {
         "degraded": "降级模式（规则规划器，无语言模型）：答案由工具结果组成。",
@@ -68,6 +94,7 @@ PHRASES = {
         "where": "{manual}，{version}，第 {page} 页",
         "scope": "适用于 {scope}",
         "steps": "处理步骤：",
+        "isolation": "先按工厂的上锁挂牌程序隔离 {device}：",
         # Tools write their messages in English: a Chinese answer says what they mean in its own words.
         "not_found": "手册中未找到相关条目：请核对 HMI 上的故障代码，或换一种说法描述现象。",
         "reading_live": "{label}：{value} {unit}（实时，{time}，{quality}）",
@@ -100,6 +127,30 @@ PHRASES = {
         "which_code": "工单：设备上显示的是哪个故障代码？",
         "other_machine": "不是本机的故障代码，请核对设备和 HMI 上的代码",
         "unverified": "语言模型的答案无法用工具结果核实，未予显示；以下答案由工具结果组成。",
+        "thought_code": "故障代码 {code}：先查维修手册。",
+        "thought_symptom": "有现象、无故障代码：按描述检索维修手册。",
+        "thought_read": "实时读取 {device} 的{sensor}。",
+        "thought_order": "已要求开工单，且故障已知。",
+        "thought_propose": "本机的已知故障：建议创建工单，由技术员确认。",
+        "thought_done": "所需工具均已返回结果。",
+        "stopped_early": "提前结束：{why}",
+        "stop_repeated_action": "即将重复同一调用",
+        "stop_repeated_observation": "工具反复返回相同结果",
+        "stop_repeated_call_limit": "同一调用已执行三次",
+        "stop_max_steps": "步数预算已用完",
+        "stop_time_budget": "时间预算已用完",
+        "stop_takeover": "技术员已接管",
+        "set_aside": "已停用语言模型：{why}",
+        "llm_down": "语言模型不可用（{error}）",
+        "handover": "{why}；改由规则规划器以降级模式回答。",
+        "fallback_format_errors": "其回复无法解析",
+        "fallback_empty_reply": "其回复为空",
+        "fallback_unknown_tool": "其反复调用不存在的工具",
+        "fallback_answer_rejected": "其最终答案无法用工具结果核实",
+        "fallback_token_budget": "本次运行的 token 预算已用完",
+        "fallback_repeated_calls": "其重复调用或反复得到相同结果",
+        "fallback_max_steps": "其用完了本次运行的步数仍未给出答案",
+        "fallback_time_budget": "其用完了本次运行的时间仍未给出答案",
     },
 }
 
@@ -169,6 +220,11 @@ def _describe(obs: Observation, words: dict[str, str], language: str) -> list[st
         elif "fault_code" in f and "title" in f and "manual" in f:
             _flush(lines, steps, words)
             lines.append(_manual_line(f, words))
+        elif "isolation_step" in f:  # the plant's lock-out, in the question's language: before the steps
+            if f["isolation_step"] == 1:
+                sources = ", ".join(f.get("energy_sources") or [])
+                lines.append(words["isolation"].format(device=f.get("device_id"), sources=sources))
+            lines.append(f"  {f['isolation_step']}. {item.text}")
         elif "sensor" in f:
             lines.append(_reading_line(item.text, f, words, language))
         elif "work_order_status" in f:

@@ -56,29 +56,11 @@ from tools.registry import ToolRegistry
 
 EventSink = Callable[[events.RunEvent], None]
 
-WEAK_OR_BUDGET_NOTES = {
-    "repeated_action": "the same call was about to be repeated",
-    "repeated_observation": "a tool kept returning the same result",
-    "repeated_call_limit": "the same call was made three times",
-    "max_steps": "the step budget ran out",
-    "time_budget": "the time budget ran out",
-    "takeover": "a technician took over",
-}
 REPEATED_CALL_LIMIT = 3
 # `LlmPlanner.name`: a rejected answer of the model is announced as such in the answer shown instead.
 LLM_PLANNER = "llm"
 # A second call of a tool that does not exist: the model is not reading the tool list.
 UNKNOWN_TOOL_LIMIT = 2
-FALLBACK_NOTES: dict[FallbackReason, str] = {
-    "format_errors": "its replies could not be read",
-    "empty_reply": "it replied with nothing",
-    "unknown_tool": "it kept calling a tool that does not exist",
-    "answer_rejected": "its final answer could not be verified against the tool results",
-    "token_budget": "the run's token budget is used up",
-    "repeated_calls": "it repeated a call or kept getting the same result",
-    "max_steps": "it used up the run's steps without an answer",
-    "time_budget": "it used up the run's time without an answer",
-}
 # The weak and budget stops that hand a model's run over instead of ending it.
 HANDED_OVER: dict[TerminationReason, FallbackReason] = {
     "repeated_action": "repeated_calls",
@@ -155,6 +137,8 @@ class _Run:
             alarm=request.alarm,
             deadline=deadline,
         )
+        # What the loop itself writes into the trace and the answer, in the question's language.
+        self.words = PHRASES[language_of(request.question)]
         self.calls: Counter[str] = Counter()
         self.unknown_tools = 0
         self.step_limit = loop.limits.max_steps
@@ -272,7 +256,7 @@ class _Run:
                 self.fall_back("token_budget")
             else:
                 reason: FallbackReason = "circuit_open" if isinstance(exc, LlmCircuitOpen) else "llm_unavailable"
-                self.fall_back(reason, f"Language model unavailable ({exc})")
+                self.fall_back(reason, self.words["llm_down"].format(error=exc))
             if self.state.time_left() <= 0:
                 return None
             return self.planner.decide(self.state)
@@ -281,8 +265,8 @@ class _Run:
         """Go on with the rules planner: degraded, and said in the warnings and the answer."""
         if self.planner is self.loop.fallback:
             return
-        why = why or f"The language model was set aside: {FALLBACK_NOTES[reason]}"
-        warning = f"{why}; answering in degraded mode with the rules planner."
+        why = why or self.words["set_aside"].format(why=self.words[f"fallback_{reason}"])
+        warning = self.words["handover"].format(why=why)
         limits = self.loop.limits
         self.step_limit = max(self.step_limit, len(self.record.steps) + limits.handover_steps)
         self.state.deadline = max(self.state.deadline, time.monotonic() + limits.handover_wall_s)
@@ -354,11 +338,13 @@ class _Run:
         observations = self.state.observations
         known = {obs.id for obs in observations}
         supporting = [e for e in (evidence or []) if e in known] or supporting_ids(observations)
-        missing = [] if reason == "final_answer" else [f"stopped early: {WEAK_OR_BUDGET_NOTES[reason]}"]
+        missing = (
+            [] if reason == "final_answer" else [self.words["stopped_early"].format(why=self.words[f"stop_{reason}"])]
+        )
         if answer is None:
             answer = self.composed(missing)
         if any(rejected.planner == LLM_PLANNER for rejected in self.record.rejected_answers):
-            answer = f"{PHRASES[language_of(self.request.question)]['unverified']}\n{answer}"
+            answer = f"{self.words['unverified']}\n{answer}"
         confidences = [obs.confidence for obs in observations if obs.id in supporting]
         confidence = sum(confidences) / len(confidences) if confidences else 0.0
         if reason != "final_answer":

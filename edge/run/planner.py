@@ -31,6 +31,8 @@ class SessionContext:
     device_id: str | None = None
     fault_codes: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    # The sensors the latest run read on `device_id`: what "is that normal?" or "the other one" points at.
+    sensors: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 from edge.run.planner import SessionContext
 from edge.run.record import RunRecord, Step
 from edge.run.store import device_of, fault_codes_of
+from tools.plc.tool import PlcReadTool
 
 MAX_LINES = 8
 MAX_QUESTION_CHARS = 120
@@ -28,7 +29,27 @@ def session_context(records: list[RunRecord]) -> SessionContext:
         codes.extend(fault_codes_of(record))
         lines.extend(summarize_run(record))
     # The latest lines matter most to a follow-up; older ones fall off first.
-    return SessionContext(device_id=device_id, fault_codes=list(dict.fromkeys(codes)), summary=lines[-MAX_LINES:])
+    return SessionContext(
+        device_id=device_id,
+        fault_codes=list(dict.fromkeys(codes)),
+        summary=lines[-MAX_LINES:],
+        sensors=sensors_read(records[-1], device_id) if records else [],
+    )
+
+
+def sensors_read(record: RunRecord, device_id: str | None) -> list[str]:
+    """The sensors `record` read on `device_id`, in order: the readings its answer named, failed ones too
+    (a follow-up "try that again" means them as well)."""
+    return list(
+        dict.fromkeys(
+            str(step.args["sensor"])
+            for step in record.steps
+            if step.action == PlcReadTool.name
+            and isinstance(step.args, dict)
+            and step.args.get("device_id") == device_id
+            and step.args.get("sensor")
+        )
+    )
 
 
 def summarize_run(record: RunRecord) -> list[str]:
