@@ -5,9 +5,16 @@ entries per manual, and search latency p50/p95 — also on an index padded to 50
     python scripts/bench_manuals.py --pdfs devcorpus-pdfs --queries ../shared/devcorpus/queries.jsonl
     python scripts/bench_manuals.py --pdfs DIR --queries FILE --db /tmp/dev.sqlite --reuse   # search only
     python scripts/bench_manuals.py ... --pad 50000     # latency with 50,000 entries and pages
+    python scripts/bench_manuals.py --pdfs A --pdfs B --queries QA --queries QB --folds   # leave-one-manual-out
 
 A hit is the labelled manual and a page within ±1 of a labelled page. Questions of kind
 `none` (scripts/data/unanswerable.jsonl is added by default) must get `not_found`.
+
+`--folds` says how far the ranking and not-found constants (`knowledge.ranking.Tuning`) carry to manuals
+they were not fitted on: for each manual in turn, the constants are fitted (coordinate descent over a grid
+around the model's defaults) on every other manual's questions and scored on its own; the unanswerable
+questions are dealt round the folds, each held out once. It prints the defaults' figures, the figures fitted
+on everything, and the held-out ones: a large gap between the last two is a finding, not a success.
 The PDFs are vendor documents: fetch them per ../shared/devcorpus/SOURCES.md into a
 git-ignored folder; never commit them or their text.
 """
@@ -23,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -39,8 +47,8 @@ UNANSWERABLE = HERE / "data" / "unanswerable.jsonl"
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pdfs", type=Path, required=True)
-    ap.add_argument("--queries", type=Path, required=True)
+    ap.add_argument("--pdfs", type=Path, action="append", required=True, help="a folder of PDFs (repeatable)")
+    ap.add_argument("--queries", type=Path, action="append", required=True, help="labelled questions (repeatable)")
     ap.add_argument("--unanswerable", type=Path, default=UNANSWERABLE)
     ap.add_argument("--db", type=Path, help="index file (default: a temporary one)")
     ap.add_argument("--reuse", action="store_true", help="search the existing --db without building")
@@ -48,6 +56,7 @@ def main() -> int:
     ap.add_argument("--misses", action="store_true", help="print every miss with what came first")
     ap.add_argument("--model", help="sentence-transformers model directory (default: the bundled one)")
     ap.add_argument("--semantic-languages", default="en", help="comma-separated, e.g. en,zh with a multilingual model")
+    ap.add_argument("--folds", action="store_true", help="leave-one-manual-out figures for the fitted constants")
     args = ap.parse_args()
 
     db = args.db or Path(tempfile.mkdtemp()) / "devcorpus.sqlite"
@@ -55,13 +64,17 @@ def main() -> int:
         Embedder(args.model).load()  # the model load is start-up, not indexing
         # Text pages alone first (OCR off), so their rate is not mixed with OCR running beside them.
         text_only = build_index(
-            [args.pdfs], Path(tempfile.mkdtemp()) / "text-only.sqlite", model_path=args.model, ocr=False
+            args.pdfs, Path(tempfile.mkdtemp()) / "text-only.sqlite", model_path=args.model, ocr=False
         )
-        report = build_index([args.pdfs], db, model_path=args.model)
+        report = build_index(args.pdfs, db, model_path=args.model)
         print_build(report, text_only)
-    queries = load(args.queries) + (load(args.unanswerable) if args.unanswerable.exists() else [])
+    queries = [q for path in args.queries for q in load(path)]
+    queries += load(args.unanswerable) if args.unanswerable.exists() else []
     index = ManualIndex(db, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
     index.warm()
+    if args.folds:
+        print_folds(index, queries)
+        return 0
     ranks, times = evaluate(index, queries, args.misses)
     print_recall(ranks)
     print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
@@ -112,6 +125,81 @@ def print_build(report, text_only) -> None:
         )
 
 
+# Each constant is tried at these multiples of the model's default; two sweeps of coordinate descent.
+GRID = (0.8, 0.9, 1.0, 1.12, 1.25)
+SWEEPS = 2
+
+
+def print_folds(index: ManualIndex, queries: list[dict]) -> None:
+    manuals = sorted({q["manual"] for q in queries if q["kind"] != "none"})
+    unanswerable = [i for i, q in enumerate(queries) if q["kind"] == "none"]
+    fold_of = {i: manuals[n % len(manuals)] for n, i in enumerate(unanswerable)}
+    fold_of.update({i: q["manual"] for i, q in enumerate(queries) if q["kind"] != "none"})
+    ranks_of = _Ranks(index, queries)
+    default = index.tuning
+    everything = list(range(len(queries)))
+    fitted = fit(ranks_of, default, everything)
+    held_out: dict[int, int | None] = {}
+    for manual in manuals:
+        train = [i for i in everything if fold_of[i] != manual]
+        tuning = fit(ranks_of, default, train)
+        held_out.update({i: ranks_of(tuning)[i] for i in everything if fold_of[i] == manual})
+        changed = {k: round(v, 3) for k, v in vars(tuning).items() if v != getattr(default, k)}
+        print(f"  fold {manual[:44]:44s} {len(everything) - len(train):3d} held out; fitted: {changed or 'defaults'}")
+    print(f"{len(manuals)} manuals, {len(queries)} questions, {ranks_of.evaluated} constant sets tried")
+    print(f"fitted on everything: { {k: round(v, 3) for k, v in vars(fitted).items()} }")
+    rows = [("defaults", ranks_of(default)), ("fitted", ranks_of(fitted)), ("held-out", held_out)]
+    kinds = sorted({q["kind"] for q in queries})
+    print(f"{'':10s}" + "".join(f"{kind:>10s}" for kind in kinds) + "   (recall@3; none: correctly not_found)")
+    for name, ranks in rows:
+        print(f"{name:10s}" + "".join(f"{_kind_score(queries, ranks, kind):10.2f}" for kind in kinds))
+
+
+class _Ranks:
+    """Each question's rank under a set of constants, searched once per set (folds share most of theirs)."""
+
+    def __init__(self, index: ManualIndex, queries: list[dict]):
+        self.index, self.queries, self.cache, self.evaluated = index, queries, {}, 0
+
+    def __call__(self, tuning) -> dict[int, int | None]:
+        if tuning not in self.cache:
+            self.index.tuning = tuning
+            self.cache[tuning] = {i: rank_of(self.index.query(q["q"], k=5), q) for i, q in enumerate(self.queries)}
+            self.evaluated += 1
+        return self.cache[tuning]
+
+
+def fit(ranks_of: _Ranks, default, train: list[int]):
+    """The constants that score best on `train`: each in turn set to the best of its grid, twice over."""
+    best, best_score = default, _score(ranks_of.queries, ranks_of(default), train)
+    for _ in range(SWEEPS):
+        for name in vars(default):
+            for factor in GRID:
+                candidate = replace(best, **{name: getattr(default, name) * factor})
+                score = _score(ranks_of.queries, ranks_of(candidate), train)
+                if score > best_score + 1e-9:
+                    best, best_score = candidate, score
+    return best
+
+
+def _score(queries: list[dict], ranks: dict[int, int | None], subset: list[int]) -> float:
+    """The mean over kinds of recall@3 (none: not_found): every kind weighs the same, however many it has."""
+    kinds = {queries[i]["kind"] for i in subset}
+    return statistics.mean(_kind_score(queries, ranks, kind, subset) for kind in kinds)
+
+
+def _kind_score(queries: list[dict], ranks: dict[int, int | None], kind: str, subset: list[int] | None = None) -> float:
+    mine = [i for i in (subset if subset is not None else ranks) if queries[i]["kind"] == kind and i in ranks]
+    return sum(1 for i in mine if ranks[i] is not None and ranks[i] <= 3) / len(mine) if mine else float("nan")
+
+
+def rank_of(result, q: dict) -> int | None:
+    """1 for a correct not_found; the rank of the first hit otherwise; None when it missed."""
+    if q["kind"] == "none":
+        return 1 if result.status == "not_found" else None
+    return next((i + 1 for i, hit in enumerate(result.hits) if is_hit(hit, q)), None)
+
+
 def evaluate(index: ManualIndex, queries: list[dict], show_misses: bool) -> tuple[dict[str, list], list[float]]:
     ranks: dict[str, list] = {}
     times = []
@@ -119,10 +207,7 @@ def evaluate(index: ManualIndex, queries: list[dict], show_misses: bool) -> tupl
         started = time.perf_counter()
         result = index.query(q["q"], k=5)
         times.append((time.perf_counter() - started) * 1000)
-        if q["kind"] == "none":
-            rank = 1 if result.status == "not_found" else None
-        else:
-            rank = next((i + 1 for i, hit in enumerate(result.hits) if is_hit(hit, q)), None)
+        rank = rank_of(result, q)
         ranks.setdefault(q["kind"], []).append(rank)
         if show_misses and (rank is None or rank > 3):
             first = result.hits[0] if result.hits else None
