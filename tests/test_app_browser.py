@@ -330,6 +330,10 @@ def test_a_technician_closes_an_order_with_the_fix_and_the_next_occurrence_shows
     # The service's refusal, in its words; the steps before done were taken and stay (a legal status).
     form.get_by_test_id("close-cause").fill("x" * 2001)
     form.get_by_test_id("close-parts").fill("seal kit ×1\nhydraulic oil x 2\n")
+    # Entering in_progress confirms the press isolated; its DC bus reads discharged (tests/test_app_checklist.py).
+    app_service.sim.set_value("press-3", "dc_bus_voltage", 12)
+    form.get_by_test_id("isolation-confirm").check()
+    form.get_by_test_id("isolation-by").fill("J. Weber")
     form.get_by_test_id("close-submit").click()
     expect(form.get_by_test_id("close-error")).to_have_text(
         "Not closed: cause: String should have at most 2000 characters"
@@ -369,9 +373,11 @@ def test_a_technician_closes_an_order_with_the_fix_and_the_next_occurrence_shows
     item = page.get_by_test_id("order-item").filter(has_text=second)
     item.get_by_test_id("close-open").click()
     item.get_by_test_id("close-cause").fill("seal again")
+    item.get_by_test_id("isolation-confirm").check()
     item.get_by_test_id("close-submit").click()
     expect(page.get_by_test_id("orders")).not_to_contain_text(second)
     expect(order.get_by_test_id("order-status")).to_have_text("status done")
+    app_service.sim.end("press-3", "set_value", "dc_bus_voltage")
     page.context.close()
 
 

@@ -49,7 +49,7 @@ def test_demo_box_with_plc_up_and_no_llm_is_ready_in_degraded_mode(ops_state, pl
     checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
     assert [checks[n]["status"] for n in ("index", "plc press-3", "plc cnc-7", "llm")] == ["ok", "ok", "ok", "notice"]
     assert "degraded rules mode" in checks["llm"]["detail"] and "FIXLOOP_LLM_URL" in checks["llm"]["fix"]
-    assert "4/4 sensors read" in checks["plc press-3"]["detail"]
+    assert "5/5 sensors read" in checks["plc press-3"]["detail"]
     assert (
         "records from 8 manual(s)" in checks["index"]["detail"]
         and f"index schema {SCHEMA_VERSION}" in checks["index"]["detail"]

@@ -173,7 +173,7 @@ def test_a_successful_poller_read_closes_the_breaker_inside_its_window(plant_dev
         assert poll_once(poller).no_communication == 1  # the poller probes the open unit, once
         plc_sim.silence("press-3", on=False)
         report = poll_once(poller)
-        assert report.refreshed == 8 and report.skipped == 0
+        assert report.refreshed == 9 and report.skipped == 0
         # Well inside the 10 s window in which the tool itself would not probe, its reads are live again.
         assert tool.gateway.store.all_breakers() == []
         assert read(tool, "press-3", "motor_temp")["source"] == "live"

@@ -23,7 +23,7 @@ def plant_on(port: int, tmp_path) -> dict[str, str]:
 def test_plc_read_poller_and_fault_commands(plc_sim, tmp_path, fixloop):
     fixloop.env(plant_on(plc_sim.port, tmp_path))
     code, out, _ = fixloop("plc", "poll", "--once")
-    assert code == 0 and "refreshed 8/8" in out
+    assert code == 0 and "refreshed 9/9" in out
     control = ControlServer({"press-3": plc_sim, "cnc-7": plc_sim}, "127.0.0.1", 0)
     try:
         url = f"http://127.0.0.1:{control.port}"
@@ -51,7 +51,7 @@ def test_plc_fault_without_a_running_simulator_says_so(tmp_path, fixloop):
 def test_the_old_flat_plc_names_still_work_under_their_own_name(plc_sim, tmp_path, fixloop):
     fixloop.env(plant_on(plc_sim.port, tmp_path))
     code, out, _ = fixloop("poller", "--once")
-    assert code == 0 and "refreshed 8/8" in out
+    assert code == 0 and "refreshed 9/9" in out
     code, out, _ = fixloop("plc-read", "press-3", "coolant_level", "--json")
     assert code == 0 and '"status"' in out
     code, _, err = fixloop("plc-fault", "clear", "--control", "http://127.0.0.1:9")

@@ -13,7 +13,7 @@ def test_poll_once_fills_the_cache_for_every_sensor(plant_devices, plc_sim, tmp_
     gateway = PlcGateway(plant_devices, PlcConfig(read_budget_ms=200), tmp_path / "c.sqlite")
     try:
         report = poll_once(gateway)
-        assert report.refreshed == 8 and report.total == 8
+        assert report.refreshed == 9 and report.total == 9
         for device_id, device in plant_devices.items():
             for sensor_id in device.sensors:
                 assert gateway.store.get_reading(device_id, sensor_id) is not None
@@ -41,14 +41,14 @@ def test_poller_reports_failures_and_probes_an_open_unit_once_per_cycle(plant_de
         plc_sim.silence("press-3")
         plc_sim.exception("cnc-7", "vibration", 2)
         first = poll_once(gateway)
-        # Three press-3 timeouts open the unit breaker; the fourth sensor is skipped.
-        assert (first.refreshed, first.no_communication, first.skipped) == (3, 3, 1)
+        # Three press-3 timeouts open the unit breaker; its fourth and fifth sensors are skipped.
+        assert (first.refreshed, first.no_communication, first.skipped) == (3, 3, 2)
         assert (
             list(first.rejected) == ["cnc-7/vibration"] and "ILLEGAL DATA ADDRESS" in first.rejected["cnc-7/vibration"]
         )
         # Each cycle probes the open unit once; its failure ends the unit's cycle.
         second = poll_once(gateway)
-        assert (second.no_communication, second.skipped) == (1, 3)
+        assert (second.no_communication, second.skipped) == (1, 4)
     finally:
         gateway.close()
 
@@ -63,7 +63,7 @@ def test_poller_thread_runs_cycles_until_stopped(plant_devices, plc_sim, tmp_pat
         time.sleep(0.01)
     poller.stop()
     gateway.close()
-    assert len(cycles) >= 2 and all(c.refreshed == 8 for c in cycles)
+    assert len(cycles) >= 2 and all(c.refreshed == 9 for c in cycles)
     store = PlcStore(tmp_path / "c.sqlite")
     try:
         assert store.get_reading("cnc-7", "spindle_speed") is not None
@@ -102,7 +102,7 @@ def test_poller_thread_survives_a_locked_cache_and_resumes(plant_devices, plc_si
         gateway.close()
     failures = [r for r in caplog.records if "cycle failed" in r.message]
     assert len(failures) >= 2 and "database is locked" in failures[0].exc_text
-    assert cycles and cycles[0].refreshed == 8
+    assert cycles and cycles[0].refreshed == 9
 
 
 def test_poller_thread_survives_a_failing_on_cycle_hook(plant_devices, plc_sim, tmp_path):

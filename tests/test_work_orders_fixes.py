@@ -188,11 +188,11 @@ def test_an_old_database_gains_the_fix_columns_in_place(tmp_path, clock):
     WorkOrderStore(path, clock=clock)
     con = sqlite3.connect(path)
     try:
-        assert con.execute("PRAGMA user_version").fetchone() == (2,)
+        assert con.execute("PRAGMA user_version").fetchone() == (3,)  # fix history, then isolation
         assert con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'work_orders_%' ORDER BY name"
         ).fetchall() == [("work_orders_by_fault_time",), ("work_orders_fixes",), ("work_orders_one_active_key",)]
-        assert [row[1] for row in con.execute("PRAGMA table_info(work_orders)")][-6:] == [
+        assert [row[1] for row in con.execute("PRAGMA table_info(work_orders)")][-9:-3] == [
             "closed_at",
             "closed_by",
             "cause",

@@ -73,6 +73,47 @@ class SensorConfig(Strict):
         return self
 
 
+EnergySource = Literal["electrical", "hydraulic", "pneumatic", "mechanical", "thermal", "chemical", "gravity"]
+
+
+class IsolationStep(Strict):
+    text: str = Field(min_length=1, max_length=500)
+    text_zh: str = Field(default="", max_length=500)
+
+    def in_language(self, language: str | None) -> str:
+        return self.text_zh if language == "zh" and self.text_zh else self.text
+
+
+class ZeroEnergySignal(Strict):
+    """A sensor of the device whose reading says it is de-energised: `below` a value (a DC-bus voltage
+    under 30 V) or `equals` one (a main breaker's state 0)."""
+
+    sensor: str = Field(min_length=1)
+    below: float | None = None
+    equals: float | None = None
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> ZeroEnergySignal:
+        if (self.below is None) == (self.equals is None):
+            raise ValueError("zero_energy needs exactly one of below (e.g. below = 30) or equals (e.g. equals = 0)")
+        return self
+
+    def de_energised(self, value: float) -> bool:
+        return value < self.below if self.below is not None else value == self.equals
+
+    def condition(self) -> str:
+        return f"below {self.below:g}" if self.below is not None else f"equal to {self.equals:g}"
+
+
+class Isolation(Strict):
+    """The plant's own lock-out for a device: what energy it holds, how to isolate it, and the reading that
+    proves it is isolated (optional)."""
+
+    energy_sources: list[EnergySource] = Field(min_length=1)
+    steps: list[IsolationStep] = Field(min_length=1)
+    zero_energy: ZeroEnergySignal | None = None
+
+
 class DeviceConfig(Strict):
     id: str = ""
     name: str = ""
@@ -82,6 +123,17 @@ class DeviceConfig(Strict):
     synonyms: list[str] = Field(default_factory=list)
     plc: PlcEndpoint = Field(default_factory=PlcEndpoint)
     sensors: dict[str, SensorConfig] = Field(default_factory=dict)
+    isolation: Isolation | None = None
+
+    @model_validator(mode="after")
+    def _signal_is_a_sensor(self) -> DeviceConfig:
+        signal = self.isolation.zero_energy if self.isolation else None
+        if signal is not None and signal.sensor not in self.sensors:
+            raise ValueError(
+                f"isolation.zero_energy.sensor {signal.sensor!r} is not one of the device's sensors: "
+                f"{', '.join(self.sensors) or '(none)'}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _no_overlapping_registers(self) -> DeviceConfig:

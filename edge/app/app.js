@@ -170,7 +170,8 @@
       el("span", { class: "chip status-" + order.status, text: order.status }),
       el("div", { class: "muted", text: `${order.device_id} · ${order.fault_code} · ${t("priority", { priority: order.priority })}` }),
       el("div", { text: order.title }),
-      window.FixloopOrderClose.control({ order, place: "list", token: state.token, ui: addOnUi(), onClosed: orderClosed }));
+      window.FixloopOrderClose.control({ order, place: "list", token: state.token, ui: addOnUi(), onClosed: orderClosed,
+        isolation: (device(order.device_id) || {}).isolation }));
   }
 
   function historyItem(run) {
@@ -446,7 +447,7 @@
   // The page viewer, sparkline and close form word their text, later too, in the language they were drawn in.
   function addOnUi() {
     const lang = state.lang;
-    return { el, t: (key, vars) => inLang(lang, () => t(key, vars)) };
+    return { el, lang, t: (key, vars) => inLang(lang, () => t(key, vars)) };
   }
 
   // Marked up in its language too: Chinese text in an English page would be set with Japanese glyph forms.
@@ -612,8 +613,8 @@
   async function flushWrites() {
     clearTimeout(flushRetry);
     if (!navigator.onLine || !state.token) return;
-    await Connection.flushWrites(state.token, (item) => window.FixloopFeedback.settle(item),
-      (item, err) => window.FixloopFeedback.settle(item, err));
+    const settle = (item, err) => { window.FixloopFeedback.settle(item, err); window.FixloopChecklist.settle(item, err); };
+    await Connection.flushWrites(state.token, (item) => settle(item), settle);
     if (Connection.writes.list().length) flushRetry = setTimeout(flushWrites, Connection.retryDelay(flushAttempt++));
     else flushAttempt = 0;
   }
@@ -714,8 +715,13 @@
         ? el("button", { type: "button", id: "confirm", class: "primary", "data-testid": "confirm", onclick: confirmOrder, text: t("confirm") })
         : null,
       order.work_order_id && !pending
+        ? window.FixloopChecklist.control({ order: { id: order.work_order_id, device_id: order.device_id },
+          observations: run.events.filter((e) => e.type === "observation").map((e) => e.observation),
+          token: state.token, ui: addOnUi(), flush: flushWrites })
+        : null,
+      order.work_order_id && !pending
         ? window.FixloopOrderClose.control({ order: { id: order.work_order_id, status: order.work_order_status, device_id: order.device_id },
-          place: "card", token: state.token, ui: addOnUi(), onClosed: orderClosed })
+          place: "card", token: state.token, ui: addOnUi(), onClosed: orderClosed, isolation: (device(order.device_id) || {}).isolation })
         : null);
   }
 

@@ -3,6 +3,7 @@
     fixloop work-orders list --status open
     fixloop work-orders show WO-3F9A1C2B7D4E5F60
     fixloop work-orders set-status WO-3F9A1C2B7D4E5F60 acknowledged
+    fixloop work-orders set-status WO-3F9A1C2B7D4E5F60 in_progress --isolation-confirmed --by "J. Weber"
     fixloop work-orders set-status WO-3F9A1C2B7D4E5F60 done --cause "coolant filter clogged" \
         --remedy "replaced the filter" --part FLT-200=1 --note "filter was 2 months overdue"
 """
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -19,8 +23,12 @@ from rich.table import Table
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
 from edge.config import Config
-from tools.work_orders.model import CLOSED_STATUSES, TRANSITIONS, Fix, WorkOrder, WorkOrderError
+from tools.work_orders.model import CLOSED_STATUSES, ISOLATING_STATUS, TRANSITIONS, Fix, WorkOrder, WorkOrderError
 from tools.work_orders.store import WorkOrderStore
+
+if TYPE_CHECKING:
+    from edge.service.isolation import Reader, SensorRead
+    from edge.service.schemas import StatusChange
 
 STATUS_STYLE = {"open": "yellow", "acknowledged": "cyan", "in_progress": "blue", "done": "green", "cancelled": "dim"}
 
@@ -59,6 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"a part used, with its quantity after '=' (repeat for each), {closing}; e.g. --part 6205-2RS=2",
     )
     set_status.add_argument("--note", help=f"free text, {closing}")
+    set_status.add_argument(
+        "--isolation-confirmed",
+        action="store_true",
+        help="with in_progress: the device is isolated (locked out); refused while its zero-energy signal reads "
+        "energised or cannot be read",
+    )
+    set_status.add_argument("--by", help="who confirmed the isolation (a name or badge number)")
     set_status.set_defaults(func=run_orders_set_status)
 
 
@@ -120,6 +135,20 @@ def _print_order(order: WorkOrder, console: Console) -> None:
     )
     if order.alarm:
         console.print(f"MES alarm: {json.dumps(order.alarm, ensure_ascii=False)}")
+    if order.isolation_confirmed_at:
+        reading = order.isolation_reading
+        seen = f" ({reading.label} {reading.value:g} {reading.unit}, {reading.quality})" if reading else ""
+        console.print(
+            f"isolation confirmed {order.isolation_confirmed_at} by {order.isolation_confirmed_by}{seen}",
+            markup=False,
+            highlight=False,
+        )
+    for tick in order.checklist:
+        read = f" — {tick.reading.value} {tick.reading.unit} ({tick.reading.quality})" if tick.reading else ""
+        mark = "x" if tick.done else " "
+        console.print(
+            f"  [{mark}] {tick.step_key} {tick.text}{read} · {tick.by} {tick.at}", markup=False, highlight=False
+        )
     if order.closed_at:
         console.print(f"closed {order.closed_at} by {order.closed_by}")
     parts = ", ".join(part.label() for part in order.parts)
@@ -131,13 +160,64 @@ def _print_order(order: WorkOrder, console: Console) -> None:
 
 
 def run_orders_set_status(args: argparse.Namespace, config: Config) -> int:
+    from edge.service.isolation import IsolationGate  # the service's imports: only for a move
+
+    change = _change(args)
+    with _plc_reads(config) as read:
+        gate = IsolationGate(order_store(config), config.devices, read, config.work_orders.require_isolation)
+        try:
+            order = gate.move(args.work_order_id, change, args.actor)
+        except WorkOrderError as exc:
+            raise CliError(str(exc)) from None
+    Console().print(f"{order.id} is now [bold]{order.status}[/]; the MES is told through the outbox.")
+    if order.status == ISOLATING_STATUS and order.isolation_confirmed_by:
+        reading = order.isolation_reading
+        seen = f": {reading.label} {reading.value:g} {reading.unit} ({reading.quality})" if reading else ""
+        Console().print(f"isolation confirmed by {order.isolation_confirmed_by}{seen}", markup=False, highlight=False)
+    return 0
+
+
+@contextmanager
+def _plc_reads(config: Config) -> Iterator[Reader]:
+    """Reads through the agent's PLC tool, opened on the first read (most moves read nothing)."""
+    from edge.service.isolation import read_sensor
+    from tools.plc.tool import PlcReadTool
+    from tools.registry import ToolRegistry
+
+    opened: list[ToolRegistry] = []
+
+    def read(device_id: str, sensor: str) -> SensorRead:
+        if not opened:
+            opened.append(
+                ToolRegistry([PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file))])
+            )
+        return read_sensor(opened[0], device_id, sensor, "operator")
+
+    try:
+        yield read
+    finally:
+        for registry in opened:
+            registry.close()
+
+
+def _change(args: argparse.Namespace) -> StatusChange:
+    """The move as the API's contract, each error named by the option it came from."""
+    from edge.service.schemas import StatusChange
+
     fix = _fix(args)
     try:
-        order = order_store(config).set_status(args.work_order_id, args.status, actor=args.actor, fix=fix)
-    except WorkOrderError as exc:
-        raise CliError(str(exc)) from None
-    Console().print(f"{order.id} is now [bold]{order.status}[/]; the MES is told through the outbox.")
-    return 0
+        return StatusChange.model_validate(
+            {
+                "status": args.status,
+                **fix.model_dump(),
+                "isolation_confirmed": True if args.isolation_confirmed else None,
+                "by": args.by,
+            }
+        )
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        option = "--isolation-confirmed" if "isolation" in error["msg"] else f"--{args.status}"
+        raise CliError(f"{option}: {error['msg'].removeprefix('Value error, ')}") from None
 
 
 def _fix(args: argparse.Namespace) -> Fix:

@@ -24,6 +24,7 @@ from edge.service.alarms import alarm_handler
 from edge.service.auth import require
 from edge.service.body_limit import BodyLimit
 from edge.service.errors import install_error_handlers
+from edge.service.isolation import IsolationGate
 from edge.service.mes import ALARMS_PATH, build_mes_router
 from edge.service.request_ids import RequestIds
 from edge.service.routes import admin, health, manuals, plant, runs
@@ -94,6 +95,7 @@ def mes_router(service: Service) -> APIRouter:
         known_devices=list(config.devices),
         tolerance_s=config.mes.tolerance_s,
         replay_ttl_s=config.mes.replay_ttl_s,
+        isolation=IsolationGate.of(service, actor="mes"),
     )
 
 

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from edge.service.isolation import IsolationGate
 from edge.service.schemas import StatusChange
 from edge.service.webhooks import SignedWebhooks
 from tools.plant import UnknownDevice
@@ -74,10 +75,13 @@ def build_mes_router(
     replay_ttl_s: float = 86400.0,
     claim_timeout_s: float = 60.0,
     clock: Callable[[], float] = time.time,
+    isolation: IsolationGate | None = None,
 ) -> APIRouter:
     """`handle_alarm` runs the agent on a verified alarm and returns the JSON response body
     (the work order and the run id); it is called at most once per webhook-id. Status changes
-    are applied to `store` directly, as the MES's."""
+    are applied to `store` as the MES's, through `isolation` (the plant's lock-out rules; without one,
+    a confirmation is recorded as sent and nothing is read)."""
+    gate = isolation or IsolationGate(store)
     webhooks = SignedWebhooks(
         verify_secrets,
         store,
@@ -99,12 +103,12 @@ def build_mes_router(
     @router.post(STATUS_PATH)
     async def receive_status(request: Request) -> JSONResponse:
         return await webhooks.handle(
-            request, MesStatusChange.model_validate_json, partial(change_status, store), "status change"
+            request, MesStatusChange.model_validate_json, partial(change_status, gate), "status change"
         )
 
     return router
 
 
-def change_status(store: WorkOrderStore, change: MesStatusChange) -> dict[str, Any]:
-    order = store.set_status(change.work_order_id, change.status, "mes", change.fix())
+def change_status(gate: IsolationGate, change: MesStatusChange) -> dict[str, Any]:
+    order = gate.move(change.work_order_id, change, "mes")
     return {"work_order": order.model_dump(mode="json")}

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from edge.run import Confirmation, Feedback, RunRecord
-from tools.work_orders.model import Fix, OrderStatus, check_fix
+from tools.plant import Isolation
+from tools.work_orders.model import (
+    CLIENT_TICK_ID_PATTERN,
+    ISOLATING_STATUS,
+    STEP_KEY_PATTERN,
+    Fix,
+    Name,
+    OrderStatus,
+    WorkOrder,
+    check_fix,
+)
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 # At least 8 characters: keys are unique across the plant, not per tablet, so a counter will not do.
@@ -58,14 +68,66 @@ class StatusChange(Fix):
     status: OrderStatus = Field(
         description="the status to move to: acknowledged, in_progress, then done; or cancelled", examples=["done"]
     )
+    isolation_confirmed: bool | None = Field(
+        default=None,
+        strict=True,
+        description="with in_progress: the device is isolated (the plant's lock-out steps done); refused while "
+        "its zero-energy signal reads energised or cannot be read. Required by [work_orders] require_isolation",
+    )
+    by: Name | None = Field(default=None, description="who confirmed the isolation: a name or badge number")
 
     @model_validator(mode="after")
     def _fix_only_when_closing(self) -> StatusChange:
         check_fix(self.status, self.fix())
         return self
 
+    @model_validator(mode="after")
+    def _isolation_when_starting(self) -> StatusChange:
+        if self.isolation_confirmed is not None and self.status != ISOLATING_STATUS:
+            raise ValueError(f"isolation_confirmed goes with the move to {ISOLATING_STATUS}, not to {self.status}")
+        if self.isolation_confirmed and self.by is None:
+            raise ValueError("isolation_confirmed needs by: the name of who isolated the device")
+        return self
+
     def fix(self) -> Fix:
         return Fix.model_validate(self.model_dump(include=set(Fix.model_fields)))
+
+
+class ChecklistTickBody(BaseModel):
+    """A tick (or untick) of one step of the remedy shown on the tablet for the run's work order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client_tick_id: str = Field(
+        pattern=CLIENT_TICK_ID_PATTERN,
+        description="idempotency key, unique across the plant (a random one); a tick sent again with it is applied "
+        "once, and the same key with another step or state is refused (409)",
+        examples=["lx3k9f2a-8c1e4b7d90af12c3"],
+    )
+    step_key: str = Field(
+        pattern=STEP_KEY_PATTERN,
+        description="which step: isolation:<n> (the plant's isolation steps) or step:<n> (the manual's)",
+        examples=["step:4"],
+    )
+    text: str = Field(
+        min_length=1, max_length=500, description="the step as shown", examples=["Read the motor temperature"]
+    )
+    done: bool = Field(strict=True, description="ticked (true) or unticked (false)")
+    by: Name = Field(description="who ticked it: a name or badge number")
+    ticked_at: AwareDatetime | None = Field(
+        default=None, description="the tablet's time of the tick (a queued offline tick reaches the service later)"
+    )
+    sensor: str | None = Field(
+        default=None,
+        max_length=80,
+        description="the sensor the step names (e.g. motor_temp): read through the PLC tool and kept with the tick",
+    )
+
+
+class TickResult(BaseModel):
+    work_order: WorkOrder
+    # False when this client_tick_id had been applied before: nothing changed.
+    applied: bool
 
 
 class SensorView(BaseModel):
@@ -82,6 +144,8 @@ class DeviceView(BaseModel):
     vendor: str
     model: str
     sensors: list[SensorView]
+    # The plant's lock-out for the device: the tablet asks for it to be confirmed before the work starts.
+    isolation: Isolation | None = None
 
 
 class ToolView(BaseModel):

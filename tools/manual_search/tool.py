@@ -19,6 +19,7 @@ from knowledge.safety import for_entry
 from knowledge.search import IndexMissing, ManualIndex
 from tools import plant
 from tools.contract import Item, Tool, ToolContext, ToolOutput
+from tools.manual_search.isolation import isolation_items
 from tools.plant import DeviceConfig, find_device, unknown_device
 
 SYMPTOM_HITS = 3
@@ -104,6 +105,11 @@ class ManualSearchTool(Tool):
             "label",
             "applies",
             "electrical",
+            # The plant's isolation steps (tools.manual_search.isolation).
+            "isolation_step",
+            "device_id",
+            "energy_sources",
+            "source",
         }
     )
     prompt_fields = frozenset(
@@ -123,6 +129,7 @@ class ManualSearchTool(Tool):
             "snippet",
             "ocr",
             "signal_word",
+            "isolation_step",
         }
     )
     timeout_s = 2.0
@@ -160,11 +167,13 @@ class ManualSearchTool(Tool):
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, ManualSearchInput)  # the registry validated args against input_model
         scope = Scope()
+        device: DeviceConfig | None = None
         if args.device_id is not None:
             device_id = find_device(self._devices, args.device_id)
             if device_id is None:
                 return unknown_device(self._devices, args.device_id, self.name)
-            scope = plant.scope(self._devices[device_id])
+            device = self._devices[device_id]
+            scope = plant.scope(device)
         degraded = False
         try:
             if args.fault_code is not None:
@@ -186,7 +195,7 @@ class ManualSearchTool(Tool):
                 "Answer without the manuals and say so; an operator must build the manual index.",
                 source=self.name,
             )
-        return _output(result, degraded, self._index.safety)
+        return _output(result, degraded, self._index.safety, device, args.language)
 
     def _warm_in_background(self) -> None:
         with self._warm_lock:
@@ -206,8 +215,15 @@ class ManualSearchTool(Tool):
                 raise
 
 
-def _output(result: SearchResult, degraded: bool, safety: Callable[[str], list[SafetyStatement]]) -> ToolOutput:
-    """`safety`: a manual's hazard statements by its id."""
+def _output(
+    result: SearchResult,
+    degraded: bool,
+    safety: Callable[[str], list[SafetyStatement]],
+    device: DeviceConfig | None = None,
+    language: str | None = None,
+) -> ToolOutput:
+    """`safety`: a manual's hazard statements by its id; `device`: the machine asked about, whose isolation
+    steps come before a hands-on remedy's steps (once, with the first entry that applies to it)."""
     if result.status == "not_found":
         return ToolOutput(
             status="not_found",
@@ -217,6 +233,7 @@ def _output(result: SearchResult, degraded: bool, safety: Callable[[str], list[S
             source="manuals",
         )
     items: list[Item] = []
+    isolated = False
     if result.message:
         items.append(Item(kind="text", text=result.message))
     for rank, hit in enumerate(result.hits):
@@ -225,6 +242,10 @@ def _output(result: SearchResult, degraded: bool, safety: Callable[[str], list[S
             # The hazards of doing the work come before the work.
             if hit.kind == "entry":
                 items.extend(_safety(hit, s) for s in for_entry(safety(hit.manual_sha256), hit.fault_code, hit.steps))
+                applies = not isolated and hit.applies_to_device is not False
+                lockout = isolation_items(device, hit.steps, language) if applies else []
+                items.extend(lockout)
+                isolated = isolated or bool(lockout)
             items.extend(
                 Item(
                     kind="step",

@@ -12,6 +12,9 @@ class WorkOrderConfig(BaseModel):
 
     # Tablet flow: park new orders until a technician confirms them.
     require_confirmation: bool = False
+    # Lock-out: an order enters in_progress only with the device's isolation confirmed (who, and the
+    # zero-energy reading where the device maps one); off, a confirmation is recorded when one is given.
+    require_isolation: bool = False
     store_file: str = "work_orders.sqlite"
     # Several workers, the service and the CLI share the file; wait this long for its write lock.
     busy_timeout_ms: int = Field(default=5000, ge=0)

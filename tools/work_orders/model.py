@@ -35,6 +35,8 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "done": (),
     "cancelled": (),
 }
+# The move that starts the hands-on work: the one a confirmation that the device is isolated goes with.
+ISOLATING_STATUS = "in_progress"
 # MES alarm severity (ISA-18.2 style) to work-order priority.
 SEVERITY_PRIORITY: dict[str, str] = {"low": "low", "medium": "medium", "high": "high", "critical": "urgent"}
 
@@ -51,6 +53,11 @@ class WorkOrderNotFound(WorkOrderError):
 
 class IllegalTransition(WorkOrderError):
     pass
+
+
+class ChecklistConflict(IllegalTransition):
+    """A tick the order's state or its recorded ticks do not allow: on a closed order, or a client_tick_id
+    already applied with another step or state."""
 
 
 def _blank_is_none(value: Any) -> Any:
@@ -123,6 +130,54 @@ def check_fix(status: str, fix: Fix | None) -> None:
         )
 
 
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+# Unique across the plant, as a question's client_request_id: a tablet's random id, not a counter.
+CLIENT_TICK_ID_PATTERN = r"^[A-Za-z0-9_.:-]{8,64}$"
+# What a checklist step is: one of the plant's isolation steps or one of the manual entry's remedy steps.
+STEP_KEY_PATTERN = r"^(isolation|step):[1-9][0-9]{0,2}$"
+
+
+class RecordedReading(BaseModel):
+    """A sensor reading kept on an order as it was read (the PLC tool's value, unit and quality): the
+    zero-energy signal when isolation was confirmed, or the sensor a checklist step names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device_id: str
+    sensor: str
+    label: str = ""
+    value: float | None
+    unit: str = ""
+    quality: str
+    source: str
+    ts_ms: int | None = None
+
+
+class IsolationConfirmation(BaseModel):
+    """Who confirmed the device isolated (locked out, de-energised) when the order entered in_progress,
+    and what its zero-energy signal read then, where the plant maps one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: Name
+    reading: RecordedReading | None = None
+
+
+class ChecklistTick(BaseModel):
+    """One tick (or untick) of a step of the remedy on the tablet, in the order it was applied."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client_tick_id: str = Field(pattern=CLIENT_TICK_ID_PATTERN)
+    step_key: str = Field(pattern=STEP_KEY_PATTERN, description="isolation:<n> or step:<n>, e.g. step:4")
+    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+    done: bool = Field(strict=True)
+    by: Name
+    at: str  # when the service applied it
+    ticked_at: str | None = None  # the tablet's clock when ticked, which differs from `at` for a tick queued offline
+    reading: RecordedReading | None = None
+
+
 class WorkOrder(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -148,6 +203,12 @@ class WorkOrder(BaseModel):
     remedy: str | None = None
     parts: list[Part] = []
     note: str | None = None
+    # Set when the order entered in_progress with the device's isolation confirmed.
+    isolation_confirmed_at: str | None = None
+    isolation_confirmed_by: str | None = None
+    isolation_reading: RecordedReading | None = None
+    # The remedy's steps as ticked on the tablet, oldest first; a step's state is its latest tick.
+    checklist: list[ChecklistTick] = []
 
 
 class ReportedFix(BaseModel):

@@ -28,14 +28,19 @@ from knowledge.codes import fault_key
 from tools.work_orders.model import (
     ACTIVE_STATUSES,
     CLOSED_STATUSES,
+    ISOLATING_STATUS,
     PRIORITIES,
     TRANSITIONS,
+    ChecklistConflict,
+    ChecklistTick,
     Fix,
     FixHistory,
     IllegalTransition,
+    IsolationConfirmation,
     OutboxRow,
     Part,
     PastFix,
+    RecordedReading,
     ReportedFix,
     WorkOrder,
     WorkOrderError,
@@ -79,6 +84,13 @@ PAST_FIXES_SQL = (
 REPORTED_FIXES_SQL = (
     "SELECT * FROM reported_fixes WHERE fault_key = ? AND device_id = ? ORDER BY closed_at DESC, id DESC LIMIT ?"
 )
+# `PRAGMA user_version` once orders record who confirmed the device isolated (`_add_isolation`).
+ISOLATION_VERSION = 3
+ISOLATION_COLUMNS = {
+    "isolation_confirmed_at": "TEXT",
+    "isolation_confirmed_by": "TEXT",
+    "isolation_reading": "TEXT",
+}
 RECENT_ORDERS_SQL = "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_key = ? AND created_at >= ?"
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
@@ -128,6 +140,20 @@ CREATE TABLE IF NOT EXISTS reported_fixes (
     closed_by TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS reported_fixes_by_fault ON reported_fixes (fault_key, device_id, closed_at, id);
+-- The remedy's steps ticked on the tablet; client_tick_id (plant-unique) applies a resent tick once.
+CREATE TABLE IF NOT EXISTS checklist_ticks (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    client_tick_id TEXT NOT NULL UNIQUE,
+    work_order_id TEXT NOT NULL REFERENCES work_orders (id),
+    step_key TEXT NOT NULL,
+    text TEXT NOT NULL,
+    done INTEGER NOT NULL CHECK (done IN (0, 1)),
+    by TEXT NOT NULL,
+    at TEXT NOT NULL,
+    ticked_at TEXT,
+    reading TEXT
+);
+CREATE INDEX IF NOT EXISTS checklist_ticks_by_order ON checklist_ticks (work_order_id, seq);
 CREATE TABLE IF NOT EXISTS inbound_webhooks (
     webhook_id TEXT PRIMARY KEY,
     state TEXT NOT NULL CHECK (state IN ('processing', 'done')),
@@ -151,6 +177,7 @@ class WorkOrderStore:
             con.executescript(_SCHEMA)
             _rekey(con)
             _add_fix_history(con)
+            _add_isolation(con)
         finally:
             con.close()
 
@@ -253,12 +280,12 @@ class WorkOrderStore:
                     ORDER BY id = ? DESC LIMIT 1""",
                 (new_id, device_id, key, new_id),
             ).fetchone()
-            return _order(row), False
+            return _with_checklists(con, [row])[0], False
 
     def get(self, work_order_id: str) -> WorkOrder | None:
         with self._read() as con:
             row = con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()
-        return _order(row) if row else None
+            return _with_checklists(con, [row])[0] if row else None
 
     def active_for(self, device_id: str, fault_code: str) -> WorkOrder | None:
         with self._read() as con:
@@ -266,7 +293,7 @@ class WorkOrderStore:
                 f"SELECT * FROM work_orders WHERE device_id = ? AND fault_key = ? AND status IN ({_ACTIVE_SQL})",
                 (device_id, fault_key(normalize_fault_code(fault_code))),
             ).fetchone()
-        return _order(row) if row else None
+            return _with_checklists(con, [row])[0] if row else None
 
     def list(self, statuses: Sequence[str] = (), device_id: str | None = None, limit: int = 100) -> list[WorkOrder]:
         """The newest orders in any of `statuses` (all when empty), filtered in SQL so `limit` counts matches."""
@@ -284,15 +311,28 @@ class WorkOrderStore:
         sql = "SELECT * FROM work_orders" + (" WHERE " + " AND ".join(where) if where else "")
         with self._read() as con:
             rows = con.execute(sql + " ORDER BY created_at DESC, id LIMIT ?", (*params, limit)).fetchall()
-        return [_order(row) for row in rows]
+            return _with_checklists(con, rows)
 
-    def set_status(self, work_order_id: str, status: str, actor: str, fix: Fix | None = None) -> WorkOrder:
+    def set_status(
+        self,
+        work_order_id: str,
+        status: str,
+        actor: str,
+        fix: Fix | None = None,
+        isolation: IsolationConfirmation | None = None,
+    ) -> WorkOrder:
         """Move an order along its lifecycle. Entering a closed status stamps `closed_at` and `closed_by` and
         keeps `fix` (cause, remedy, parts, note; closing without one stays allowed); a fix on any other move
-        is refused (`check_fix`)."""
+        is refused (`check_fix`). Entering in_progress may record `isolation` (who confirmed the device
+        isolated, and its zero-energy reading), stamped with the move's time; on any other move it is refused.
+        Whether isolation must be confirmed, and whether the reading allows it, is the caller's to decide."""
         if status not in TRANSITIONS:
             raise WorkOrderError(f"status {status!r} is not one of {', '.join(TRANSITIONS)}")
         check_fix(status, fix)
+        if isolation is not None and status != ISOLATING_STATUS:
+            raise WorkOrderError(
+                f"isolation is confirmed when an order moves to {ISOLATING_STATUS}, not when it moves to {status}"
+            )
         with self._write() as con:
             row = con.execute("SELECT status FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()
             if row is None:
@@ -307,6 +347,13 @@ class WorkOrderStore:
             con.execute(
                 "UPDATE work_orders SET status = ?, updated_at = ? WHERE id = ?", (status, stamp, work_order_id)
             )
+            if isolation is not None:
+                reading = isolation.reading.model_dump_json() if isolation.reading else None
+                con.execute(
+                    "UPDATE work_orders SET isolation_confirmed_at = ?, isolation_confirmed_by = ?, "
+                    "isolation_reading = ? WHERE id = ?",
+                    (stamp, isolation.by, reading, work_order_id),
+                )
             if status in CLOSED_STATUSES:
                 fix = fix or Fix()
                 con.execute(
@@ -322,9 +369,81 @@ class WorkOrderStore:
                         work_order_id,
                     ),
                 )
-            order = _order(con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone())
+            # The event carries the order whole: its isolation confirmation and its checklist so far.
+            order = _with_checklists(
+                con, [con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()]
+            )[0]
             self._enqueue(con, order, "work_order.status_changed", actor)
             return order
+
+    def tick(
+        self,
+        work_order_id: str,
+        *,
+        client_tick_id: str,
+        step_key: str,
+        text: str,
+        done: bool,
+        by: str,
+        ticked_at: str | None = None,
+        reading: RecordedReading | None = None,
+    ) -> tuple[WorkOrder, bool]:
+        """Record a tick of a checklist step on an active order, with who and when (and the reading of the
+        sensor the step names). Applied once per `client_tick_id`: sent again (an offline tablet's queue after
+        a lost reply) it changes nothing and returns the order (False); the same id with another order, step
+        or state is refused (`ChecklistConflict`), as is a tick on a closed order."""
+        with self._write() as con:
+            row = con.execute("SELECT status FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()
+            if row is None:
+                raise WorkOrderNotFound(f"no work order {work_order_id!r}")
+            earlier = con.execute(
+                "SELECT work_order_id, step_key, done FROM checklist_ticks WHERE client_tick_id = ?", (client_tick_id,)
+            ).fetchone()
+            if earlier is not None:
+                if (earlier["work_order_id"], earlier["step_key"], bool(earlier["done"])) != (
+                    work_order_id,
+                    step_key,
+                    done,
+                ):
+                    raise ChecklistConflict(
+                        f"tick {client_tick_id!r} was applied to {earlier['step_key']} of {earlier['work_order_id']} "
+                        f"(done={bool(earlier['done'])}); a new tick needs a new client_tick_id"
+                    )
+                return self._loaded(con, work_order_id), False
+            if row["status"] not in ACTIVE_STATUSES:
+                raise ChecklistConflict(f"work order {work_order_id} is {row['status']}: its checklist is closed")
+            tick = ChecklistTick(
+                client_tick_id=client_tick_id,
+                step_key=step_key,
+                text=text,
+                done=done,
+                by=by,
+                at=self._iso_now(),
+                ticked_at=ticked_at,
+                reading=reading,
+            )
+            con.execute(
+                """INSERT INTO checklist_ticks (client_tick_id, work_order_id, step_key, text, done, by, at, ticked_at,
+                       reading) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    tick.client_tick_id,
+                    work_order_id,
+                    tick.step_key,
+                    tick.text,
+                    int(tick.done),
+                    tick.by,
+                    tick.at,
+                    tick.ticked_at,
+                    tick.reading.model_dump_json() if tick.reading else None,
+                ),
+            )
+            return self._loaded(con, work_order_id), True
+
+    @staticmethod
+    def _loaded(con: sqlite3.Connection, work_order_id: str) -> WorkOrder:
+        return _with_checklists(
+            con, [con.execute("SELECT * FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()]
+        )[0]
 
     def fix_history(
         self, device_id: str, fault_code: str, *, same_model: Sequence[str], limit: int, window_s: float
@@ -530,19 +649,31 @@ def _rekey(con: sqlite3.Connection) -> None:
 
 def _add_fix_history(con: sqlite3.Connection) -> None:
     """Once per file, new or old: the columns a closed order records and the indexes a fault's history is
-    read with. The columns are checked inside the write lock, so two processes opening an old file at once
-    add them once."""
-    if con.execute("PRAGMA user_version").fetchone()[0] >= FIX_HISTORY_VERSION:
+    read with."""
+    _add_columns(con, FIX_HISTORY_VERSION, FIX_COLUMNS, FIX_HISTORY_INDEXES)
+
+
+def _add_isolation(con: sqlite3.Connection) -> None:
+    """Once per file, new or old: the columns an order's isolation confirmation is recorded in."""
+    _add_columns(con, ISOLATION_VERSION, ISOLATION_COLUMNS)
+
+
+def _add_columns(
+    con: sqlite3.Connection, version: int, columns: dict[str, str], statements: Sequence[str] = ()
+) -> None:
+    """Bring a file below `version` up to it: the `columns` it lacks, then `statements`. The columns are
+    checked inside the write lock, so two processes opening an old file at once add them once."""
+    if con.execute("PRAGMA user_version").fetchone()[0] >= version:
         return
     con.execute("BEGIN IMMEDIATE")
     try:
         present = {row["name"] for row in con.execute("PRAGMA table_info(work_orders)")}
-        for name, declaration in FIX_COLUMNS.items():
+        for name, declaration in columns.items():
             if name not in present:
                 con.execute(f"ALTER TABLE work_orders ADD COLUMN {name} {declaration}")
-        for statement in FIX_HISTORY_INDEXES:
+        for statement in statements:
             con.execute(statement)
-        con.execute(f"PRAGMA user_version = {FIX_HISTORY_VERSION}")
+        con.execute(f"PRAGMA user_version = {version}")
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -582,11 +713,33 @@ def _reported(row: sqlite3.Row) -> ReportedFix:
     return ReportedFix.model_validate(data)
 
 
+def _with_checklists(con: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> builtins.list[WorkOrder]:
+    """The orders of `rows` with their checklist ticks, read in one query."""
+    orders = [_order(row) for row in rows]
+    if not orders:
+        return orders
+    ticks: dict[str, builtins.list[ChecklistTick]] = {}
+    marks = ", ".join("?" for _ in orders)
+    for row in con.execute(
+        f"SELECT * FROM checklist_ticks WHERE work_order_id IN ({marks}) ORDER BY seq", [o.id for o in orders]
+    ):
+        data = dict(row)
+        del data["seq"]  # the order ticks were applied in: the list's order
+        data.update(done=bool(data["done"]), reading=_json(data["reading"]))
+        ticks.setdefault(data.pop("work_order_id"), []).append(ChecklistTick.model_validate(data))
+    return [order.model_copy(update={"checklist": ticks.get(order.id, [])}) for order in orders]
+
+
+def _json(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
 def _order(row: sqlite3.Row) -> WorkOrder:
     data = dict(row)
     del data["fault_key"]  # derived from fault_code; kept as a column only for the unique index
     data["alarm"] = json.loads(data["alarm"]) if data["alarm"] else None
     data["evidence"] = json.loads(data["evidence"])
+    data["isolation_reading"] = _json(data["isolation_reading"])
     # Parts were checked when the order was closed; one stored before today's bounds must still read back.
     data["parts"] = [Part.model_construct(**part) for part in json.loads(data["parts"])]
     return WorkOrder.model_validate(data)
