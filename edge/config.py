@@ -73,8 +73,10 @@ class LoopConfig(Strict):
     max_format_errors: int = Field(default=2, ge=0)
     observation_max_chars: int = Field(default=1800, ge=200)
     # The longest final answer shown (cut at a line or word, then verified as cut) and the longest raw
-    # LLM reply kept in the run record and replayed in the prompt.
-    answer_max_chars: int = Field(default=2000, ge=200)
+    # LLM reply kept in the run record and replayed in the prompt. An answer to a fault quotes the manual's
+    # hazard statements and lists the plant's lock-out steps before the manual's steps and the causes:
+    # about 2,500 characters for the demo's E102, and a cut must never take the work order off its end.
+    answer_max_chars: int = Field(default=4000, ge=200)
     raw_reply_max_chars: int = Field(default=4000, ge=200)
 
 

@@ -11,7 +11,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from edge.run.causes import order_causes
 from edge.run.record import cap_text
+from tools.contract import Item
 from tools.observation import Observation
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -28,6 +30,15 @@ PHRASES = {
         "scope": "applies to {scope}",
         "steps": "Steps:",
         "isolation": "First isolate {device} ({sources}), as the plant's lock-out says:",
+        "safety": "{label} ({where}): “{text}”",
+        "signal_danger": "DANGER",
+        "signal_warning": "WARNING",
+        "signal_caution": "CAUTION",
+        "causes_by_evidence": "Probable causes, the likeliest first by this run's evidence:",
+        "causes_manual_order": "Probable causes, in the manual's order (nothing in this run points to one):",
+        "cause_reading_for": "{label} reads {value} {unit}, {why}",
+        "cause_reading_against": "{label} reads {value} {unit}, within its limits",
+        "cause_past_fix": "the cause found when {id} was closed ({date})",
         "not_found": "Manual: nothing found for {what}. {suggestion}",
         "reading_live": "{label}: {value} {unit} (live at {time}, {quality})",
         "reading_cache": "{label}: {value} {unit} from cache, read at {time}, {age} old — PLC not reachable ({quality})",
@@ -95,6 +106,15 @@ PHRASES = {
         "scope": "适用于 {scope}",
         "steps": "处理步骤：",
         "isolation": "先按工厂的上锁挂牌程序隔离 {device}：",
+        "safety": "{label}（{where}）：“{text}”",
+        "signal_danger": "危险",
+        "signal_warning": "警告",
+        "signal_caution": "注意",
+        "causes_by_evidence": "可能原因（按本次读数和记录，可能性大的在前）：",
+        "causes_manual_order": "可能原因（按手册顺序；本次没有证据指向其中某一项）：",
+        "cause_reading_for": "{label}读数为 {value} {unit}，{why}",
+        "cause_reading_against": "{label}读数为 {value} {unit}，在限值以内",
+        "cause_past_fix": "{id} 关闭时（{date}）记录的原因",
         # Tools write their messages in English: a Chinese answer says what they mean in its own words.
         "not_found": "手册中未找到相关条目：请核对 HMI 上的故障代码，或换一种说法描述现象。",
         "reading_live": "{label}：{value} {unit}（实时，{time}，{quality}）",
@@ -180,8 +200,10 @@ def compose_answer(
     words = PHRASES[language_of(question)]
     parts: list[str] = [words["degraded"]] if degraded else []
     observations = [obs for obs in observations if obs.error_code not in _CALLER_MISTAKES]
+    # Hazards before anything a technician might start doing: each statement once, quoted, with its page.
+    parts.extend(dict.fromkeys(_safety_line(item.fields, item.text, words) for item in _safety_items(observations)))
     for obs in _latest_per_call(observations):
-        parts.extend(_describe(obs, words, language_of(question)))
+        parts.extend(_describe(obs, words, language_of(question), observations))
     parts.extend(notes)
     if not observations and not notes:
         parts.append(words["nothing"])
@@ -199,7 +221,42 @@ def _latest_per_call(observations: list[Observation]) -> list[Observation]:
     return [obs for obs in observations if not obs.no_new_information]
 
 
-def _describe(obs: Observation, words: dict[str, str], language: str) -> list[str]:
+def _safety_items(observations: list[Observation]) -> list[Item]:
+    return [item for obs in _latest_per_call(observations) for item in obs.content if item.kind == "safety"]
+
+
+def _safety_line(f: dict[str, Any], text: str, words: dict[str, str]) -> str:
+    where = words["where"].format(manual=f.get("manual", "?"), version=f.get("version", "?"), page=f.get("page", "?"))
+    signal = words.get(f"signal_{f.get('signal_word')}", str(f.get("signal_word", "")).upper())
+    return words["safety"].format(label=signal, where=where, text=text)
+
+
+def _cause_lines(
+    entry: dict[str, Any], observations: list[Observation], words: dict[str, str], language: str
+) -> list[str]:
+    """The entry's causes, ordered by what this run read and what past orders found (`edge.run.causes`)."""
+    causes = order_causes(entry, observations)
+    if not causes:
+        return []
+    lines = [words["causes_by_evidence"] if any(c.evidence for c in causes) else words["causes_manual_order"]]
+    for n, cause in enumerate(causes, 1):
+        why = "; ".join(_evidence_text(kind, f, words, language) for kind, f in cause.evidence)
+        lines.append(f"  {n}. {cause.text}" + (f" — {why}" if why else ""))
+    return lines
+
+
+def _evidence_text(kind: str, f: dict[str, Any], words: dict[str, str], language: str) -> str:
+    if kind == "past_fix":
+        return words["cause_past_fix"].format(id=f.get("past_work_order_id"), date=str(f.get("closed_at") or "?")[:10])
+    label = (language == "zh" and f.get("label_zh")) or f.get("label") or f.get("sensor")
+    if kind == "reading_against":
+        return words["cause_reading_against"].format(label=label, value=f.get("value"), unit=f.get("unit", ""))
+    why = words["alarm"].format(side=f["alarm"]) if f.get("alarm") else _trend_note(f, words, f.get("unit", ""))
+    return words["cause_reading_for"].format(label=label, value=f.get("value"), unit=f.get("unit", ""), why=why)
+
+
+def _describe(obs: Observation, words: dict[str, str], language: str, context: list[Observation]) -> list[str]:
+    """`context`: the run's observations, for what one observation's lines depend on (a cause's evidence)."""
     if obs.status == "error" and not any(item.kind == "ref" for item in obs.content):
         text = " ".join(item.text for item in obs.content if item.text)
         return [
@@ -217,9 +274,12 @@ def _describe(obs: Observation, words: dict[str, str], language: str) -> list[st
         f = item.fields
         if item.kind == "step":
             steps.append(f"  {f.get('n', len(steps) + 1)}. {item.text}")
+        elif item.kind == "safety":
+            continue  # shown first, above every observation
         elif "fault_code" in f and "title" in f and "manual" in f:
             _flush(lines, steps, words)
             lines.append(_manual_line(f, words))
+            lines.extend(_cause_lines(f, context, words, language))
         elif "isolation_step" in f:  # the plant's lock-out, in the question's language: before the steps
             if f["isolation_step"] == 1:
                 sources = ", ".join(f.get("energy_sources") or [])
