@@ -350,7 +350,9 @@ class ManualIndex:
         ):
             return False
         by_words = set().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical)))
-        return not (best >= self.tuning.min_agreed_similarity and bool(self._answer_keys(snap, semantic[0][0]) & by_words))
+        return not (
+            best >= self.tuning.min_agreed_similarity and bool(self._answer_keys(snap, semantic[0][0]) & by_words)
+        )
 
     def _answer_keys(self, snap: _Snapshot, record_id: int) -> set[Group]:
         """What a row answers with: its group, and for an entry the pages it was extracted from

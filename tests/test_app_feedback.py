@@ -45,7 +45,9 @@ def test_feedback_given_on_the_tablet_is_stored_with_the_run_and_its_fix_becomes
     feedback = page.get_by_test_id("feedback")
     expect(feedback.get_by_test_id("feedback-send")).to_be_disabled()
 
-    feedback.get_by_test_id("feedback-fix").fill("风扇插头松动，重新插好" if lang == "zh" else "fan plug loose, reseated")
+    feedback.get_by_test_id("feedback-fix").fill(
+        "风扇插头松动，重新插好" if lang == "zh" else "fan plug loose, reseated"
+    )
     feedback.get_by_test_id("feedback-not-helpful").click()
     expect(feedback.get_by_test_id("feedback-state")).to_contain_text(thanks)
     assert feedback.get_by_test_id("feedback-not-helpful").get_attribute("aria-pressed") == "true"

@@ -97,12 +97,14 @@ def unsupported(answer: str, observations: list[Observation], question: str = E1
 
 
 def test_the_tools_own_words_pass(e102, e102_zh):
-    ref, *steps = e102[0].content
+    ref, *items = e102[0].content
+    steps = [item for item in items if item.kind == "step"]
     copied = f"E102 — {ref.fields['title']} (hydra_hp200_v2.1_en.pdf, V2.1, p. 2)\nSteps:\n" + "\n".join(
         f"  {step.fields['n']}. {step.text}" for step in steps
     )
     assert unsupported(copied, e102) == []
-    ref_zh, *steps_zh = e102_zh[0].content
+    ref_zh, *items_zh = e102_zh[0].content
+    steps_zh = [item for item in items_zh if item.kind == "step"]
     copied_zh = f"E102 — {ref_zh.fields['title']}（hydra_hp200_v2.1_zh.pdf，V2.1，第 2 页）\n处理步骤：\n" + "\n".join(
         f"{step.fields['n']}、{step.text}" for step in steps_zh
     )
