@@ -530,7 +530,7 @@ def _record_row(record: FaultRecord, info: ManualInfo) -> dict[str, Any]:
         "pages": json.dumps(record.pages),
         "boxes": json.dumps(record.boxes),
         "source": record.source,
-        "ocr": 0,
+        "ocr": int(record.page in info.ocr_pages),  # an entry read from a scanned table
         "fault": 1,
         "lex_head": " ".join(
             terms(f"{record.code} {code_key(record.code)} {record.title}")

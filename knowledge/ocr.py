@@ -23,6 +23,7 @@ PAGE_TIMEOUT_S = 60
 # Automatic layout with orientation detection: reads landscape pages scanned sideways; on
 # upright pages it reads as well as plain automatic layout ("3") for ~15% more CPU.
 PAGE_SEGMENTATION = "1"
+CELL_SEGMENTATION = "6"  # a table cell: one block of text, its lines in order
 INSTALL_HINT = "install the Debian packages tesseract-ocr tesseract-ocr-chi-sim, or run `make test` / `make demo`"
 
 # A running header and a page number come to ~20-40 letters; a page with less says nothing.
@@ -121,6 +122,47 @@ def ocr_pages(pdf_path: Path, numbers: list[int], languages: str = LANGUAGES, dp
                 raise OcrError(f"{pdf_path.name}: {exc}") from None
         finally:
             pool.shutdown(cancel_futures=True)
+
+
+def ocr_cells(images: list[Path], languages: str, dpi: int) -> list[str]:
+    """The text of each image (a table cell), read as one block of text. The cells go to one
+    tesseract process per core as a list file: loading the models once per process, not per
+    cell, is what makes a page of a hundred cells cost about as much as the page itself."""
+    if not images:
+        return []
+    workers = min(os.cpu_count() or 1, len(images))
+    chunks = [images[n::workers] for n in range(workers)]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        read = list(pool.map(lambda chunk: _read_list(chunk, languages, dpi), chunks))
+    texts: dict[Path, str] = {}
+    for chunk, found in zip(chunks, read):
+        texts.update(zip(chunk, found))
+    return [texts[image] for image in images]
+
+
+def _read_list(images: list[Path], languages: str, dpi: int) -> list[str]:
+    listing = images[0].with_suffix(".list")
+    listing.write_text("".join(f"{image}\n" for image in images), encoding="utf-8")
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    command = ["tesseract", str(listing), "stdout", "-l", languages, "--psm", CELL_SEGMENTATION, "--dpi", str(dpi)]
+    command += ["-c", "tessedit_char_blacklist=£€|", "tsv"]  # | is a rule the cell's crop kept an edge of
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=PAGE_TIMEOUT_S * max(1, len(images) // 20)
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OcrError(f"table cells: tesseract did not run ({exc})") from None
+    if done.returncode != 0:
+        raise OcrError(f"table cells: tesseract failed: {done.stderr.strip()[-200:]}")
+    lines: list[dict[tuple[str, str, str], list[str]]] = [{} for _ in images]
+    for row in done.stdout.splitlines()[1:]:
+        fields = row.split("\t", 11)
+        if len(fields) < 12 or fields[0] != "5" or not fields[11].strip():
+            continue
+        image = int(fields[1]) - 1
+        if 0 <= image < len(images):
+            lines[image].setdefault((fields[2], fields[3], fields[4]), []).append(fields[11].strip())
+    return ["\n".join(_join(words) for words in cell.values()) for cell in lines]
 
 
 def _missing_languages(languages: str) -> list[str]:

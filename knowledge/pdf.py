@@ -1,5 +1,6 @@
 """Reading a PDF manual with PyMuPDF: text blocks by page in reading order, band clipping,
-symbol-font decoding, OCR of scanned pages, and tables on the pages of fault sections."""
+symbol-font decoding, OCR of scanned pages, and tables on the pages of fault sections (ruled
+ones by PyMuPDF; unruled ones and those on scanned pages by knowledge.tables)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from knowledge.bands import Bands, PositionedText, find_bands
 from knowledge.models import ManualError
 from knowledge.ocr import OcrError, languages_for, needs_ocr, ocr_pages, shows_images
 from knowledge.sections import FaultSections, fault_pages
+from knowledge.tables import Columns, Table, scanned_tables, unruled_tables
 
 BOLD_FLAG = 16
 MIN_TABLE_DRAWINGS = 4  # find_tables only looks for ruled tables; skip pages without rules
@@ -37,12 +39,6 @@ class Block:
     bold: bool
     bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     line_x: tuple[float, ...] = ()  # where each line starts: the column it belongs to in an unruled table
-
-
-@dataclass(frozen=True)
-class Table:
-    rows: list[list[str]]  # the first row is the header row as printed (or a data row on continuation pages)
-    row_boxes: list[tuple[float, float, float, float]] = field(default_factory=list)  # one per row, where it is printed
 
 
 @dataclass
@@ -94,7 +90,8 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
         scanned = [
             content.number for page, content in zip(doc, manual.pages) if needs_ocr(content.text, shows_images(page))
         ]
-        ocr_done = _ocr(path, doc, raw, scanned, manual) if ocr and scanned else set()
+        languages = languages_for("\n".join(t for blocks in raw for b in blocks for t, _ in b.lines))
+        ocr_done = _ocr(path, raw, scanned, manual, languages) if ocr and scanned else set()
         for number in ocr_done:
             manual.pages[number - 1] = _content(doc[number - 1], raw[number - 1], manual.bands)
         manual.body_size = _body_size(raw)
@@ -102,9 +99,14 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
             page.scanned = page.number in scanned and page.number not in ocr_done
             page.ocr = page.number in ocr_done
         manual.sections = fault_pages(manual.pages, manual.body_size)
+        carried: Columns | None = None
         for page in manual.pages:
-            if page.number in manual.sections.pages and not page.ocr:
-                _add_tables(doc[page.number - 1], page, manual.bands)
+            if page.number not in manual.sections.pages:
+                carried = None
+            elif page.ocr:
+                _add_scanned_tables(doc[page.number - 1], page, manual, languages)
+            else:
+                carried = _add_tables(doc[page.number - 1], page, manual.bands, carried)
         return manual
     finally:
         doc.close()
@@ -277,15 +279,12 @@ def _chars(blocks: list[_RawBlock]) -> int:
     return sum(len(text) for block in blocks for text, _ in block.lines)
 
 
-def _ocr(
-    path: Path, doc: pymupdf.Document, raw: list[list[_RawBlock]], numbers: list[int], manual: RawManual
-) -> set[int]:
+def _ocr(path: Path, raw: list[list[_RawBlock]], numbers: list[int], manual: RawManual, languages: str) -> set[int]:
     """Replace the blocks of scanned pages by their OCR text and return those pages; pages OCR
     could not read stay scanned."""
     started = time.perf_counter()
-    text_layer = "\n".join(t for blocks in raw for b in blocks for t, _ in b.lines)
     try:
-        read = ocr_pages(path, numbers, languages_for(text_layer))
+        read = ocr_pages(path, numbers, languages)
     except OcrError as exc:
         manual.warnings.append(f"OCR skipped: {exc}")
         return set()
@@ -324,30 +323,52 @@ def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
     return Page(number=page.number + 1, blocks=kept, text_blocks=[block.text for block in kept])
 
 
-def _add_tables(page: pymupdf.Page, content: Page, bands: Bands) -> None:
-    """Ruled tables of a fault-section page; the blocks inside them leave the running text."""
-    if len(page.get_cdrawings()) < MIN_TABLE_DRAWINGS:
-        return
+def _add_tables(page: pymupdf.Page, content: Page, bands: Bands, carried: Columns | None) -> Columns | None:
+    """Tables of a fault-section page, ruled or else unruled with a fault header; the blocks
+    inside them leave the running text. Returns the columns of an unruled table that runs on
+    to the next page (`carried`: the one from the page before)."""
     height = page.rect.height
     clip = pymupdf.Rect(0, bands.top * height, page.rect.width, bands.bottom * height)
-    words = None
+    words = page.get_text("words", flags=pymupdf.TEXTFLAGS_TEXT)
     respaced: _Respacer | None = None
-    boxes: list[pymupdf.Rect] = []
-    # The layout model is for unruled tables and costs ~0.2 s a page; manuals' code tables are ruled.
-    for found in page.find_tables(clip=clip, use_layout=False).tables:
-        words = words if words is not None else page.get_text("words", flags=pymupdf.TEXTFLAGS_TEXT)
+    # The layout model is for unruled tables and costs ~0.2 s a page; those are read from the words below.
+    ruled = (
+        page.find_tables(clip=clip, use_layout=False).tables if len(page.get_cdrawings()) >= MIN_TABLE_DRAWINGS else []
+    )
+    for found in ruled:
         respaced = respaced or _Respacer(page)
         rows = [
             [respaced.region(_cell_text(words, cell), pymupdf.Rect(cell)) if cell else "" for cell in row.cells]
             for row in found.rows
         ]
         if rows and len(rows[0]) >= 2:
-            content.tables.append(Table(rows=rows, row_boxes=[tuple(row.bbox) for row in found.rows]))
-            boxes.append(pymupdf.Rect(found.bbox))
-    if boxes:
-        content.blocks = [
-            b for b in content.blocks if not any(t.contains(_centre(pymupdf.Rect(b.bbox))) for t in boxes)
-        ]
+            box = tuple(found.bbox)
+            content.tables.append(Table(rows=rows, row_boxes=[tuple(row.bbox) for row in found.rows], bbox=box))
+    if content.tables:
+        _leave_running_text(content, content.tables)
+        return None
+    unruled, carried = unruled_tables([tuple(w[:5]) for w in words], tuple(clip), carried)
+    content.tables.extend(unruled)
+    _leave_running_text(content, unruled)
+    return carried
+
+
+def _add_scanned_tables(page: pymupdf.Page, content: Page, manual: RawManual, languages: str) -> None:
+    started = time.perf_counter()
+    try:
+        found = scanned_tables(page, languages)
+    except OcrError as exc:
+        manual.warnings.append(f"page {content.number}: table cells not read: {exc}")
+        return
+    finally:
+        manual.ocr_seconds += time.perf_counter() - started
+    content.tables.extend(found)
+    _leave_running_text(content, found)
+
+
+def _leave_running_text(content: Page, tables: list[Table]) -> None:
+    boxes = [pymupdf.Rect(table.bbox) for table in tables]
+    content.blocks = [b for b in content.blocks if not any(t.contains(_centre(pymupdf.Rect(b.bbox))) for t in boxes)]
 
 
 def _centre(box: pymupdf.Rect) -> pymupdf.Point:

@@ -13,35 +13,12 @@ from knowledge.models import FaultRecord
 from knowledge.pdf import Block, Page
 from knowledge.safety import signal_statements
 from knowledge.sections import FAULT_WORDS
+from knowledge.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles
 from knowledge.text import join_lines
 
-_FIELD_WORDS = {
-    "symptom": ("symptom", "symptoms", "phenomenon", "现象", "故障现象", "症状"),
-    "cause": ("cause", "causes", "possible cause", "possible causes", "reason", "原因", "故障原因", "可能原因"),
-    "remedy": (
-        "remedy",
-        "remedies",
-        "action",
-        "actions",
-        "solution",
-        "corrective action",
-        "countermeasure",
-        "troubleshooting",
-        "recovery procedure",
-        "处理方法",
-        "处理办法",
-        "处理",
-        "排除方法",
-        "解决方法",
-        "措施",
-        "对策",
-        "解除",
-        "报警解除",
-    ),
-}
 _LABEL = re.compile(
     r"^\s*(?P<label>"
-    + "|".join(sorted((re.escape(w) for ws in _FIELD_WORDS.values() for w in ws), key=len, reverse=True))
+    + "|".join(sorted((re.escape(w) for ws in FIELD_WORDS.values() for w in ws), key=len, reverse=True))
     + r")\s*[:：]\s*(?P<rest>.*)$",
     re.I | re.S,
 )
@@ -51,43 +28,6 @@ _STEP = re.compile(
 )
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 MAX_TITLE_CHARS = 120
-MAX_HEADER_CHARS = 30
-_COLUMN_WORDS = {
-    "code": (
-        "fault code",
-        "error code",
-        "alarm code",
-        "alarm no",
-        "alarm",
-        "code",
-        "no.",
-        "代码",
-        "故障代码",
-        "报警号",
-        "错误代码",
-        "编号",
-        "故障码",
-        "报警代码",
-    ),
-    "title": (
-        "name",
-        "title",
-        "description",
-        "message",
-        "meaning",
-        "fault",
-        "名称",
-        "描述",
-        "故障名称",
-        "内容",
-        "含义",
-        "意义",
-    ),
-    "symptom": _FIELD_WORDS["symptom"],
-    "cause": _FIELD_WORDS["cause"] + ("content", "explanation", "details"),
-    "remedy": _FIELD_WORDS["remedy"],
-}
-_COLUMN_ORDER = ("remedy", "cause", "symptom", "code", "title")
 
 
 @dataclass
@@ -277,7 +217,7 @@ def _add_unit(draft: _Draft, unit: str) -> None:
 
 def _field_of(label: str) -> str:
     label = label.lower()
-    return next(name for name, words in _FIELD_WORDS.items() if label in words)
+    return next(name for name, words in FIELD_WORDS.items() if label in words)
 
 
 def _from_tables(pages: list[Page]) -> list[_Draft]:
@@ -292,10 +232,10 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
             if any(_is_parameter_header(row) for row in rows[:2]):
                 roles = None  # a parameter list printed inside a fault section
                 continue
-            header_at = next((i for i, row in enumerate(rows[:3]) if "code" in _column_roles(row).values()), None)
+            header_at = next((i for i, row in enumerate(rows[:3]) if "code" in column_roles(row).values()), None)
             if header_at is not None:
                 header = rows[header_at]
-                roles, rows, headed, columns = _column_roles(header), rows[header_at + 1 :], True, len(header)
+                roles, rows, headed, columns = column_roles(header), rows[header_at + 1 :], True, len(header)
                 boxes = boxes[header_at + 1 :]
                 code_header = header[next(i for i, role in roles.items() if role == "code")]
                 named = bool(FAULT_WORDS.search(code_header))  # "Alarm", "Fault": names may stand for codes
@@ -303,7 +243,7 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                 # No header (or a new table): the column where most cells are codes is the code column.
                 roles, headed, named, columns = _roles_from_content(rows), False, False, len(rows[0])
             for row, box in zip(rows, boxes):
-                if row and _column_roles(row) == roles:
+                if row and column_roles(row) == roles:
                     continue  # the header repeated on a continuation page
                 _add_row(drafts, roles or {}, row, page.number, headed, named, box)
     return drafts
@@ -355,22 +295,6 @@ def _roles_from_content(rows: list[list[str]]) -> dict[int, str] | None:
         roles[text_columns[-1]] = "remedy"
     if len(text_columns) > 2:
         roles[text_columns[1]] = "cause"
-    return roles
-
-
-def _column_roles(header: list[str]) -> dict[int, str]:
-    roles: dict[int, str] = {}
-    for index, cell in enumerate(header):
-        name = " ".join(unicodedata.normalize("NFKC", cell).lower().split())
-        name = re.sub(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])", "", name)  # 意 义 is 意义, spaced to fill the cell
-        if len(name) > MAX_HEADER_CHARS:
-            continue  # a data cell that happens to say "cause" or "解除"
-        for role in _COLUMN_ORDER:
-            if role not in roles.values() and any(
-                name == w or name.startswith(w + " ") or w in name for w in _COLUMN_WORDS[role]
-            ):
-                roles[index] = role
-                break
     return roles
 
 
