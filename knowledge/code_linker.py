@@ -18,7 +18,7 @@ from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
-from knowledge.codes import LABEL, MENTION, canonical_id
+from knowledge.codes import LABEL, MENTION, canonical_id, typed_forms
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,14 @@ class CodeLinker:
 
     `spacy.blank("zh")` splits every character, so codes are found on the raw
     text and mapped onto tokens with `doc.char_span`; codes the index already
-    knows (bare numbers like `6065` included) are also matched with a PhraseMatcher.
+    knows (bare numbers like `6065` included) are also matched with a PhraseMatcher, as printed or
+    typed without their separators (`bb` for `b.b.`).
     """
 
     def __init__(self, known_codes: Iterable[str] = ()):
         self._pipelines = {lang: _pipeline(lang) for lang in ("en", "zh")}
         self._matchers: dict[str, PhraseMatcher] = {}
-        codes = sorted(set(known_codes))
+        codes = sorted(typed_forms(known_codes))
         for lang, nlp in self._pipelines.items():
             matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
             matcher.add(LABEL, [nlp.make_doc(code) for code in codes])

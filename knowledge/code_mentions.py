@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from knowledge.codes import MENTION, canonical_id
+from knowledge.codes import MENTION, canonical_id, typed_forms
 
 if TYPE_CHECKING:
     from knowledge.code_linker import CodeLinker
@@ -37,7 +37,7 @@ class CodeMentions:
     def __init__(self, known_codes: Iterable[str] = ()):
         self._known = frozenset(known_codes)
         # Whitespace-free and lower-case: spaCy's PhraseMatcher compares lower-cased tokens.
-        self.known_squeezed = tuple(sorted({_squeeze(code)[0] for code in self._known} - {""}))
+        self.known_squeezed = tuple(sorted({_squeeze(code)[0] for code in typed_forms(self._known)} - {""}))
         self._linker: CodeLinker | None = None
         self._lock = threading.Lock()
 

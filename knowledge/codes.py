@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Strong shapes: recognisable as a code without a cue word.
@@ -24,42 +25,84 @@ _STRONG = (
 _NUMERIC = r"\d{1,5}"  # 6065, 04101, 1: only after a cue word, in a heading or in a code column
 _SHORT = r"[A-Za-z]{1,4}\d{1,5}"  # E7, A1: too ambiguous alone, a code after a cue word or in a code column
 CUE_EN = r"(?:fault|error|alarm|alm|err)(?:\s*(?:code|no\.?|number|#))?"
-CUE_ZH = r"(?:故障代码|故障码|故障号|报警号|报警代码|报警码|错误代码|错误码|报警|代码)"
+CUE_ZH = r"(?:故障代码|故障码|故障号|报警号|报警代码|报警码|错误代码|错误码|警报号|报警|警报|故障|错误|代码)"
 _CUE = rf"(?:{CUE_EN}|{CUE_ZH})"
+# What technicians type before a code that says which box shows it (`drv OC1`, `inverter trip oH1`):
+# not a cue for a bare number (`drive 2` is the second drive), nor ever part of a code's key (`INV1`).
+_SHOWN_BY = r"(?:drv|drive|inv|inverter|vfd|servo|trip|trips|tripped|shows|showing|displays)(?:\s+(?:trip|trips|shows|showing|displays))?"
 _SEP = r"\s*[:：#]?\s*"
 
 _HEADING_CUED = re.compile(
     rf"^\s*(?:(?P<self>{_CUE}[-:]\d{{1,5}})|{_CUE}{_SEP}(?P<code>{_STRONG}|{_SHORT}|{_NUMERIC}))(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$",
     re.I | re.S,
 )
-_HEADING_BARE = re.compile(rf"^\s*(?P<code>{_STRONG}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S)
+# A display's mnemonics, codes in a code column or a heading, never in prose: letters in display case
+# (`ocA`, `oC`: lower-case, then a capital, as no word is spelt), a few letters with a lower-case one
+# and a digit (`oH1`, `Er6`; not the connector `CN1`) and letters each with its dot (`b.b.`). An
+# all-capital word (`OC`, `ON`) is a code only in a column headed as alarms (`named_alarm`).
+_DISPLAY_CASE = r"(?-i:[a-z]{1,3}[A-Z][A-Za-z]{0,3})"
+_LOWER_SHORT = r"(?-i:(?=[A-Za-z]{1,4}\d)[A-Z]*[a-z][A-Za-z]*\d{1,3})"
+_DOTTED = r"(?:[A-Za-z]\.){2,4}"  # in a code column only: a heading may open with `A.C.`
+_HEADING_BARE = re.compile(
+    rf"^\s*(?P<code>{_STRONG}|{_LOWER_SHORT}|{_DISPLAY_CASE}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S
+)
 MENTION = re.compile(
     # ASCII boundaries, not \w: Chinese runs straight into codes ("出现E102故障", "加工中心报警号 9999"),
     # and a colon after a code ends the code ("shows E103: what now") unless a number follows ("ALARM:1").
-    rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|{_CUE}{_SEP}(?P<cued>{_STRONG}|{_NUMERIC}))(?![A-Za-z0-9_]|:\d)",
+    rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|(?:{_CUE}{_SEP}|{_SHOWN_BY}\s+(?=[A-Za-z]))(?P<cued>{_STRONG}|{_SHORT}|{_NUMERIC}))"
+    r"(?![A-Za-z0-9_]|:\d)",
     re.I,
+)
+# Typed rather than printed, looked up and never guessed: a code read aloud from a 7-segment display
+# a character at a time (`E r r 0 4`), its letters apart from its number (`E 102`), or letters and
+# digits mixed as no printed shape has them (`0H1`, `E1O2`). Each has letters and digits: `1 2 3` is
+# a list, `a b c` prose.
+TYPED_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:(?=(?:\w )*[A-Za-z])(?=(?:\w )*\d)(?:[A-Za-z0-9] ){2,7}[A-Za-z0-9]|[A-Za-z]{1,3} \d{2,5}"
+    r"|(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{2,8})(?![A-Za-z0-9])"
 )
 # In a code column a display's letters with a dot or dash are a code too: O-I, P-LOSS, OL-br, SC-trP.
 _DISPLAY = r"[A-Za-z]{1,4}\.?\s?[.\-][A-Za-z0-9]{1,6}(?:-[A-Za-z0-9]{1,4})?|[A-Za-z]\.\s?[A-Za-z0-9\-]{2,8}"
 # A display code as typed in a question (`U.Volt`, `P-LOSS`, `OL-br`): looked up, never guessed.
 DISPLAY_TOKEN = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{_DISPLAY})(?![A-Za-z0-9\-]|\.[A-Za-z0-9])")
 _CELL = re.compile(
-    rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$", re.I
+    rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY}|{_DISPLAY_CASE}|{_DOTTED})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$",
+    re.I,
 )
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
 _SEPARATORS = re.compile(r"[\s\-_:：#.]+")
 # The same cue inside a key, where separators are gone: `ALARM1`, `ERR07`, `报警号6065` (not `ERROR`, `ALMOST`).
 _KEY_CUE = re.compile(rf"^{_CUE}(?=\d)", re.I)
+_LEADING_SHOWN_BY = re.compile(rf"^\s*(?:{_SHOWN_BY}\s+)+(?=[A-Za-z])", re.I)
 # A cue word people and messages put before a code (`fault 123`, `Alarm: 6065`, `报警号6065`, `ALARM1`);
 # fused with `-` or `:` and a number it is part of the printed code (`ALARM:1`, `Err-07`), as in headings.
-_LEADING_CUE = re.compile(rf"^\s*{_CUE}(?![-:]\d)(?:\s*[:：#]\s*|\s+|(?=\d))(?=[A-Za-z0-9])", re.I)
+_LEADING_CUE = re.compile(rf"^\s*{_CUE}(?![-:]\d)(?:\s*[:：#]\s*|\s+|(?=\d)|(?<=[\u4e00-\u9fff]))(?=[A-Za-z0-9])", re.I)
+
+# The words a question puts around a code to ask about it (`drive shows F0003, what does it mean?`):
+# with the code taken out, a question of these words alone asks about nothing else.
+_ASKING = re.compile(
+    rf"(?<![A-Za-z]){_CUE}|{CUE_ZH}|(?<![A-Za-z])(?:{_SHOWN_BY}|codes?|display(?:ed)?|screen|hmi|panel|says|shown|"
+    r"appears?|came|comes|coming|keeps|again|up|on|means?|meaning|fix|reset|clear|remedy|help)(?![A-Za-z])"
+    r"|怎么办|怎么处理|怎么解决|如何处理|如何解决|什么意思|是什么|意思|显示|出现|提示",
+    re.I,
+)
 
 LABEL = "FAULT_CODE"
+
+
+def asked_besides(text: str) -> str:
+    """What a question asks besides its printed codes: without them and the words around them."""
+    return _ASKING.sub(" ", MENTION.sub(" ", unicodedata.normalize("NFKC", text)))
 
 
 def code_key(raw: str) -> str:
     """The normal form used for exact lookups: `e-102` → `E102`, `ALARM 1` → `ALARM1`."""
     return _SEPARATORS.sub("", unicodedata.normalize("NFKC", raw)).upper()
+
+
+def typed_forms(known_codes: Iterable[str]) -> set[str]:
+    """Known codes as printed and as typed without their separators (`b.b.` is typed `bb`)."""
+    return {form for code in known_codes for form in (code, code_key(code)) if form}
 
 
 def scope_key(name: str) -> str:
@@ -86,8 +129,17 @@ def fault_key(raw: str) -> str:
 
 
 def lookup_keys(raw: str) -> list[str]:
-    """Keys to try for a code as typed: as is, then without a cue word (`Alarm 6065` → `6065`)."""
-    return [k for k in dict.fromkeys((code_key(raw), fault_key(raw))) if k]
+    """Keys to try for a code as typed: as is, then without a cue word (`Alarm 6065` → `6065`,
+    `drv OC1` → `OC1`)."""
+    keys = (key for form in _asked_forms(raw) for key in (code_key(form), fault_key(form)))
+    return [k for k in dict.fromkeys(keys) if k]
+
+
+def _asked_forms(raw: str) -> list[str]:
+    """A code as typed, without the words naming what showed it (`drive shows F0003`), and without
+    its cue word (`fault E102`, `报警E102`)."""
+    shown = _LEADING_SHOWN_BY.sub("", raw)
+    return list(dict.fromkeys((raw, shown, _LEADING_CUE.sub("", shown))))
 
 
 def glob_pattern(code: str) -> str | None:
@@ -130,7 +182,7 @@ def named_alarm(text: str) -> str | None:
     """A code column that holds names (`Over Voltage`, `Lost Phase`): drives that signal alarms
     by an LED and software name them instead of numbering them."""
     text = " ".join(unicodedata.normalize("NFKC", text).split())
-    if 3 <= len(text) <= 32 and len(text.split()) <= 4 and re.fullmatch(r"[A-Za-z][A-Za-z \-/]*", text):
+    if 2 <= len(text) <= 32 and len(text.split()) <= 4 and re.fullmatch(r"[A-Za-z][A-Za-z \-/]*", text):
         return text
     return None
 
@@ -139,20 +191,52 @@ def is_named(code: str) -> bool:
     return " " in code.strip()
 
 
-_DISPLAY_LOOKALIKES = str.maketrans({"O": "0", "I": "1", "L": "1", "V": "U", "S": "5", "Z": "2", "B": "8", "Q": "0"})
+# Characters a 7-segment display shows alike, folded to the digit: o/0, I/l/1, Z/2, S/5, b/6, B/8,
+# g/9 (`b` and `g` by case: a display's `b` is a 6 without its top bar, its `B` an 8), and V/U
+# (a display has no V: `O.Volt` is printed `O.Uo1t`).
+_CASED_LOOKALIKES = str.maketrans({"b": "6", "g": "9"})
+_DISPLAY_LOOKALIKES = str.maketrans({"O": "0", "Q": "0", "I": "1", "L": "1", "Z": "2", "S": "5", "B": "8", "V": "U"})
 
 
 def loose_key(raw: str) -> str:
-    """The key a code matches by when its exact key does not: zero padding dropped (`0023`
-    on paper is `23` on the display, `0x0400` is `0x400`), and letters a 7-segment display
-    cannot tell from digits folded together (`O.Volt` is printed `O.Uo1t`)."""
+    """The key a code matches by when its exact key does not: zero padding dropped (`E002`,
+    `E02` and `E2`; `0023` on paper is `23` on the display; `0x0400` is `0x400`), and letters a
+    7-segment display cannot tell from digits folded together (`0H1` for `oH1`, `E1O2` for `E102`)."""
     key = code_key(raw)
     hexadecimal = re.fullmatch(r"0X0*([0-9A-F]+)", key)
     if hexadecimal:
         return "0X" + hexadecimal.group(1)
-    if key.isdigit():
-        return key.lstrip("0") or "0"
-    return key.translate(_DISPLAY_LOOKALIKES)
+    printed = _SEPARATORS.sub("", unicodedata.normalize("NFKC", raw)).translate(_CASED_LOOKALIKES).upper()
+    folded = printed.translate(_DISPLAY_LOOKALIKES)
+    kept: list[str] = []
+    for at, char in enumerate(folded):
+        if char == "0" and not (kept and kept[-1].isdigit()) and _pads(printed, at, folded):
+            continue
+        kept.append(char)
+    return "".join(kept)
+
+
+def _pads(printed: str, at: int, folded: str) -> bool:
+    """Whether the zero at `at` pads the number after it: a printed zero before a digit (`E02`,
+    `0023`), or a letter O typed for one before the digits that end the code (`CPFO2`); not an O
+    before letters (`OL1` is no `11`) or in a word (`O.Uo1t`)."""
+    if printed[at] == "0":
+        return folded[at + 1 : at + 2].isdigit()
+    return printed[at + 1 :].isdigit()
+
+
+def lookalike_keys(raw: str) -> list[str]:
+    """Second-tier keys for a code as typed, matched against each code's `loose_key` only when no
+    `lookup_keys` key is a code: as typed, then without a cue word (`err 01` → `1`)."""
+    forms = _asked_forms(raw)
+    keyed = [(loose_key(form), form) for form in forms + [_LEADING_CUE.sub("", form) for form in forms]]
+    return list(dict.fromkeys(key for key, form in keyed if key and (not key.isdigit() or _numeric(form))))
+
+
+def _numeric(typed: str) -> bool:
+    """A code typed as a number with a letter for a digit (`O4101`), not a name that folds to one
+    (the phase `L1` is no alarm 11)."""
+    return typed.isdigit() or (sum(c.isalpha() for c in typed) <= 1 and sum(c.isdigit() for c in typed) >= 2)
 
 
 def _tidy_code(code: str) -> str:

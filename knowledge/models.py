@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Match = Literal["exact", "lexical", "semantic"]
+Match = Literal["exact", "lookalike", "lexical", "semantic"]  # lookalike: the code read as a printed one
 HitKind = Literal["entry", "page"]
 Signal = Literal["danger", "warning", "caution"]
 # Why a statement is general, or whose it is: printed inside an entry, a safety chapter, the

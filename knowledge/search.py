@@ -21,7 +21,18 @@ from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 
-from knowledge.codes import DISPLAY_TOKEN, MENTION, code_key, is_named, lookup_keys, loose_key, scope_key
+from knowledge.codes import (
+    DISPLAY_TOKEN,
+    MENTION,
+    TYPED_TOKEN,
+    asked_besides,
+    code_key,
+    is_named,
+    lookalike_keys,
+    lookup_keys,
+    loose_key,
+    scope_key,
+)
 
 if TYPE_CHECKING:
     from knowledge.code_linker import CodeLinker
@@ -152,12 +163,10 @@ class ManualIndex:
         snap = self._current()
         mentioned = snap.names.mentioned(text)
         lang = language(text)
-        codes = list(
-            dict.fromkeys(
-                [m.group(0) for m in MENTION.finditer(text)]  # with its cue: `err 07`
-                + [m.group(0) for m in DISPLAY_TOKEN.finditer(text)]
-            )
-        )
+        printed = list(dict.fromkeys(m.group(0) for m in MENTION.finditer(text)))  # with its cue: `err 07`
+        shown = list(dict.fromkeys(printed + [m.group(0) for m in DISPLAY_TOKEN.finditer(text)]))
+        # Typed tokens come last and are never reported as codes not found: `24V` may be no code at all.
+        codes = list(dict.fromkeys(shown + [m.group(0) for m in TYPED_TOKEN.finditer(text)]))
         code_results = [
             self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang) for code in codes
         ]
@@ -181,8 +190,21 @@ class ManualIndex:
                 answered = self._prefer(self.lookup(text, scope, version, language=lang, k=k), mentioned, lang)
         if answered is not None:
             return answered
+        if printed and not mentioned and self._only_unknown_codes(snap, text):
+            return code_results[0]  # not a page that shares a word or two with how the code was asked about
         result = self.search(text, scope, version, k=k)
-        return code_results[0] if result.status == "not_found" and code_results else result
+        reported = code_results[: len(shown)] + code_results[len(codes) :]
+        return reported[0] if result.status == "not_found" and reported else result
+
+    def _only_unknown_codes(self, snap: _Snapshot, text: str) -> bool:
+        """The question asks about its printed codes and nothing else, and no manual prints them:
+        not as an entry (looked up before this) nor anywhere in a page's text."""
+        if terms(asked_besides(snap.names.without_names(text))):
+            return False
+        printed = [m.group("bare") or m.group("cued") for m in MENTION.finditer(text)]
+        words = list(dict.fromkeys(word for code in printed for word in terms(code)))
+        with self._lock:
+            return not any(_doc_counts(snap.conn, words).values())
 
     def _linker(self, snap: _Snapshot) -> CodeLinker:
         if snap.linker is None:
@@ -199,10 +221,33 @@ class ManualIndex:
 
     def _known(self, snap: _Snapshot, code: str) -> bool:
         with self._lock:
-            return any(self._ids_for(snap, key) for key in lookup_keys(code))
+            return bool(self._ids_for(snap, code)[0])
+
+    @classmethod
+    def _ids_for(cls, snap: _Snapshot, code: str) -> tuple[list[int], Match]:
+        """The entries a typed code names: by its exact keys, else (a `lookalike` match) by the keys
+        that drop zero padding and fold 7-segment look-alikes, so an exact code always wins."""
+        for key in lookup_keys(code):
+            ids = cls._exact_ids(snap, key)
+            if ids:
+                return ids, "exact"
+        for key in lookalike_keys(code):
+            ids = cls._loose_ids(snap, key)
+            if ids:
+                return ids, "lookalike"
+        return [], "exact"
 
     @staticmethod
-    def _ids_for(snap: _Snapshot, key: str) -> list[int]:
+    def _loose_ids(snap: _Snapshot, key: str) -> list[int]:
+        return [
+            i
+            for (i,) in snap.conn.execute(
+                "SELECT id FROM records WHERE loose_key = ? AND kind = 'entry' ORDER BY id", (key,)
+            )
+        ]
+
+    @classmethod
+    def _exact_ids(cls, snap: _Snapshot, key: str) -> list[int]:
         ids = [
             i
             for (i,) in snap.conn.execute(
@@ -216,13 +261,9 @@ class ManualIndex:
                     "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,)
                 )
             ]
-        if not ids or key.isdigit():  # `23` for `0023`, `0x400` for `0x0400`, `O.Volt` for the 7-segment `O.Uo1t`
+        if ids and key.isdigit():  # one number padded as each manual prints it: `23` is also `0023` there
             ids += [
-                i
-                for (i,) in snap.conn.execute(
-                    "SELECT id FROM records WHERE loose_key = ? AND kind = 'entry' ORDER BY id", (loose_key(key),)
-                )
-                if i not in ids
+                i for i in cls._loose_ids(snap, loose_key(key)) if i not in ids and snap.rows[i]["code_key"].isdigit()
             ]
         return ids
 
@@ -231,20 +272,24 @@ class ManualIndex:
     ) -> SearchResult:
         snap = self._current()
         scope = scope or Scope()
-        rows = []
         with self._lock:
-            for key in lookup_keys(code):
-                rows = [snap.rows[i] for i in self._ids_for(snap, key)]
-                if rows:
-                    break
+            ids, match = self._ids_for(snap, code)
+        rows = [snap.rows[i] for i in ids]
         if not rows:
             return self._code_not_found(snap, code, scope)
         in_scope = [row for row in rows if _in_scope(row, scope)]
         chosen = in_scope or rows
-        hits = self._collapse(snap, [(row, 1.0, "exact") for row in chosen], scope, version, language or "en", k)
+        hits = self._collapse(snap, [(row, 1.0, match) for row in chosen], scope, version, language or "en", k)
         if not hits:
             return self._version_not_found(snap, code, chosen, version)
         result = SearchResult(status="ok", hits=hits)
+        if match == "lookalike":
+            printed = ", ".join(dict.fromkeys(hit.fault_code for hit in hits))
+            result.message = (
+                f"No code {code} is printed in the manuals; read as {printed} (padded, or characters "
+                "a 7-segment display shows alike)."
+            )
+            result.suggestion = f"Check that the HMI shows {printed}."
         if scope.label and not in_scope:
             result.message = (
                 f"Code {code} is not in the manuals for {scope.label} ({_scope_name(scope)}); "

@@ -7,12 +7,16 @@ from hypothesis import strategies as st
 from knowledge.code_linker import CodeLinker
 from knowledge.codes import (
     DISPLAY_TOKEN,
+    MENTION,
+    TYPED_TOKEN,
     canonical_id,
     code_key,
     fault_key,
     glob_pattern,
+    lookalike_keys,
     lookup_keys,
     loose_key,
+    named_alarm,
     parse_code_cell,
     parse_heading,
     reported_code,
@@ -165,3 +169,93 @@ def test_display_hex_and_bit_codes_in_a_code_column(cell, code):
 def test_a_question_names_display_codes_but_not_words():
     found = [m.group(0) for m in DISPLAY_TOKEN.finditer("inverter shows U.Volt, then OL-br, on press 3")]
     assert found == ["U.Volt", "OL-br"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "printed"), [("OH1", "oH1"), ("oh1", "oH1"), ("UV1", "Uv1"), ("oca", "ocA"), ("BB", "b.b.")]
+)
+def test_display_case_as_printed_and_typed_is_one_key(typed, printed):
+    assert code_key(typed) == code_key(printed)
+
+
+@pytest.mark.parametrize(
+    ("typed", "printed"),
+    [
+        ("E1O2", "E102"),  # a letter O for the zero
+        ("0H1", "oH1"),
+        ("SC1", "5C1"),
+        ("El04", "E104"),
+        ("6.6.", "b.b."),  # a display's b is a 6 without its top bar
+        ("Er9", "Erg"),
+        ("E2", "E02"),  # padding
+        ("E002", "E02"),
+        ("Err 1", "Err01"),
+        ("CPFO2", "CPF02"),
+        ("O4101", "04101"),
+    ],
+)
+def test_lookalikes_and_padding_meet_in_the_second_tier(typed, printed):
+    assert loose_key(printed) in lookalike_keys(typed)
+    assert code_key(printed) not in lookup_keys(typed)  # only the second tier: an exact code wins
+
+
+@pytest.mark.parametrize(("one", "other"), [("OL1", "11"), ("E106", "E108"), ("E12", "E102"), ("BB", "b.b.")])
+def test_lookalike_keys_still_tell_codes_apart(one, other):
+    assert loose_key(one) not in lookalike_keys(other)
+
+
+@pytest.mark.parametrize(
+    ("question", "code"),
+    [
+        ("drv OC1 after start", "OC1"),
+        ("inverter trip oH1", "oH1"),
+        ("drive shows F0003", "F0003"),
+        ("err 102", "102"),
+        ("fault E102", "E102"),
+        ("alarm: 12", "12"),
+        ("error E7 on start", "E7"),
+        ("报警E102", "E102"),
+        ("故障码 12", "12"),
+        ("故障12怎么处理", "12"),
+        ("what is E-102?", "E-102"),
+    ],
+)
+def test_cue_words_before_a_code(question, code):
+    [match] = MENTION.finditer(question)
+    assert match.group("bare") or match.group("cued") == code
+    assert code_key(code) in lookup_keys(match.group(0))
+
+
+@pytest.mark.parametrize("question", ["drive 2 stops at night", "the inverter 3 is noisy", "trip 5 times"])
+def test_a_device_word_is_no_cue_for_a_bare_number(question):
+    assert [m.group(0) for m in MENTION.finditer(question)] == []
+
+
+def test_codes_read_aloud_or_typed_apart_are_looked_up():
+    found = [m.group(0) for m in TYPED_TOKEN.finditer("it shows E r r 0 4, before that E 102")]
+    assert found == ["E r r 0 4", "E 102"] and [code_key(f) for f in found] == ["ERR04", "E102"]
+    assert [m.group(0) for m in TYPED_TOKEN.finditer("press 1 2 3, then a b c")] == []
+
+
+@pytest.mark.parametrize("cell", ["oH1", "Uv1", "CPF02", "ocA", "E.OC3", "Er6", "b.b."])
+def test_mnemonic_codes_in_a_code_column(cell):
+    assert parse_code_cell(cell) == cell
+
+
+@pytest.mark.parametrize(("text", "code"), [("oH1 Heatsink overheat", "oH1"), ("ocA — Overcurrent", "ocA")])
+def test_mnemonic_codes_in_a_heading(text, code):
+    heading = parse_heading(text, emphasized=True)
+    assert heading is not None and heading.code == code
+
+
+@pytest.mark.parametrize("word", ["OC", "ON", "NO", "Yes", "Max"])
+def test_an_ordinary_word_is_no_code_from_prose(word):
+    assert parse_code_cell(word) is None  # a column of ON/OFF is settings, not codes
+    assert parse_heading(f"{word} the drive stops", emphasized=True) is None
+    assert [m.group(0) for m in MENTION.finditer(f"the {word} lamp is lit")] == []
+    assert named_alarm(word) == word  # in a column headed as alarms it is one
+
+
+@pytest.mark.parametrize("text", ["CN1 Encoder connector", "A.C. supply"])
+def test_connector_and_abbreviation_headings_are_no_codes(text):
+    assert parse_heading(text, emphasized=True) is None

@@ -1,0 +1,110 @@
+"""Codes as manuals print them and technicians type them, looked up in a real index.
+
+The index holds a drive guide whose fault table is keyed by display mnemonics (`oH1`, `Uv1`,
+`CPF02`, `ocA`, `b.b.`) and padded codes (`E02`), with one fault shown only as a drawing of the
+display beside its name, and a remote I/O module whose `66` and `E2` share second-tier keys with
+the drive's `b.b.` and `E02` (tests/fixtures/hard_manuals.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.embed import Embedder
+from knowledge.index import build_index
+from knowledge.search import ManualIndex
+from tests.fixtures.hard_manuals import HardManual, make_io_module, make_mnemonic_codes
+
+
+@pytest.fixture(scope="module")
+def drive(tmp_path_factory: pytest.TempPathFactory) -> HardManual:
+    return make_mnemonic_codes(tmp_path_factory.mktemp("drive"))
+
+
+@pytest.fixture(scope="module")
+def index(drive: HardManual, tmp_path_factory: pytest.TempPathFactory) -> ManualIndex:
+    folder = tmp_path_factory.mktemp("code-lookup")
+    embedder = Embedder()
+    db = folder / "codes.db"
+    build_index([drive.path, make_io_module(folder).path], db, embedder=embedder)
+    return ManualIndex(db, embedder=embedder)
+
+
+@pytest.mark.parametrize(
+    ("question", "printed"),
+    [
+        ("oH1", "oH1"),
+        ("OH1", "oH1"),
+        ("oh1 keeps coming back", "oH1"),
+        ("drv UV1 at night", "Uv1"),
+        ("inverter trip ocA", "ocA"),
+        ("OCA", "ocA"),
+        ("fault CPF02", "CPF02"),
+        ("报警CPF02", "CPF02"),
+        ("E-02?", "E02"),
+        ("b.b.", "b.b."),
+        ("display shows bb", "b.b."),
+    ],
+)
+def test_codes_typed_as_printed_or_in_another_case(index: ManualIndex, question: str, printed: str) -> None:
+    result = index.query(question)
+    assert result.status == "ok" and result.hits[0].fault_code == printed
+    assert result.hits[0].match == "exact"
+
+
+@pytest.mark.parametrize(
+    ("question", "printed"),
+    [
+        ("E1O2", "E102"),  # a letter O for the zero
+        ("0H1 on the display", "oH1"),
+        ("err CPF2", "CPF02"),  # padding
+        ("Uv01", "Uv1"),
+        ("E 1 O 2", "E102"),  # read out a character at a time
+    ],
+)
+def test_lookalikes_and_padding_find_the_printed_code(index: ManualIndex, question: str, printed: str) -> None:
+    result = index.query(question)
+    assert result.status == "ok" and result.hits[0].fault_code == printed
+    assert result.hits[0].match == "lookalike" and f"read as {printed}" in (result.message or "")
+
+
+@pytest.mark.parametrize(("question", "printed"), [("66", "66"), ("E2", "E2"), ("alarm E02", "E02")])
+def test_an_exact_code_beats_a_lookalike(index: ManualIndex, question: str, printed: str) -> None:
+    result = index.query(question)
+    assert [hit.fault_code for hit in result.hits] == [printed]
+    assert result.hits[0].match == "exact"
+
+
+def test_a_padded_code_typed_otherwise_finds_every_manual_that_pads_it_so(index: ManualIndex) -> None:
+    result = index.lookup("E002")
+    assert {hit.fault_code for hit in result.hits} == {"E02", "E2"}
+    assert {hit.match for hit in result.hits} == {"lookalike"}
+
+
+def test_a_code_printed_as_a_picture_is_found_by_its_name(drive: HardManual, index: ManualIndex) -> None:
+    # Among the three hits the tool shows: an entry that shares one word with the name ranks above
+    # the page, an entry being the better answer as a rule (knowledge.ranking).
+    [named] = drive.queries
+    for question in (named.text, f"what does {named.text} mean", "one motor phase is open"):
+        result = index.query(question, k=3)
+        assert any(
+            hit.manual == drive.path.name
+            and hit.page == named.page
+            and all(word in f"{hit.title} {hit.snippet}".lower() for word in named.words)
+            for hit in result.hits
+        ), question
+
+
+@pytest.mark.parametrize("question", ["drive shows F0003", "fault E777", "error code XY99 on the drive"])
+def test_a_code_in_no_manual_is_not_found(index: ManualIndex, question: str) -> None:
+    result = index.query(question)
+    assert result.status == "not_found" and result.hits == []
+
+
+def test_an_unknown_code_with_a_symptom_still_searches_the_symptom(index: ManualIndex) -> None:
+    result = index.query("fault E777: heatsink overheat, cooling fan stopped")
+    assert result.status == "ok" and result.hits[0].fault_code == "oH1"
+
+
+def test_an_ordinary_word_in_the_manual_is_no_code(index: ManualIndex) -> None:
+    assert "OC" not in index.codes()
