@@ -35,7 +35,7 @@ def _process_worker(path: str, index: int, barrier, results) -> None:
     # Two technicians and the MES at once: different actors, and the MES brings its own occurrence id.
     actor = ("technician", "agent", "mes")[index % 3]
     alarm = {"event_id": "evt-77", "occurred_at": "2025-03-01T08:00:00Z"} if actor == "mes" else None
-    barrier.wait()
+    barrier.wait(timeout=60)
     order, created = _create(store, actor, alarm)
     results.put((order.id, created))
 
@@ -105,10 +105,16 @@ def test_many_processes_at_once_make_one_order(tmp_path):
     processes = [ctx.Process(target=_process_worker, args=(str(path), i, barrier, results)) for i in range(8)]
     for process in processes:
         process.start()
-    outcomes = [results.get(timeout=60) for _ in processes]
-    for process in processes:
-        process.join(timeout=30)
-        assert process.exitcode == 0
+    try:
+        outcomes = [results.get(timeout=90) for _ in processes]
+        for process in processes:
+            process.join(timeout=30)
+            assert process.exitcode == 0
+    finally:
+        # A worker that died before the barrier must fail the test, not leave the others (and pytest) waiting.
+        for process in processes:
+            if process.is_alive():
+                process.kill()
     assert len({order_id for order_id, _ in outcomes}) == 1
     assert sum(created for _, created in outcomes) == 1
     assert len(WorkOrderStore(path).list()) == 1

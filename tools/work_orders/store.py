@@ -637,6 +637,8 @@ def _rekey(con: sqlite3.Connection) -> None:
     if con.execute("PRAGMA user_version").fetchone()[0] >= FAULT_KEY_VERSION:
         return
     con.execute("BEGIN IMMEDIATE")
+    if _upgraded_meanwhile(con, FAULT_KEY_VERSION):
+        return
     for row in con.execute("SELECT id, fault_code, fault_key FROM work_orders").fetchall():
         key = fault_key(row["fault_code"])
         if key != row["fault_key"]:
@@ -666,6 +668,8 @@ def _add_columns(
     if con.execute("PRAGMA user_version").fetchone()[0] >= version:
         return
     con.execute("BEGIN IMMEDIATE")
+    if _upgraded_meanwhile(con, version):
+        return
     try:
         present = {row["name"] for row in con.execute("PRAGMA table_info(work_orders)")}
         for name, declaration in columns.items():
@@ -678,6 +682,15 @@ def _add_columns(
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+def _upgraded_meanwhile(con: sqlite3.Connection, version: int) -> bool:
+    """Inside the write lock: another process opening the file at the same time got there first. Its later
+    upgrades may have run too, and writing this one's version then would take the file back down."""
+    if con.execute("PRAGMA user_version").fetchone()[0] < version:
+        return False
+    con.execute("COMMIT")
+    return True
 
 
 def _iso(epoch: float) -> str:
