@@ -321,7 +321,10 @@ def _manual_line(f: dict[str, Any], words: dict[str, str]) -> str:
         return words["manual_page"].format(
             where=where, ocr=words["ocr"] if f.get("ocr") else "", snippet=f.get("snippet", "")
         )
-    line = words["manual"].format(code=f["fault_code"], title=f["title"], where=where)
+    # An entry read from a scanned page is OCR text too: the technician checks it against the page.
+    line = words["manual"].format(
+        code=f["fault_code"], title=f["title"], where=where + (words["ocr"] if f.get("ocr") else "")
+    )
     scope = f.get("scope")
     line = f"{line}; {words['scope'].format(scope=scope)}" if scope else line
     return f"{line}; {words['other_machine']}" if f.get("applies_to_device") is False else line

@@ -22,7 +22,7 @@ from tools.observation import Observation
 
 # "Usual causes are", "Possible causes:", "原因：" before the list, and what separates its items.
 _LEAD_IN = re.compile(
-    r"^(?:(?:the\s+)?(?:usual|possible|probable|likely|common)\s+causes?\s+(?:are|is|include)?\s*:?|causes?\s*:|"
+    r"^(?:(?:the\s+)?(?:usual|possible|probable|likely|common)\s+causes?(?:\s+(?:are|is|include))?\s*:?|causes?\s*:|"
     r"(?:可能的?|常见)?原因(?:有|是|为|包括)?\s*[:：]?)\s*",
     re.I,
 )
@@ -48,10 +48,15 @@ class Cause:
 
 
 def split_causes(text: str) -> list[str]:
-    """The causes a cause field lists: its last sentence that lists several, split into items."""
+    """The causes a cause field lists: its last sentence that says it lists causes ("Usual causes are",
+    "原因：") and names several, split into items. A description with commas is not a list of causes."""
     sentences = [s for s in re.split(r"(?<=[.。!?])\s*", text.strip()) if s]
     for sentence in reversed(sentences):
-        body = _LEAD_IN.sub("", sentence.rstrip(".。")).strip()
+        sentence = sentence.rstrip(".。")
+        lead_in = _LEAD_IN.match(sentence)
+        if lead_in is None or not lead_in.group(0):
+            continue
+        body = _LEAD_IN.sub("", sentence).strip()
         items = [item.strip(" .。") for item in _ITEMS.split(body) if item and item.strip(" .。")]
         if len(items) >= 2:
             return items
