@@ -15,14 +15,13 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.fixtures.service import TECHNICIAN_TOKEN, RunningService, run_service
-from tests.fixtures.tablet import ask, open_app
+from tests.fixtures.tablet import SIZES, ask, open_app
 from tools.work_orders.model import ACTIVE_STATUSES
 
 QUESTIONS = {
     "en": ("en-US", "Press-3 shows E102, what should I do?", "J. Weber"),
     "zh": ("zh-CN", "3号压机显示E102，怎么处理？", "王伟"),
 }
-SIZES = {"portrait": {"width": 800, "height": 1280}, "small-landscape": {"width": 1024, "height": 768}}
 RUN_TIMEOUT_MS = 60_000
 
 

@@ -10,13 +10,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.fixtures.service import RunningService, run_service
-from tests.fixtures.tablet import ask, open_app
+from tests.fixtures.tablet import SIZES, ask, open_app
 
 QUESTIONS = {
     "en": ("en-US", "Press-3 shows E102, what should I do?", "Thank you"),
     "zh": ("zh-CN", "3号压机显示E102，怎么处理？", "谢谢"),
 }
-SIZES = {"portrait": {"width": 800, "height": 1280}, "small-landscape": {"width": 1024, "height": 768}}
 RUN_TIMEOUT_MS = 60_000
 
 

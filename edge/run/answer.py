@@ -13,7 +13,6 @@ from typing import Any
 
 from edge.run.causes import order_causes
 from edge.run.record import cap_text
-from tools.contract import Item
 from tools.observation import Observation
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -200,9 +199,11 @@ def compose_answer(
     words = PHRASES[language_of(question)]
     parts: list[str] = [words["degraded"]] if degraded else []
     observations = [obs for obs in observations if obs.error_code not in _CALLER_MISTAKES]
+    latest = _latest_per_call(observations)
     # Hazards before anything a technician might start doing: each statement once, quoted, with its page.
-    parts.extend(dict.fromkeys(_safety_line(item.fields, item.text, words) for item in _safety_items(observations)))
-    for obs in _latest_per_call(observations):
+    safety = (item for obs in latest for item in obs.content if item.kind == "safety")
+    parts.extend(dict.fromkeys(_safety_line(item.fields, item.text, words) for item in safety))
+    for obs in latest:
         parts.extend(_describe(obs, words, language_of(question), observations))
     parts.extend(notes)
     if not observations and not notes:
@@ -219,10 +220,6 @@ def supporting_ids(observations: list[Observation]) -> list[str]:
 def _latest_per_call(observations: list[Observation]) -> list[Observation]:
     """An observation repeated with "no new information" adds nothing to the answer."""
     return [obs for obs in observations if not obs.no_new_information]
-
-
-def _safety_items(observations: list[Observation]) -> list[Item]:
-    return [item for obs in _latest_per_call(observations) for item in obs.content if item.kind == "safety"]
 
 
 def _safety_line(f: dict[str, Any], text: str, words: dict[str, str]) -> str:

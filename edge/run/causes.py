@@ -56,7 +56,7 @@ def split_causes(text: str) -> list[str]:
         lead_in = _LEAD_IN.match(sentence)
         if lead_in is None or not lead_in.group(0):
             continue
-        body = _LEAD_IN.sub("", sentence).strip()
+        body = sentence[lead_in.end() :].strip()
         items = [item.strip(" .。") for item in _ITEMS.split(body) if item and item.strip(" .。")]
         if len(items) >= 2:
             return items

@@ -341,17 +341,11 @@ class RunStore:
     def feedback(self, where: FeedbackFilter | None = None) -> builtins.list[FeedbackRow]:
         """Newest first."""
         where = where or FeedbackFilter()
-        clauses: builtins.list[str] = []
-        params: builtins.list[Any] = []
-        if where.device_id is not None:
-            clauses.append("r.device_id = ?")
-            params.append(where.device_id)
-        if where.helpful is not None:
-            clauses.append("f.helpful = ?")
-            params.append(int(where.helpful))
-        if where.since_ms is not None:
-            clauses.append("f.given_ms >= ?")
-            params.append(where.since_ms)
+        clauses, params = _conditions(
+            ("r.device_id = ?", where.device_id),
+            ("f.helpful = ?", None if where.helpful is None else int(where.helpful)),
+            ("f.given_ms >= ?", where.since_ms),
+        )
         sql = (
             "SELECT f.*, r.question, r.device_id, r.planner,"
             " (SELECT group_concat(fault_code, ' ') FROM run_codes c WHERE c.run_id = f.run_id) AS codes"
@@ -441,27 +435,23 @@ def work_order_ref(record: RunRecord) -> tuple[Step, dict[str, Any]] | None:
     return None
 
 
+def _conditions(*pairs: tuple[str, Any]) -> tuple[list[str], list[Any]]:
+    """The SQL conditions of a filter and their parameters: each (condition, value) whose value is set."""
+    kept = [(condition, value) for condition, value in pairs if value is not None]
+    return [condition for condition, _ in kept], [value for _, value in kept]
+
+
 def _clauses(where: RunFilter) -> tuple[list[str], list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column in ("reason", "device_id", "session_id", "actor"):
-        value = getattr(where, column)
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if where.degraded is not None:
-        clauses.append("degraded = ?")
-        params.append(int(where.degraded))
-    if where.min_steps is not None:
-        clauses.append("steps >= ?")
-        params.append(where.min_steps)
-    if where.since_ms is not None:
-        clauses.append("started_ms >= ?")
-        params.append(where.since_ms)
-    if where.fault_code is not None:
-        clauses.append("run_id IN (SELECT run_id FROM run_codes WHERE fault_code = ?)")
-        params.append(code_key(where.fault_code))
-    return clauses, params
+    return _conditions(
+        *((f"{column} = ?", getattr(where, column)) for column in ("reason", "device_id", "session_id", "actor")),
+        ("degraded = ?", None if where.degraded is None else int(where.degraded)),
+        ("steps >= ?", where.min_steps),
+        ("started_ms >= ?", where.since_ms),
+        (
+            "run_id IN (SELECT run_id FROM run_codes WHERE fault_code = ?)",
+            None if where.fault_code is None else code_key(where.fault_code),
+        ),
+    )
 
 
 def _summary(row: sqlite3.Row) -> RunSummary:

@@ -7,7 +7,7 @@ offline tablet sending its queue again, or a write that failed half-way and is r
 
 from __future__ import annotations
 
-from edge.run import RunStore, device_of, fault_codes_of
+from edge.run import device_of, fault_codes_of
 from edge.service import metrics
 from edge.service.errors import RunNotFound, RunStillRunning
 from edge.service.runs import RunManager
@@ -18,8 +18,7 @@ from tools.work_orders.store import WorkOrderStore
 def give_feedback(runs: RunManager, work_orders: WorkOrderStore, run_id: str, body: FeedbackBody) -> FeedbackResult:
     if runs.get(run_id) is not None:
         raise RunStillRunning(run_id)
-    store: RunStore = runs.store
-    record = store.get(run_id)
+    record = runs.store.get(run_id)
     if record is None:
         raise RunNotFound(run_id)
     reported = None
@@ -28,6 +27,6 @@ def give_feedback(runs: RunManager, work_orders: WorkOrderStore, run_id: str, bo
         reported = work_orders.report_fix(
             run_id=run_id, device_id=device, fault_code=codes[0], remedy=body.fix, actor=body.by
         ).id
-    feedback = store.give_feedback(run_id, body.by, body.helpful, body.fix)
+    feedback = runs.store.give_feedback(run_id, body.by, body.helpful, body.fix)
     metrics.FEEDBACK.labels(str(body.helpful).lower(), str(body.fix is not None).lower()).inc()
     return FeedbackResult(feedback=feedback, reported_fix_id=reported)

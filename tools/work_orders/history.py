@@ -77,8 +77,10 @@ def history_items(
 def _fix_item(fix: PastFix, same_device: bool) -> Item:
     if isinstance(fix, ReportedFix):
         how, cause, parts, note = f"reported by {fix.closed_by} on run {fix.run_id}", None, [], None
+        origin = {"reported_in_run": fix.run_id}
     else:
         how, cause, parts, note = "closed", fix.cause, [part.label() for part in fix.parts], fix.note
+        origin = {}
     found = (
         "; ".join(f"{label} {value}" for label, value in (("cause", cause), ("remedy", fix.remedy)) if value)
         or "no cause or remedy recorded"
@@ -88,7 +90,7 @@ def _fix_item(fix: PastFix, same_device: bool) -> Item:
         text=f"Fixed before: {fix.id} on {fix.device_id}, {how} {fix.closed_at}: {found}.",
         fields={
             "past_work_order_id": fix.id,
-            **({"reported_in_run": fix.run_id} if isinstance(fix, ReportedFix) else {}),
+            **origin,
             "device_id": fix.device_id,
             "fault_code": fix.fault_code,
             "same_device": same_device,
