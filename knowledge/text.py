@@ -59,6 +59,30 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def stem(word: str) -> str:
+    """A light English stemmer: the inflections an answer changes ("overheating", "overheated",
+    "overheats" are "overheat"; "stopped" is "stop"), nothing that changes the word class."""
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s"):
+        base = word[: -len(suffix)]
+        if not word.endswith(suffix) or len(base) < 3:
+            continue
+        if suffix == "s" and word.endswith(("ss", "us", "is")):  # press, status, axis
+            continue
+        if suffix == "ed" and base.endswith("e"):  # speed, feed
+            continue
+        if suffix in ("ies", "ied"):
+            base += "y"
+        elif len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "lsz":  # stopp-ed, runn-ing
+            base = base[:-1]
+        word = base
+        break
+    if word.endswith("e") and len(word) >= 4:  # replace / replac-ed
+        word = word[:-1]
+    if word.endswith("y") and len(word) >= 3:  # battery / batteri-es
+        word = word[:-1] + "i"
+    return word
+
+
 def chinese_words(text: str) -> list[str]:
     """jieba's words (precise mode, each character once) for every CJK run of `text`, in order; the
     same private segmenter as `terms`, so an answer and the manual are cut alike."""

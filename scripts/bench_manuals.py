@@ -33,13 +33,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knowledge.embed import Embedder
 from knowledge.index import build_index
 from knowledge.question_encoder import QuestionEncoder, encoder_path
-from knowledge.search import ManualIndex
+from knowledge.rescoring import FEATURES, RESCORED
+from knowledge.search import Candidates, ManualIndex
+from knowledge.tuning import Weights
 
 HERE = Path(__file__).resolve().parent
 UNANSWERABLE = HERE / "data" / "unanswerable.jsonl"
@@ -125,61 +129,164 @@ def print_build(report, text_only) -> None:
         )
 
 
-# Each constant is tried at these multiples of the model's default; two sweeps of coordinate descent.
+# Each first-stage constant is tried at these multiples of the model's default, each second-look weight at
+# these values; two sweeps of coordinate descent.
 GRID = (0.8, 0.9, 1.0, 1.12, 1.25)
+WEIGHT_GRID = (-1.0, -0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5, 1.0)
 SWEEPS = 2
 
 
 def print_folds(index: ManualIndex, queries: list[dict]) -> None:
+    """Per manual: the first stage's constants fitted on the others (exactly, through the search), then the second
+    look's weights with those fixed (on the candidates' features, without running the search again); its
+    questions scored with the result, through the search. Then what each feature adds: the held-out figures
+    with its weight set to zero in every fold."""
     manuals = sorted({q["manual"] for q in queries if q["kind"] != "none"})
     unanswerable = [i for i, q in enumerate(queries) if q["kind"] == "none"]
     fold_of = {i: manuals[n % len(manuals)] for n, i in enumerate(unanswerable)}
     fold_of.update({i: q["manual"] for i, q in enumerate(queries) if q["kind"] != "none"})
-    ranks_of = _Ranks(index, queries)
+    cases = _Cases(index, queries)
     default = index.tuning
+    start = replace(default, weights=Weights())  # the weights are fitted after the first stage's constants
     everything = list(range(len(queries)))
-    fitted = fit(ranks_of, default, everything)
-    held_out: dict[int, int | None] = {}
+    fitted = fit_weights(cases, fit(cases, start, everything), everything)
+    first_stage: dict[int, int | None] = {}
+    both: dict[int, int | None] = {}
+    fold_tunings = []
     for manual in manuals:
         train = [i for i in everything if fold_of[i] != manual]
-        tuning = fit(ranks_of, default, train)
-        held_out.update({i: ranks_of(tuning)[i] for i in everything if fold_of[i] == manual})
-        changed = {k: round(v, 3) for k, v in vars(tuning).items() if v != getattr(default, k)}
-        print(f"  fold {manual[:44]:44s} {len(everything) - len(train):3d} held out; fitted: {changed or 'defaults'}")
-    print(f"{len(manuals)} manuals, {len(queries)} questions, {ranks_of.evaluated} constant sets tried")
-    print(f"fitted on everything: { {k: round(v, 3) for k, v in vars(fitted).items()} }")
-    rows = [("defaults", ranks_of(default)), ("fitted", ranks_of(fitted)), ("held-out", held_out)]
+        held = [i for i in everything if fold_of[i] == manual]
+        first = fit(cases, start, train)
+        tuning = fit_weights(cases, first, train)
+        fold_tunings.append((tuning, held))
+        first_stage.update({i: cases.ranks(first)[i] for i in held})
+        both.update({i: cases.ranks(tuning)[i] for i in held})
+        print(f"  fold {manual[:44]:44s} {len(held):3d} held out; fitted: {_changes(default, tuning) or 'defaults'}")
+    print(f"{len(manuals)} manuals, {len(queries)} questions, {cases.evaluated} first-stage constant sets searched")
+    print(f"fitted on everything: {_changes(default, fitted) or 'defaults'}")
+    rows = [
+        ("defaults", cases.ranks(default)),
+        ("fitted", cases.ranks(fitted)),
+        ("held-out 1st stage", first_stage),
+        ("held-out", both),
+    ]
+    for feature in FEATURES:
+        ablated: dict[int, int | None] = {}
+        for tuning, held in fold_tunings:
+            without = replace(tuning, weights=replace(tuning.weights, **{feature: 0.0}))
+            ablated.update({i: cases.ranks(without)[i] for i in held})
+        rows.append((f"  w/o {feature}", ablated))
     kinds = sorted({q["kind"] for q in queries})
-    print(f"{'':10s}" + "".join(f"{kind:>10s}" for kind in kinds) + "   (recall@3; none: correctly not_found)")
+    print(f"{'':22s}" + "".join(f"{kind:>9s}" for kind in kinds) + "   (recall@3; none: correctly not_found)")
     for name, ranks in rows:
-        print(f"{name:10s}" + "".join(f"{_kind_score(queries, ranks, kind):10.2f}" for kind in kinds))
+        print(f"{name:22s}" + "".join(f"{_kind_score(queries, ranks, kind):9.2f}" for kind in kinds))
 
 
-class _Ranks:
-    """Each question's rank under a set of constants, searched once per set (folds share most of theirs)."""
+class _Recording(ManualIndex):
+    """The index, keeping the candidates of the last question it searched (a question answered by its code
+    never gets that far)."""
+
+    last: Candidates | None = None
+
+    def candidates(self, text, scope=None, mode="hybrid"):
+        self.last = super().candidates(text, scope, mode)
+        return self.last
+
+
+class _Cases:
+    """Each question searched once. A question answered by its code has its rank whatever the constants; the
+    others' candidates are kept, and ranked again for each set of ranking constants (the not-found floors
+    only decide whether to)."""
 
     def __init__(self, index: ManualIndex, queries: list[dict]):
-        self.index, self.queries, self.cache, self.evaluated = index, queries, {}, 0
+        self.index, self.queries, self.evaluated = index, queries, 0
+        self.fixed: dict[int, int | None] = {}
+        self.found: dict[int, Candidates] = {}
+        recording = _Recording(index.path, embedder=index.embedder, semantic_languages=index.semantic_languages)
+        recording.tuning = index.tuning
+        for i, q in enumerate(queries):
+            recording.last = None
+            result = recording.query(q["q"], k=5)
+            if recording.last is None:
+                self.fixed[i] = rank_of(result, q)
+            else:
+                self.found[i] = recording.last
+        self.ranked: dict[tuple, dict[int, int | None]] = {}
 
-    def __call__(self, tuning) -> dict[int, int | None]:
-        if tuning not in self.cache:
+    def ranks(self, tuning) -> dict[int, int | None]:
+        key = replace(tuning, min_similarity=0.0, min_coverage=0.0, min_agreed_similarity=0.0)
+        if key not in self.ranked:
             self.index.tuning = tuning
-            self.cache[tuning] = {i: rank_of(self.index.query(q["q"], k=5), q) for i, q in enumerate(self.queries)}
+            self.ranked[key] = {
+                i: rank_of(self.index.answer(found, k=5), self.queries[i])
+                for i, found in self.found.items()
+                if self.queries[i]["kind"] != "none"
+            }
             self.evaluated += 1
-        return self.cache[tuning]
+        ranked = self.ranked[key]
+        out = dict(self.fixed)
+        for i, found in self.found.items():
+            if found.evidence.unanswered(tuning):
+                out[i] = 1 if self.queries[i]["kind"] == "none" else None
+            else:
+                out[i] = None if self.queries[i]["kind"] == "none" else ranked[i]
+        return out
 
 
-def fit(ranks_of: _Ranks, default, train: list[int]):
-    """The constants that score best on `train`: each in turn set to the best of its grid, twice over."""
-    best, best_score = default, _score(ranks_of.queries, ranks_of(default), train)
+def fit(cases: _Cases, default, train: list[int]):
+    """The first stage's constants that score best on `train`: each in turn set to the best of its grid, twice over."""
+    best, best_score = default, _score(cases.queries, cases.ranks(default), train)
+    names = [name for name in vars(default) if name != "weights"]
     for _ in range(SWEEPS):
-        for name in vars(default):
+        for name in names:
             for factor in GRID:
                 candidate = replace(best, **{name: getattr(default, name) * factor})
-                score = _score(ranks_of.queries, ranks_of(candidate), train)
+                score = _score(cases.queries, cases.ranks(candidate), train)
                 if score > best_score + 1e-9:
                     best, best_score = candidate, score
     return best
+
+
+def fit_weights(cases: _Cases, tuning, train: list[int]):
+    """The second look's weights that score best on `train` with the first stage's constants of `tuning`, by
+    coordinate descent on the candidates' features: each question's first `RESCORED` candidates are re-sorted
+    by their first-stage score times exp(weights · features) (the search's own collapsing of versions is left
+    out, which is why the figures reported are searched again)."""
+    base = cases.ranks(replace(tuning, weights=Weights()))
+    cases.index.tuning = replace(tuning, weights=Weights())
+    heads = {}
+    for i in train:
+        q = cases.queries[i]
+        if i not in cases.found or q["kind"] == "none" or cases.found[i].evidence.unanswered(tuning):
+            continue  # its rank does not depend on the weights
+        found = cases.found[i]
+        ranked = cases.index.ranked(found)[:RESCORED]
+        rows = [row for row, _, _ in ranked]
+        heads[i] = (
+            np.log([score for _, score, _ in ranked]),
+            np.array(cases.index.features(found, rows)),
+            np.array([_row_is_hit(row, q) for row in rows]),
+            np.array([row["manual_sha256"] not in found.mentioned for row in rows]),
+        )
+
+    def score(weights: Weights) -> float:
+        w = np.array(weights.vector())
+        ranks = dict(base)
+        for i, (b, f, hit, unnamed) in heads.items():
+            order = np.lexsort((-(b + f @ w), unnamed))
+            first = np.flatnonzero(hit[order])
+            ranks[i] = int(first[0]) + 1 if len(first) else None
+        return _score(cases.queries, ranks, train)
+
+    best, best_score = Weights(), score(Weights())
+    for _ in range(SWEEPS):
+        for name in FEATURES:
+            for value in WEIGHT_GRID:
+                candidate = replace(best, **{name: value})
+                value_score = score(candidate)
+                if value_score > best_score + 1e-9:
+                    best, best_score = candidate, value_score
+    return replace(tuning, weights=best)
 
 
 def _score(queries: list[dict], ranks: dict[int, int | None], subset: list[int]) -> float:
@@ -191,6 +298,17 @@ def _score(queries: list[dict], ranks: dict[int, int | None], subset: list[int])
 def _kind_score(queries: list[dict], ranks: dict[int, int | None], kind: str, subset: list[int] | None = None) -> float:
     mine = [i for i in (subset if subset is not None else ranks) if queries[i]["kind"] == kind and i in ranks]
     return sum(1 for i in mine if ranks[i] is not None and ranks[i] <= 3) / len(mine) if mine else float("nan")
+
+
+def _changes(default, tuning) -> dict[str, float]:
+    changed = {k: round(v, 3) for k, v in vars(tuning).items() if k != "weights" and v != getattr(default, k)}
+    changed.update({k: v for k, v in vars(tuning.weights).items() if v})
+    return changed
+
+
+def _row_is_hit(row, q: dict) -> bool:
+    wanted = {p + d for p in q["pages"] for d in (-1, 0, 1)}
+    return row["file"] == q["manual"] and bool(set(json.loads(row["pages"])) & wanted)
 
 
 def rank_of(result, q: dict) -> int | None:

@@ -36,7 +36,7 @@ from functools import lru_cache
 from typing import Any
 
 from knowledge.glossary import concepts, mentions
-from knowledge.text import CJK, chinese_words
+from knowledge.text import CJK, chinese_words, stem
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 
@@ -408,27 +408,3 @@ def _normalize(text: str) -> str:
 
 def _has_words(text: str) -> bool:
     return any(c.isalpha() for c in text)
-
-
-def stem(word: str) -> str:
-    """A light English stemmer: the inflections an answer changes ("overheating", "overheated",
-    "overheats" are "overheat"; "stopped" is "stop"), nothing that changes the word class."""
-    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s"):
-        base = word[: -len(suffix)]
-        if not word.endswith(suffix) or len(base) < 3:
-            continue
-        if suffix == "s" and word.endswith(("ss", "us", "is")):  # press, status, axis
-            continue
-        if suffix == "ed" and base.endswith("e"):  # speed, feed
-            continue
-        if suffix in ("ies", "ied"):
-            base += "y"
-        elif len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "lsz":  # stopp-ed, runn-ing
-            base = base[:-1]
-        word = base
-        break
-    if word.endswith("e") and len(word) >= 4:  # replace / replac-ed
-        word = word[:-1]
-    if word.endswith("y") and len(word) >= 3:  # battery / batteri-es
-        word = word[:-1] + "i"
-    return word
