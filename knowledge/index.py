@@ -39,6 +39,10 @@ from knowledge.text import FTS_TOKENIZER, terms
 # reuses manuals only from an index of this schema, so rebuilding an older index extracts them again;
 # readers take an older one without boxes or hazard statements.
 SCHEMA_VERSION = "5"
+# What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
+# version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
+# rows by the ruling lines alone, headers printed over two rows.
+EXTRACTION_VERSION = "2"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
@@ -277,6 +281,7 @@ def _fill(
     db["meta"].insert_all(
         [
             {"key": "schema", "value": SCHEMA_VERSION},
+            {"key": "extraction", "value": EXTRACTION_VERSION},
             {"key": "model", "value": embedder.identity},
             {"key": "built_at", "value": datetime.now(UTC).isoformat(timespec="seconds")},
         ],
@@ -602,14 +607,18 @@ def _override_key(path: Path, overrides: dict[str, str | None]) -> str:
 
 
 def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
-    """Manuals in the live index that can be copied: same schema and same embedding model."""
+    """Manuals in the live index that can be copied: same schema, extraction and embedding model."""
     if not db_path.exists():
         return {}
     try:
         conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            if meta.get("schema") != SCHEMA_VERSION or meta.get("model") != model:
+            if (meta.get("schema"), meta.get("extraction", "1"), meta.get("model")) != (
+                SCHEMA_VERSION,
+                EXTRACTION_VERSION,
+                model,
+            ):
                 return {}
             conn.row_factory = sqlite3.Row
             return {

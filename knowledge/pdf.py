@@ -8,6 +8,7 @@ import itertools
 import time
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
         # Bands are found line by line (a header and a footer may come out as one text block), and
         # before OCR: a scan's running header is in the text layer, its content is not.
         lines = [
-            PositionedText(page.number, text, bbox[1], bbox[3], page.rect.height)
+            PositionedText(page.number, text, bbox[1], bbox[3], page.cropbox.height)
             for page, blocks in zip(doc, raw)
             for block in blocks
             for text, bbox in block.lines
@@ -182,7 +183,8 @@ def _page_blocks(page: pymupdf.Page) -> list[_RawBlock]:
                     bold=all(span["flags"] & BOLD_FLAG or "bold" in span["font"].lower() for span in spans),
                 )
             )
-    return _reading_order(out, page.rect.width)
+    # Text comes in the page's stored coordinates (cropbox), which a /Rotate turns for display.
+    return _reading_order(out, page.cropbox.width)
 
 
 def _line_text(line: _RawDict) -> str:
@@ -301,7 +303,7 @@ def _ocr(path: Path, raw: list[list[_RawBlock]], numbers: list[int], manual: Raw
 
 
 def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
-    height = page.rect.height
+    height = page.cropbox.height
     kept: list[Block] = []
     for block in blocks:
         lines = [
@@ -326,31 +328,72 @@ def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
 def _add_tables(page: pymupdf.Page, content: Page, bands: Bands, carried: Columns | None) -> Columns | None:
     """Tables of a fault-section page, ruled or else unruled with a fault header; the blocks
     inside them leave the running text. Returns the columns of an unruled table that runs on
-    to the next page (`carried`: the one from the page before)."""
+    to the next page (`carried`: the one from the page before).
+
+    Tables are found on the page as displayed (a landscape table is often stored upright with a
+    /Rotate), and kept in the stored page's coordinates, as its words and blocks are."""
     height = page.rect.height
     clip = pymupdf.Rect(0, bands.top * height, page.rect.width, bands.bottom * height)
     words = page.get_text("words", flags=pymupdf.TEXTFLAGS_TEXT)
+    stored = page.derotation_matrix
     respaced: _Respacer | None = None
-    # The layout model is for unruled tables and costs ~0.2 s a page; those are read from the words below.
-    ruled = (
-        page.find_tables(clip=clip, use_layout=False).tables if len(page.get_cdrawings()) >= MIN_TABLE_DRAWINGS else []
-    )
+    ruled = _ruled_tables(page, clip) if len(page.get_cdrawings()) >= MIN_TABLE_DRAWINGS else []
     for found in ruled:
         respaced = respaced or _Respacer(page)
         rows = [
-            [respaced.region(_cell_text(words, cell), pymupdf.Rect(cell)) if cell else "" for cell in row.cells]
+            [_cell(words, respaced, _moved(cell, stored), page.rotation) if cell else "" for cell in row.cells]
             for row in found.rows
         ]
         if rows and len(rows[0]) >= 2:
-            box = tuple(found.bbox)
-            content.tables.append(Table(rows=rows, row_boxes=[tuple(row.bbox) for row in found.rows], bbox=box))
+            row_boxes = [_moved(row.bbox, stored) for row in found.rows]
+            content.tables.append(Table(rows=rows, row_boxes=row_boxes, bbox=_moved(found.bbox, stored)))
     if content.tables:
         _leave_running_text(content, content.tables)
         return None
-    unruled, carried = unruled_tables([tuple(w[:5]) for w in words], tuple(clip), carried)
+    shown = page.rotation_matrix
+    unruled, carried = unruled_tables(
+        [(*_moved(w[:4], shown), w[4]) for w in words] if page.rotation else [tuple(w[:5]) for w in words],
+        tuple(clip),
+        carried,
+    )
+    if page.rotation:
+        unruled = [
+            Table(rows=t.rows, row_boxes=[_moved(box, stored) for box in t.row_boxes], bbox=_moved(t.bbox, stored))
+            for t in unruled
+        ]
     content.tables.extend(unruled)
     _leave_running_text(content, unruled)
     return carried
+
+
+def _cell(words: list[Any], respaced: _Respacer, box: tuple[float, float, float, float], rotation: int) -> str:
+    """A ruled cell's text; letter-spaced text rebuilt from its glyphs, which reads lines across the
+    stored page (so not on a page whose lines run down it, stored rotated)."""
+    text = _cell_text(words, box)
+    return respaced.region(text, pymupdf.Rect(box)) if not rotation else text
+
+
+def _ruled_tables(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Any]:
+    """The ruled tables of a page that reach into its body (`clip`: the page without its running header
+    and footer; a table's header row repeated on every page is taken for a running header, so tables are
+    found on the whole page). Rows come from the ruling lines alone, not from the borders of shaded
+    cells, which often frame each printed line of a row; where that finds nothing, from both."""
+    for strategy in ("lines_strict", "lines"):
+        # The layout model is for unruled tables and costs ~0.2 s a page; those are read from the words.
+        found = [
+            table
+            for table in page.find_tables(strategy=strategy, use_layout=False).tables
+            if pymupdf.Rect(table.bbox).intersects(clip)
+        ]
+        if found:
+            return found
+    return []
+
+
+def _moved(box: Sequence[float], matrix: pymupdf.Matrix) -> tuple[float, float, float, float]:
+    """A box in the other coordinates of the page (as displayed, or as stored)."""
+    rect = pymupdf.Rect(box) * matrix
+    return (rect.x0, rect.y0, rect.x1, rect.y1)
 
 
 def _add_scanned_tables(page: pymupdf.Page, content: Page, manual: RawManual, languages: str) -> None:

@@ -232,11 +232,10 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
             if any(_is_parameter_header(row) for row in rows[:2]):
                 roles = None  # a parameter list printed inside a fault section
                 continue
-            header_at = next((i for i, row in enumerate(rows[:3]) if "code" in column_roles(row).values()), None)
+            header_at, header, lines = _header(rows)
             if header_at is not None:
-                header = rows[header_at]
-                roles, rows, headed, columns = column_roles(header), rows[header_at + 1 :], True, len(header)
-                boxes = boxes[header_at + 1 :]
+                roles, rows, headed, columns = column_roles(header), rows[header_at + lines :], True, len(header)
+                boxes = boxes[header_at + lines :]
                 code_header = header[next(i for i, role in roles.items() if role == "code")]
                 named = bool(FAULT_WORDS.search(code_header))  # "Alarm", "Fault": names may stand for codes
             elif roles is None or len(rows[0]) != columns:
@@ -247,6 +246,19 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                     continue  # the header repeated on a continuation page
                 _add_row(drafts, roles or {}, row, page.number, headed, named, box)
     return drafts
+
+
+def _header(rows: list[list[str]]) -> tuple[int | None, list[str], int]:
+    """Where a table's header is, what it says and how many rows it takes: one row that names a code
+    column, or two read as one where each header cell wraps onto a second row (`Error` over `code`)."""
+    for at, row in enumerate(rows[:3]):
+        if "code" in column_roles(row).values():
+            return at, row, 1
+        if at + 1 < len(rows) and "code" not in column_roles(rows[at + 1]).values():
+            joined = [f"{a} {b}".strip() for a, b in zip(row, rows[at + 1], strict=False)]
+            if "code" in column_roles(joined).values() and not parse_code_cell(join_lines(rows[at + 1][0])):
+                return at, joined, 2
+    return None, [], 0
 
 
 def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
@@ -309,6 +321,8 @@ def _add_row(
 ) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
     code = parse_code_cell(join_lines(cells.get("code", "")))
+    if code is None and headed and _HEX_CODE.fullmatch(join_lines(cells.get("code", ""))):
+        code = join_lines(cells["code"]).upper()  # `3A`, `1F`: hex codes, taken only in a column named a code
     if code is None and named:
         code = named_alarm(join_lines(cells.get("code", "")))
         cells.setdefault("title", code or "")
@@ -326,6 +340,9 @@ def _add_row(
     draft.add("cause", join_lines(cells.get("cause", "")))
     draft.steps = _steps(cells.get("remedy", ""))
     drafts.append(draft)
+
+
+_HEX_CODE = re.compile(r"(?=[0-9A-Fa-f]*\d)(?=[0-9A-Fa-f]*[A-Fa-f])[0-9A-Fa-f]{2,4}")
 
 
 def _continue_row(

@@ -60,7 +60,7 @@ from knowledge.ranking import (
 )
 from knowledge.rescoring import RESCORED, Question, RowWords, features, rescore
 from knowledge.safety import read_statements
-from knowledge.text import FTS_TOKENIZER, language, terms
+from knowledge.text import FTS_TOKENIZER, english_stop_words, language, terms
 from knowledge.tuning import Tuning, tuning_for
 
 CANDIDATES = 50
@@ -71,6 +71,12 @@ AGREEMENT = 5
 # of rows (motor, alarm) add next to nothing to the ranking and are left out.
 POSTINGS_BUDGET = 3000
 MAX_TERMS = 32
+# A name as questions give one: a capitalised word (Vaillant, KUKA) or a token mixing letters and digits
+# (FC302, AL013, A.810, 0x8611).
+_NAME = re.compile(
+    r"(?<![A-Za-z0-9])(?:[A-Z][A-Za-z]{2,}|(?=[A-Za-z.\-]*\d)(?=[\d.\-]*[A-Za-z])[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*)"
+    r"(?![A-Za-z0-9])"
+)
 # The words of rows the second look has read, kept for the next question: a plant's questions come back to
 # the same few hundred entries, and a bound keeps a large library from filling memory with them.
 ROW_WORDS_KEPT = 5000
@@ -114,14 +120,18 @@ class Evidence:
     coverage: float
     concepts: float
     agreed: bool
+    # Names the question gives (a brand, a model, a code: `Vaillant`, `FC302`, `AL013`) that no row of
+    # the library prints: a question about some other machine, which needs stronger evidence.
+    unknown_names: int = 0
 
     def unanswered(self, tuning: Tuning) -> bool:
         """Nothing is close in meaning, nothing holds most of the question's words, and the closest in
         meaning is not also among the best by words."""
+        raised = tuning.unknown_name_factor if self.unknown_names else 1.0
         return not (
-            self.similarity >= tuning.min_similarity
-            or max(self.coverage, self.concepts) >= tuning.min_coverage
-            or (self.agreed and self.similarity >= tuning.min_agreed_similarity)
+            self.similarity >= tuning.min_similarity * raised
+            or max(self.coverage, self.concepts) >= tuning.min_coverage * raised
+            or (self.agreed and self.similarity >= tuning.min_agreed_similarity * raised)
         )
 
 
@@ -142,6 +152,8 @@ class Candidates:
     translation: str  # the glossary's rendition of its words in the other language
     vector: np.ndarray | None
     evidence: Evidence
+    # The index as it was read: the ids above are its rows, whatever a rebuild swaps in meanwhile.
+    snapshot: _Snapshot = field(repr=False, compare=False)
 
 
 class ManualIndex:
@@ -406,11 +418,12 @@ class ManualIndex:
             translation=other,
             vector=vector,
             evidence=self._evidence(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)),
+            snapshot=snap,
         )
 
     def answer(self, found: Candidates, version: str | None = None, k: int = 3) -> SearchResult:
         """The hits for a question's candidates under this index's tuning, or `not_found`."""
-        snap = self._current()
+        snap = found.snapshot
         if found.evidence.unanswered(self.tuning):
             return SearchResult(
                 status="not_found",
@@ -430,7 +443,7 @@ class ManualIndex:
     def ranked(self, found: Candidates) -> Ranked:
         """The candidates as one list, best first: the rankings fused, entries over their pages, a second look
         at the best of them, and the manuals the question names first."""
-        snap, rows = self._current(), self._current().rows
+        snap, rows = found.snapshot, found.snapshot.rows
         ranked = fuse(
             own=[
                 ("lexical", [rows[i] for i, _ in found.lexical]),
@@ -451,7 +464,7 @@ class ManualIndex:
 
     def features(self, found: Candidates, rows: list[IndexRow]) -> list[tuple[float, ...]]:
         """The second look's features of some of a question's candidate rows (knowledge.rescoring)."""
-        snap = self._current()
+        snap = found.snapshot
         question = Question.of(found.text, found.translation, found.language)
         similarities = self._similarities(snap, rows, found.vector)
         return [
@@ -504,7 +517,18 @@ class ManualIndex:
             coverage=self._coverage(snap, text, lexical),
             concepts=self._concepts_coverage(snap, text, translated) if named_manual or not semantic else 0.0,
             agreed=bool(semantic) and bool(self._answer_keys(snap, semantic[0][0]) & by_words),
+            unknown_names=self._unknown_names(snap, text),
         )
+
+    def _unknown_names(self, snap: _Snapshot, text: str) -> int:
+        """How many of the names the question gives (capitalised words, tokens mixing letters and digits)
+        no row of the library holds, neither as a word nor as a code."""
+        names = [m.group(0) for m in _NAME.finditer(text) if m.group(0).lower() not in english_stop_words()]
+        unknown = 0
+        for name in dict.fromkeys(names):
+            words = list(dict.fromkeys(terms(name) + code_terms(name, every_token=True)))
+            unknown += bool(words) and not any(self._counts(snap, words).values())
+        return unknown
 
     def _answer_keys(self, snap: _Snapshot, record_id: int) -> set[Group]:
         """What a row answers with: its group, and for an entry the pages it was extracted from
@@ -572,11 +596,7 @@ class ManualIndex:
         always kept)."""
         if not words:
             return []
-        with self._lock:
-            unknown = [w for w in words if w not in snap.doc_counts]
-            if unknown:
-                snap.doc_counts.update(_doc_counts(snap.conn, unknown))
-            counts = {w: snap.doc_counts[w] for w in words}
+        counts = self._counts(snap, words)
         # A word on no row cannot match, yet BM25 would still weigh it on every row that matched.
         ranked = sorted((w for w in words if counts[w]), key=lambda w: counts[w])[:MAX_TERMS]
         kept, postings = ranked[:1], sum(counts[w] for w in ranked[:1])
@@ -586,6 +606,14 @@ class ManualIndex:
                 break
             kept.append(word)
         return kept
+
+    def _counts(self, snap: _Snapshot, words: list[str]) -> dict[str, int]:
+        """How many rows hold each word (kept per snapshot)."""
+        with self._lock:
+            unknown = [w for w in words if w not in snap.doc_counts]
+            if unknown:
+                snap.doc_counts.update(_doc_counts(snap.conn, unknown))
+            return {w: snap.doc_counts[w] for w in words}
 
     def _meaning(self, snap: _Snapshot, text: str, scope: Scope) -> tuple[np.ndarray, list[tuple[int, float]]]:
         """The question's vector and the rows closest to it."""

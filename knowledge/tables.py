@@ -73,6 +73,7 @@ _COLUMN_WORDS = {
         "title",
         "description",
         "message",
+        "display",  # the text the display shows, beside its code
         "meaning",
         "fault",
         "名称",

@@ -50,7 +50,7 @@ def terms(text: str) -> list[str]:
     the manual and in the question. Index and queries go through this same function.
     """
     text = unicodedata.normalize("NFKC", text).lower()
-    stop_words = _english_stop_words()
+    stop_words = english_stop_words()
     out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stop_words]
     for run in _CJK_RUN.findall(text):
         out.extend(w for w in _segmenter().cut_for_search(run) if len(w) > 1)
@@ -90,7 +90,7 @@ def chinese_words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _english_stop_words() -> frozenset[str]:
+def english_stop_words() -> frozenset[str]:
     # Importing spaCy costs about a second (it pulls in torch): not at service start-up, only on first use.
     from spacy.lang.en.stop_words import STOP_WORDS
 

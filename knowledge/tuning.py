@@ -50,6 +50,9 @@ class Tuning:
     min_similarity: float = 0.42
     min_coverage: float = 0.5
     min_agreed_similarity: float = 0.33
+    # A question naming something no manual prints (a brand, a model, a code) is most likely about another
+    # machine: each floor is raised by this factor for it.
+    unknown_name_factor: float = 1.5
     # The second look at the best candidates (knowledge.rescoring).
     weights: Weights = field(default_factory=Weights)
 

@@ -50,6 +50,16 @@ def test_unchanged_pdfs_are_neither_extracted_nor_embedded_again(library, tmp_pa
     assert "6065" not in codes(db)  # the index reflects the folder as it is now
 
 
+def test_manuals_extracted_by_an_older_fixloop_are_read_again(library, tmp_path):
+    db = tmp_path / "manuals.sqlite"
+    build_index([library], db)
+    with sqlite3.connect(db) as conn:  # as an index built before the extraction changed was
+        conn.execute("DELETE FROM meta WHERE key = 'extraction'")
+    again = build_index([library], db)
+    assert [m.status for m in again.manuals] == ["indexed"] * 3
+    assert [m.status for m in build_index([library], db).manuals] == ["reused"] * 3
+
+
 def test_identical_files_are_reported_as_duplicates(library, tmp_path):
     shutil.copy(library / HYDRA[0], library / "copy_of_manual.pdf")
     report = build_index([library], tmp_path / "i.sqlite")

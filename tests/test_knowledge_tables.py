@@ -113,3 +113,59 @@ def test_header_words_name_the_columns() -> None:
     assert column_roles(["Code", "Fault", "Description"]) == {0: "code", 1: "title", 2: "cause"}
     assert fault_header(["Alarm No.", "Name", "Countermeasure"])
     assert not fault_header(["No.", "Name", "Setting range", "Default"][1:])
+
+
+_LISTED = [
+    ("21", "Flame loss", ["Flame signal lost during", "operation"], ["Check the flame detector", "and its cable"]),
+    ("3A", "Air pressure", ["Air pressure switch does", "not close during prepurge"], ["Check the fan and its hose"]),
+    ("4C", "Low gas", ["Gas pressure below the", "minimum switch setting"], ["Open the gas valve"]),
+]
+
+
+def _error_list() -> pymupdf.Document:
+    """A landscape error list as a burner control's manual prints it: hex codes, a header over two rows
+    (`Error` / `code`), thin rules between entries and a shaded box behind each printed line of a cell."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=842, height=595)
+    page.insert_text((40, 40), "5 List of error messages", fontsize=16)
+    page.insert_text((40, 560), "Error messages are shown on the display with their code.", fontsize=9)
+    xs, top, y = [40, 100, 240, 480, 800], 60, 60
+
+    def entry(y: float, texts: list[list[str]], baseline: list[float]) -> None:
+        page.draw_rect(pymupdf.Rect(xs[0], y, xs[-1], y + 0.5), color=None, fill=(0, 0, 0))
+        for i in range(len(xs) - 1):
+            for line in range(2):
+                box = pymupdf.Rect(xs[i] + 1, y + 12 * line, xs[i + 1] - 1, y + 12 * (line + 1))
+                page.draw_rect(box, color=None, fill=(0.93, 0.93, 0.93))
+            for line, text in enumerate(texts[i]):
+                page.insert_text((xs[i] + 3, y + baseline[i] + 12 * line), text, fontsize=9)
+
+    entry(y, [["Error", "code"], ["Display"], ["Meaning"], ["Troubleshooting"]], [10, 10, 10, 10])
+    for code, display, meaning, remedy in _LISTED:
+        y += 24
+        entry(y, [[code], [display], meaning, remedy], [16, 16, 10, 10])  # the code centred in its row
+    y += 24
+    page.draw_rect(pymupdf.Rect(xs[0], y, xs[-1], y + 0.5), color=None, fill=(0, 0, 0))
+    for x in xs:
+        page.draw_rect(pymupdf.Rect(x, top, x + 0.5, y), color=None, fill=(0, 0, 0))
+    return doc
+
+
+@pytest.mark.parametrize("stored", ["upright", "rotated"])
+def test_an_error_list_with_hex_codes_a_two_row_header_and_shaded_lines(tmp_path: Path, stored: str) -> None:
+    """Rows are the entries between the rules (not each shaded printed line), and a page stored upright
+    with a /Rotate that shows it landscape reads as the landscape page does."""
+    listing = _error_list()
+    path = tmp_path / f"error_list_{stored}.pdf"
+    if stored == "rotated":
+        doc = pymupdf.open()
+        page = doc.new_page(width=595, height=842)
+        page.show_pdf_page(page.rect, listing, 0, rotate=90)
+        page.set_rotation(90)
+        doc.save(path)
+    else:
+        listing.save(path)
+    records = extract_manual(path, ocr=False).records
+    assert [(r.code, r.title, r.cause, r.steps) for r in records] == [
+        (code, display, " ".join(meaning), [" ".join(remedy)]) for code, display, meaning, remedy in _LISTED
+    ]
