@@ -178,6 +178,16 @@ def parse_code_cell(text: str) -> str | None:
     return _tidy_code(match.group("strong") or match.group("code")) if match else None
 
 
+_HEX = re.compile(r"(?=[0-9A-Fa-f]*\d)(?=[0-9A-Fa-f]*[A-Fa-f])[0-9A-Fa-f]{2,4}")
+
+
+def hex_code(text: str) -> str | None:
+    """`3A`, `1F`: a hex code as a burner control's error list prints it. Only a column named a code is
+    read this way; elsewhere `2A` is as likely a current."""
+    text = unicodedata.normalize("NFKC", text).strip()
+    return text.upper() if _HEX.fullmatch(text) else None
+
+
 def named_alarm(text: str) -> str | None:
     """A code column that holds names (`Over Voltage`, `Lost Phase`): drives that signal alarms
     by an LED and software name them instead of numbering them."""

@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from knowledge.codes import code_key, named_alarm, parse_code_cell, parse_heading
+from knowledge.codes import code_key, hex_code, named_alarm, parse_code_cell, parse_heading
 from knowledge.models import FaultRecord
 from knowledge.pdf import Block, Page
 from knowledge.safety import signal_statements
@@ -250,15 +250,27 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
 
 def _header(rows: list[list[str]]) -> tuple[int | None, list[str], int]:
     """Where a table's header is, what it says and how many rows it takes: one row that names a code
-    column, or two read as one where each header cell wraps onto a second row (`Error` over `code`)."""
+    column, or two read as one where each header cell wraps onto a second row (`Error` over `code`).
+    A row that starts with a number is data, whatever words its cells use (`NO.027` in a description)."""
     for at, row in enumerate(rows[:3]):
-        if "code" in column_roles(row).values():
+        if _names_a_code_column(row):
             return at, row, 1
-        if at + 1 < len(rows) and "code" not in column_roles(rows[at + 1]).values():
+        if at + 1 < len(rows) and not _names_a_code_column(rows[at + 1]):
             joined = [f"{a} {b}".strip() for a, b in zip(row, rows[at + 1], strict=False)]
-            if "code" in column_roles(joined).values() and not parse_code_cell(join_lines(rows[at + 1][0])):
+            if _names_a_code_column(joined) and not any(_holds_code(cells) for cells in (row, rows[at + 1])):
                 return at, joined, 2
     return None, [], 0
+
+
+def _names_a_code_column(row: list[str]) -> bool:
+    return "code" in column_roles(row).values() and not _holds_code(row)
+
+
+def _holds_code(row: list[str]) -> bool:
+    """Whether a row starts with a number (`0023`): a data row, whatever words its other cells use. (A
+    header may start with a code-like name: `AL8` over a column of LED states.)"""
+    first = join_lines(next((cell for cell in row if cell.strip()), ""))
+    return first.isdigit()
 
 
 def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
@@ -321,8 +333,8 @@ def _add_row(
 ) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
     code = parse_code_cell(join_lines(cells.get("code", "")))
-    if code is None and headed and _HEX_CODE.fullmatch(join_lines(cells.get("code", ""))):
-        code = join_lines(cells["code"]).upper()  # `3A`, `1F`: hex codes, taken only in a column named a code
+    if code is None and headed:
+        code = hex_code(join_lines(cells.get("code", "")))  # taken only in a column named a code
     if code is None and named:
         code = named_alarm(join_lines(cells.get("code", "")))
         cells.setdefault("title", code or "")
@@ -340,9 +352,6 @@ def _add_row(
     draft.add("cause", join_lines(cells.get("cause", "")))
     draft.steps = _steps(cells.get("remedy", ""))
     drafts.append(draft)
-
-
-_HEX_CODE = re.compile(r"(?=[0-9A-Fa-f]*\d)(?=[0-9A-Fa-f]*[A-Fa-f])[0-9A-Fa-f]{2,4}")
 
 
 def _continue_row(

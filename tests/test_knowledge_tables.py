@@ -169,3 +169,31 @@ def test_an_error_list_with_hex_codes_a_two_row_header_and_shaded_lines(tmp_path
     assert [(r.code, r.title, r.cause, r.steps) for r in records] == [
         (code, display, " ".join(meaning), [" ".join(remedy)]) for code, display, meaning, remedy in _LISTED
     ]
+
+
+def test_a_row_that_mentions_a_parameter_number_is_no_header(tmp_path: Path) -> None:
+    """On a continuation page a row whose description says `NO.027` (as a header says `Alarm No.`) is still
+    a row of the table the first page's header named."""
+    doc = pymupdf.open()
+    xs = [50, 110, 330, 545]
+    rows = [("Alarm No.", "Content", "Remedy")] + [
+        (f"00{n:02d}", f"Feed rate exceeds parameter NO.0{n}", f"Correct the program, block {n}") for n in range(20, 32)
+    ]
+    for page_rows in (rows[:7], rows[7:]):
+        page = doc.new_page()
+        if page.number == 0:
+            page.insert_text((50, 50), "3 Alarm list", fontsize=16)
+            page.insert_text((50, 62), "The alarm number is shown on the screen.", fontsize=9)
+        y = 70
+        for row in page_rows:
+            page.draw_line((xs[0], y), (xs[-1], y))
+            for x, text in zip(xs, row, strict=False):
+                page.insert_text((x + 3, y + 14), text, fontsize=9)
+            y += 20
+        page.draw_line((xs[0], y), (xs[-1], y))
+        for x in xs:
+            page.draw_line((x, 70), (x, y))
+    doc.save(tmp_path / "alarm_list.pdf")
+    records = extract_manual(tmp_path / "alarm_list.pdf", ocr=False).records
+    assert [r.code for r in records] == [row[0] for row in rows[1:]]
+    assert all(r.cause.startswith("Feed rate") and r.steps for r in records)
