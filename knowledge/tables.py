@@ -391,7 +391,7 @@ def scanned_tables(page: pymupdf.Page, languages: str, dpi: int = 300) -> list[T
             # This column's row edges: the rules that cross it, and the grid's top and bottom.
             edges = _merge([ys[0], ys[-1], *(h.at for h in horizontal if h.start <= middle <= h.end)])
             for top, bottom in itertools.pairwise(edges):
-                row = next(i for i, y in enumerate(ys) if y >= top - RULE_TOLERANCE)
+                row = row_of(ys, top)
                 box = (int(left) + CELL_INSET, int(top) + CELL_INSET, int(right) - CELL_INSET, int(bottom))
                 if box[2] > box[0] and box[3] > box[1]:
                     cells.append((row, column, box))
@@ -422,6 +422,12 @@ def scanned_tables(page: pymupdf.Page, languages: str, dpi: int = 300) -> list[T
                 )
             )
     return tables
+
+
+def row_of(ys: Sequence[float], top: float) -> int:
+    """The grid row a cell starts in. A rule that crosses only the cell's column can start it inside a
+    row of the grid (a cell split in two), its last row too: the row is the last that starts above it."""
+    return max(i for i, y in enumerate(ys[:-1]) if i == 0 or y <= top + RULE_TOLERANCE)
 
 
 def _has_code_column(rows: list[list[str]]) -> bool:

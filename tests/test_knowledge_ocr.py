@@ -7,6 +7,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from knowledge import ocr
 from knowledge.ocr import LANGUAGES, OcrError, languages_for, needs_ocr, ocr_available, ocr_pages, shows_images
 
 FAULT_TABLE = [
@@ -143,3 +144,36 @@ def test_a_missing_tesseract_is_a_clear_error(tmp_path, monkeypatch):
 def test_ocr_is_installed():
     # `make test` installs Debian's tesseract-ocr with the English and Chinese data; indexing needs both.
     assert ocr_available()
+
+
+def test_a_page_scanned_upside_down_is_read(tmp_path):
+    # The quick read (no orientation detection) is unsure of what it reads; the careful one turns the page.
+    pixmap = text_page(pymupdf.open(), fault_table).get_pixmap(dpi=200)
+    doc = pymupdf.open()
+    doc.new_page(width=500, height=300).insert_image(pymupdf.Rect(0, 0, 500, 300), pixmap=pixmap, rotate=180)
+    doc.save(tmp_path / "upside-down.pdf")
+    text = ocr_pages(tmp_path / "upside-down.pdf", [1])[1].text
+    assert "E102" in text and "Motor over-temperature" in text and "Encoder signal lost" in text
+
+
+def test_an_english_page_is_read_once_quickly_and_a_chinese_page_again_in_both_languages(tmp_path, monkeypatch):
+    reads = []
+    read = ocr._read
+    monkeypatch.setattr(
+        ocr, "_read", lambda png, number, how, to_points: reads.append(how) or read(png, number, how, to_points)
+    )
+    ocr_pages(scanned(tmp_path, fault_table), [1])
+    assert reads == [(ocr.QUICK_LANGUAGE, ocr.QUICK_SEGMENTATION, ocr.QUICK_DPI)]
+    reads.clear()
+    chinese = scanned(
+        tmp_path,
+        lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 200), CHINESE, fontname="china-s", fontsize=11),
+    )
+    assert "冷却风扇" in ocr_pages(chinese, [1])[1].text
+    assert reads == [
+        (ocr.QUICK_LANGUAGE, ocr.QUICK_SEGMENTATION, ocr.QUICK_DPI),
+        (LANGUAGES, ocr.PAGE_SEGMENTATION, 300),
+    ]
+    reads.clear()
+    ocr_pages(scanned(tmp_path, fault_table), [1], quick_dpi=None)  # always the careful read
+    assert reads == [(LANGUAGES, ocr.PAGE_SEGMENTATION, 300)]

@@ -12,7 +12,7 @@ import pytest
 from knowledge.codes import code_key
 from knowledge.extract import extract_manual
 from knowledge.ocr import ocr_available
-from knowledge.tables import column_roles, fault_header
+from knowledge.tables import column_roles, fault_header, row_of
 from tests.fixtures.hard_manuals import (
     PARAMETERS,
     HardManual,
@@ -197,3 +197,10 @@ def test_a_row_that_mentions_a_parameter_number_is_no_header(tmp_path: Path) -> 
     records = extract_manual(tmp_path / "alarm_list.pdf", ocr=False).records
     assert [r.code for r in records] == [row[0] for row in rows[1:]]
     assert all(r.cause.startswith("Feed rate") and r.steps for r in records)
+
+
+def test_a_scanned_cell_split_inside_a_row_belongs_to_that_row() -> None:
+    """A rule across one column only can start a cell inside a row of the grid, its last row too (seen on
+    a scanned softener manual, where it stopped the manual's indexing with an IndexError)."""
+    ys = [952.0, 971.0, 1039.0, 1187.0, 1262.0]
+    assert [row_of(ys, top) for top in (952.0, 975.0, 1037.0, 1100.0, 1216.0)] == [0, 1, 2, 2, 3]
