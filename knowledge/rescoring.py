@@ -124,4 +124,7 @@ def _stemmed(words: list[str]) -> list[str]:
 
 
 def _pairs(words: list[str]) -> list[str]:
-    return [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    """Neighbouring English words (Chinese terms are jieba's words and overlapping character bigrams,
+    which already say what stands next to what)."""
+    latin = [word if word.isascii() else "" for word in words]
+    return [f"{a} {b}" for a, b in itertools.pairwise(latin) if a and b]

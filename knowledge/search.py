@@ -152,6 +152,7 @@ class Candidates:
     translation: str  # the glossary's rendition of its words in the other language
     vector: np.ndarray | None
     evidence: Evidence
+    mode: Mode  # the second look is for a hybrid search; a lexical or semantic one is ranked by that alone
     # The index as it was read: the ids above are its rows, whatever a rebuild swaps in meanwhile.
     snapshot: _Snapshot = field(repr=False, compare=False)
 
@@ -418,6 +419,7 @@ class ManualIndex:
             translation=other,
             vector=vector,
             evidence=self._evidence(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)),
+            mode=mode,
             snapshot=snap,
         )
 
@@ -456,7 +458,7 @@ class ManualIndex:
             tuning=self.tuning,
         )
         ranked = sorted(entries_over_their_pages(ranked, self._entry_pages(snap)), key=lambda item: -item[1])
-        if any(self.tuning.weights.vector()):
+        if found.mode == "hybrid" and any(self.tuning.weights.vector()):
             head = [row for row, _, _ in ranked[:RESCORED]]
             ranked = rescore(ranked, self.features(found, head), self.tuning.weights)
         # A manual the question names comes first: the technician said which machine it is.

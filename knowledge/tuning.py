@@ -40,7 +40,7 @@ class Tuning:
     # the better page for a question about a fault; a question is first about the manuals in its own language.
     entry_prior: float = 1.25
     fault_page_prior: float = 1.3
-    language_prior: float = 1.2
+    language_prior: float = 1.5
     # The other language's rows (reached through the glossary or an English rendition) count less.
     cross_weight: float = 0.7
     # A question answered by no manual still shares a word or two with some page. It is `not_found` when its
