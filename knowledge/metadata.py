@@ -103,7 +103,9 @@ def manual_info(path: Path, sha256: str, raw: RawManual, overrides: dict[str, st
         model=labelled.get("model") or _model(raw, path, big_print, header, cover_blocks, body),
         version=normalize_version(labelled.get("version", ""))
         or _first_version(big_print, *raw.bands.texts, cover, doc_title, stem),
-        language=language(cover + "\n".join(b.text for page in raw.pages[:6] for b in page.blocks)),
+        # Judged on the pages' whole text: a fault list is mostly tables, and the running text left
+        # beside them may be no more than a heading and the codes' Latin letters.
+        language=language(cover + "\n".join(page.text for page in raw.pages[:6])),
         valid_for=labelled.get("valid_for", ""),
         pages=len(raw.pages),
         scanned_pages=[page.number for page in raw.pages if page.scanned],

@@ -204,3 +204,27 @@ def test_a_scanned_cell_split_inside_a_row_belongs_to_that_row() -> None:
     a scanned softener manual, where it stopped the manual's indexing with an IndexError)."""
     ys = [952.0, 971.0, 1039.0, 1187.0, 1262.0]
     assert [row_of(ys, top) for top in (952.0, 975.0, 1037.0, 1100.0, 1216.0)] == [0, 1, 2, 2, 3]
+
+
+def test_a_manual_that_is_a_chinese_table_is_chinese(tmp_path: Path) -> None:
+    """A fault list printed as one table under a Latin heading: its language is the table's, not that of
+    the few words left beside it once the table is read."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((50, 50), "GSK980MDi Alarm List V2.0", fontsize=16)
+    xs = [50, 110, 330, 545]
+    rows = [("报警号", "报警内容", "报警解除")] + [
+        (f"03{n:02d}", f"第{n}号轴的伺服驱动器报警", "检查伺服驱动器的电源和连接线") for n in range(10, 22)
+    ]
+    y = 70
+    for row in rows:
+        page.draw_line((xs[0], y), (xs[-1], y))
+        for x, text in zip(xs, row, strict=False):
+            page.insert_text((x + 3, y + 14), text, fontsize=9, fontname="china-s")
+        y += 20
+    page.draw_line((xs[0], y), (xs[-1], y))
+    for x in xs:
+        page.draw_line((x, 70), (x, y))
+    doc.save(tmp_path / "alarm_list_zh.pdf")
+    extraction = extract_manual(tmp_path / "alarm_list_zh.pdf", ocr=False)
+    assert len(extraction.records) == 12 and extraction.info.language == "zh"
