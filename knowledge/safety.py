@@ -293,24 +293,31 @@ class _Geometry:
         page = self._doc[number - 1]
         segments: list[tuple[float, float, float, float]] = []
         icons: list[_Box] = []
-        for drawing in page.get_drawings():
-            rect = drawing["rect"]
-            if _icon_sized(rect.width, rect.height):
-                icons.append((rect.x0, rect.y0, rect.x1, rect.y1))
+        # The C drawings, plain tuples: `get_drawings` makes the same numbers into Point, Rect and
+        # Quad objects, which cost three times the drawing extraction itself.
+        for drawing in page.get_cdrawings():
+            x0, y0, x1, y1 = drawing["rect"]
+            if _icon_sized(max(0.0, x1 - x0), max(0.0, y1 - y0)):
+                icons.append((x0, y0, x1, y1))
             for item in drawing["items"]:
                 if item[0] == "l":
                     (ax, ay), (bx, by) = item[1], item[2]
                     segments.append((min(ax, bx), min(ay, by), max(ax, bx), max(ay, by)))
                 elif item[0] in ("re", "qu"):
-                    r = item[1].rect if item[0] == "qu" else item[1]
-                    if min(r.width, r.height) <= RULE:
-                        segments.append((r.x0, r.y0, r.x1, r.y1))
+                    if item[0] == "qu":
+                        xs, ys = [p[0] for p in item[1]], [p[1] for p in item[1]]
+                        r = (min(xs), min(ys), max(xs), max(ys))
+                    else:
+                        a0, b0, a1, b1 = item[1]
+                        r = (min(a0, a1), min(b0, b1), max(a0, a1), max(b0, b1))
+                    if min(r[2] - r[0], r[3] - r[1]) <= RULE:
+                        segments.append(r)
                     else:
                         segments += [
-                            (r.x0, r.y0, r.x1, r.y0),
-                            (r.x0, r.y1, r.x1, r.y1),
-                            (r.x0, r.y0, r.x0, r.y1),
-                            (r.x1, r.y0, r.x1, r.y1),
+                            (r[0], r[1], r[2], r[1]),
+                            (r[0], r[3], r[2], r[3]),
+                            (r[0], r[1], r[0], r[3]),
+                            (r[2], r[1], r[2], r[3]),
                         ]
         for image in page.get_image_info():
             x0, y0, x1, y1 = image["bbox"]

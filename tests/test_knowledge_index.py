@@ -10,9 +10,12 @@ import textwrap
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from knowledge.index import BuildError, BuildEvent, build_index, read_status
+from knowledge.embed import Embedder
+from knowledge.index import BuildError, BuildEvent, build_index, embed_text, read_status
+from knowledge.models import FaultRecord
 from knowledge.search import ManualIndex
 
 HYDRA = ["hydra_hp200_v1.2_en.pdf", "hydra_hp200_v2.1_en.pdf"]
@@ -212,3 +215,24 @@ def test_close_releases_the_index_file_and_a_later_query_reopens_it(library, tmp
     assert open_files(str(db)) == []
     assert reader.lookup("E102").status == "ok"
     reader.close()
+
+
+def test_each_stored_vector_is_the_one_its_text_gets_embedded_alone(library, tmp_path):
+    # The build embeds while manuals are still being read, in batches of texts of one token count:
+    # what else shares a batch, and which manual finished first, must not change a vector.
+    db = tmp_path / "manuals.sqlite"
+    build_index([library], db)
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT code, title, symptom, cause, page, vector FROM records WHERE kind = 'entry'"
+        ).fetchall()
+    embedder = Embedder()
+    assert len(rows) > 10
+    texts = [
+        embed_text(
+            FaultRecord(code=code, title=title, symptom=symptom, cause=cause, page=page, pages=[page], source="table")
+        )
+        for code, title, symptom, cause, page, _ in rows
+    ]
+    for text, (*_, vector) in zip(texts, rows, strict=True):
+        assert np.allclose(np.frombuffer(vector, dtype=np.float32), embedder.encode([text])[0], atol=1e-5), text
