@@ -230,6 +230,7 @@ class ManualIndex:
             self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang) for code in codes
         ]
         answered = next((r for r in code_results if _answers(r, mentioned)), None)
+        linked: list[str] = []
         if answered is None:
             with self._lock:
                 # A short bare number is a code only after a cue word (which the pattern above saw):
@@ -247,13 +248,42 @@ class ManualIndex:
             answered = next((r for r in code_results if _answers(r, mentioned)), None)
             if answered is None and not linked and _short(text) and self._known(snap, text):
                 answered = self._prefer(self.lookup(text, scope, version, language=lang, k=k), mentioned, lang)
+                linked = [text]  # the whole question is the code
         if answered is not None:
-            return answered
+            return self._and_pages(answered, text, codes + linked, scope, version, k, mentioned, lang)
         if printed and not mentioned and self._only_unknown_codes(snap, text):
             return code_results[0]  # not a page that shares a word or two with how the code was asked about
         result = self.search(text, scope, version, k=k)
         reported = code_results[: len(shown)] + code_results[len(codes) :]
         return reported[0] if result.status == "not_found" and reported else result
+
+    def _and_pages(
+        self,
+        answered: SearchResult,
+        text: str,
+        codes: list[str],
+        scope: Scope | None,
+        version: str | None,
+        k: int,
+        mentioned: set[str],
+        lang: str,
+    ) -> SearchResult:
+        """A code's entries, then what a search of the whole question finds besides them when it asks more
+        than the code (`Err18 since the firmware update, which parameter?`): the page that says more, and
+        the right page when the code was read into an entry of the wrong table. The manuals it names first."""
+        snap = self._current()
+        if not set(terms(asked_besides(snap.names.without_names(text)))) - set(terms(" ".join(codes))):
+            return answered
+        shown = {(hit.manual_sha256, hit.page, hit.fault_code) for hit in answered.hits}
+        found = self.search(text, scope, version, k=k).hits
+        found = [hit for hit in found if (hit.manual_sha256, hit.page, hit.fault_code) not in shown]
+        ordered = sorted(
+            [(hit, False) for hit in answered.hits]
+            + [(hit, True) for hit in self._prefer_hits(found, mentioned, lang)],
+            key=lambda item: (item[0].manual_sha256 not in mentioned, item[1]),
+        )
+        answered.hits = [hit for hit, _ in ordered][:k]
+        return answered
 
     def _only_unknown_codes(self, snap: _Snapshot, text: str) -> bool:
         """The question asks about its printed codes and nothing else, and no manual prints them:
@@ -275,8 +305,12 @@ class ManualIndex:
     def _prefer(self, result: SearchResult, mentioned: set[str], lang: str) -> SearchResult:
         """Hits from the manuals the question names first (`EP100 err 9`, not alarm 9 of another
         drive), then those in the question's language (`23号报警` on the Chinese controller)."""
-        result.hits.sort(key=lambda hit: (hit.manual_sha256 not in mentioned, hit.language != lang))
+        result.hits = self._prefer_hits(result.hits, mentioned, lang)
         return result
+
+    @staticmethod
+    def _prefer_hits(hits: list[Hit], mentioned: set[str], lang: str) -> list[Hit]:
+        return sorted(hits, key=lambda hit: (hit.manual_sha256 not in mentioned, hit.language != lang))
 
     def _known(self, snap: _Snapshot, code: str) -> bool:
         with self._lock:

@@ -108,3 +108,10 @@ def test_an_unknown_code_with_a_symptom_still_searches_the_symptom(index: Manual
 
 def test_an_ordinary_word_in_the_manual_is_no_code(index: ManualIndex) -> None:
     assert "OC" not in index.codes()
+
+
+def test_a_question_asking_more_than_its_code_also_gets_the_pages_that_say_more(index: ManualIndex) -> None:
+    result = index.query("E2 since the firmware update, which parameter delays it?", k=3)
+    assert result.hits[0].fault_code == "E2" and result.hits[0].kind == "entry"
+    assert any(hit.kind == "page" and "P31" in hit.snippet for hit in result.hits[1:]), result.hits
+    assert [hit.fault_code for hit in index.query("E2").hits] == ["E2"]  # the code alone: its entry alone
