@@ -43,8 +43,8 @@ from knowledge.text import FTS_TOKENIZER, terms
 SCHEMA_VERSION = "5"
 # What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
-# rows by the ruling lines alone, headers printed over two rows.
-EXTRACTION_VERSION = "2"
+# rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings.
+EXTRACTION_VERSION = "3"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

@@ -27,6 +27,19 @@ _STEP = re.compile(
     r"^\s*(?:step\s*|步骤\s*)?(?P<n>\d{1,2}\s*[.)．、]|[a-hA-H][.)）])\s*(?=\S)(?P<rest>.*)$", re.I | re.S
 )
 _CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
+# A sentence listing codes in prose: it says it lists codes, then "<code> indicating <meaning>" at
+# least `MIN_LISTED` times, separated by commas or semicolons.
+_SENTENCE_END = re.compile(r"(?<=[.。;；])\s+|(?<=[。；])")
+_LIST_INTRO = re.compile(
+    r"\b(?:error|fault|alarm|status)\s*(?:codes?|numbers?|states?)\b|错误码|故障码|报警码|错误代码|故障代码|报警代码",
+    re.I,
+)
+_LISTED = re.compile(
+    r"(?:^|[,;，；、:：]\s*(?:and\s+|or\s+)?)(?P<code>0x[0-9A-Fa-f]{1,4}|\d{1,4})\s*"
+    r"(?:indicating|indicates|means|represents|stands for|=|表示|代表)\s*(?P<name>[^,;，；。]{3,80}?)\s*(?=[,;，；。]|\.?$)"
+)
+_NO_FAULT = re.compile(r"\s*(?:no (?:fault|error|alarm)|normal|ok\b|正常|无故障|无错误)", re.I)
+MIN_LISTED = 3
 MAX_TITLE_CHARS = 120
 
 
@@ -89,8 +102,11 @@ def assemble(
     """Entries come from fault-section pages only: elsewhere codes are cross-references and
     numbers are parameters. `not_codes`: keys that look like codes but name something else
     (the machine model `HP-200`)."""
+    listed = _from_prose_lists(pages)
     pages = [page for page in pages if page.number in fault_pages]
-    drafts = _from_text(pages, body_size) + _from_tables(pages)
+    # A code listed in a sentence says what it means; a table row with nothing but the same number
+    # (a parts list's "No.") is then merged into it, not it into the row.
+    drafts = _from_text(pages, body_size) + listed + _from_tables(pages)
     merged: dict[str, FaultRecord] = {}
     duplicates = 0
     for draft in drafts:
@@ -154,6 +170,28 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             current.mark(page.number, block.bbox)
             for unit in _units(block.text):
                 _add_unit(current, unit)
+    return drafts
+
+
+def _from_prose_lists(pages: list[Page]) -> list[_Draft]:
+    """Codes a sentence lists with their meanings, as protocol notes print them: "the error code is of
+    uint8 type, with 0 indicating no fault, 1 indicating motor over-temperature fault, 2 indicating
+    over-current fault…". The sentence names what it lists, so it counts on any page."""
+    drafts: list[_Draft] = []
+    for page in pages:
+        for block in page.blocks:
+            for sentence in _SENTENCE_END.split(join_lines(block.text)):
+                if not _LIST_INTRO.search(sentence):
+                    continue
+                listed = [m for m in _LISTED.finditer(sentence) if not _NO_FAULT.match(m.group("name"))]
+                if len(listed) < MIN_LISTED:
+                    continue
+                for match in listed:
+                    draft = _Draft(
+                        code=match.group("code"), title=match.group("name").strip(), page=page.number, source="text"
+                    )
+                    draft.mark(page.number, block.bbox)
+                    drafts.append(draft)
     return drafts
 
 

@@ -186,14 +186,20 @@ def print_folds(index: ManualIndex, queries: list[dict]) -> None:
 
 
 class _Recording(ManualIndex):
-    """The index, keeping the candidates of the last question it searched (a question answered by its code
-    never gets that far)."""
+    """The index, keeping the candidates of the last question it searched. A question answered by its code
+    never gets that far: its rank is fixed, also when it asks more than its code and the pages a search finds
+    follow its entries (ranked by the index's own constants)."""
 
     last: Candidates | None = None
 
     def candidates(self, text, scope=None, mode="hybrid"):
         self.last = super().candidates(text, scope, mode)
         return self.last
+
+    def _and_pages(self, *args, **kwargs):
+        result = super()._and_pages(*args, **kwargs)
+        self.last = None
+        return result
 
 
 class _Cases:
