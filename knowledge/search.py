@@ -226,10 +226,9 @@ class ManualIndex:
         shown = list(dict.fromkeys(printed + [m.group(0) for m in DISPLAY_TOKEN.finditer(text)]))
         # Typed tokens come last and are never reported as codes not found: `24V` may be no code at all.
         codes = list(dict.fromkeys(shown + [m.group(0) for m in TYPED_TOKEN.finditer(text)]))
-        code_results = [
-            self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang) for code in codes
-        ]
-        answered = next((r for r in code_results if _answers(r, mentioned)), None)
+        # A code no entry holds is reported only when nothing else answers: its near codes are looked for then.
+        code_results = [(code, self._lookup(snap, code, scope, version, lang, k, mentioned)) for code in codes]
+        answered = next((r for _, r in code_results if r is not None and _answers(r, mentioned)), None)
         linked: list[str] = []
         if answered is None:
             with self._lock:
@@ -241,21 +240,24 @@ class ManualIndex:
                     if not (m.code.isdigit() and len(m.code) < 3)
                 ]
             code_results += [
-                self._prefer(self.lookup(code, scope, version, language=lang, k=k), mentioned, lang)
+                (code, self._lookup(snap, code, scope, version, lang, k, mentioned))
                 for code in linked
                 if code not in codes
             ]
-            answered = next((r for r in code_results if _answers(r, mentioned)), None)
+            answered = next((r for _, r in code_results if r is not None and _answers(r, mentioned)), None)
             if answered is None and not linked and _short(text) and self._known(snap, text):
-                answered = self._prefer(self.lookup(text, scope, version, language=lang, k=k), mentioned, lang)
+                answered = self._lookup(snap, text, scope, version, lang, k, mentioned)
                 linked = [text]  # the whole question is the code
         if answered is not None:
             return self._and_pages(answered, text, codes + linked, scope, version, k, mentioned, lang)
-        if printed and not mentioned and self._only_unknown_codes(snap, text):
-            return code_results[0]  # not a page that shares a word or two with how the code was asked about
-        result = self.search(text, scope, version, k=k)
         reported = code_results[: len(shown)] + code_results[len(codes) :]
-        return reported[0] if result.status == "not_found" and reported else result
+        if reported and printed and not mentioned and self._only_unknown_codes(snap, text):
+            # Not a page that shares a word or two with how the code was asked about.
+            return reported[0][1] or self._code_not_found(snap, reported[0][0], scope or Scope())
+        result = self.search(text, scope, version, k=k)
+        if result.status == "not_found" and reported:
+            return reported[0][1] or self._code_not_found(snap, reported[0][0], scope or Scope())
+        return result
 
     def _and_pages(
         self,
@@ -365,11 +367,31 @@ class ManualIndex:
     ) -> SearchResult:
         snap = self._current()
         scope = scope or Scope()
+        found = self._entries(snap, code, scope, version, language, k)
+        return found if found is not None else self._code_not_found(snap, code, scope)
+
+    def _lookup(
+        self,
+        snap: _Snapshot,
+        code: str,
+        scope: Scope | None,
+        version: str | None,
+        lang: str,
+        k: int,
+        mentioned: set[str],
+    ) -> SearchResult | None:
+        """A code of a question looked up, the manuals it names first; None when no entry holds it."""
+        found = self._entries(snap, code, scope or Scope(), version, lang, k)
+        return self._prefer(found, mentioned, lang) if found is not None else None
+
+    def _entries(
+        self, snap: _Snapshot, code: str, scope: Scope, version: str | None, language: str | None, k: int
+    ) -> SearchResult | None:
         with self._lock:
             ids, match = self._ids_for(snap, code)
         rows = [snap.rows[i] for i in ids]
         if not rows:
-            return self._code_not_found(snap, code, scope)
+            return None
         in_scope = [row for row in rows if _in_scope(row, scope)]
         chosen = in_scope or rows
         hits = self._collapse(snap, [(row, 1.0, match) for row in chosen], scope, version, language or "en", k)
