@@ -268,7 +268,7 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
             rows = _merge_split_columns(table.rows)
             boxes = table.row_boxes if len(table.row_boxes) == len(rows) else [None] * len(rows)
             if any(_is_parameter_header(row) for row in rows[:2]):
-                roles = None  # a parameter list printed inside a fault section
+                roles = None  # a parameter or parts list printed inside a fault section
                 continue
             header_at, header, lines = _header(rows)
             if header_at is not None:
@@ -326,8 +326,11 @@ def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
     return [["\n".join(row[i] for i in group if row[i].strip()) for group in groups] for row in rows]
 
 
+# A header with one of these heads a parameter list, or a parts list (its "No." column numbers items).
 _PARAMETER_WORDS = re.compile(
-    r"\b(?:range|default|unit|factory setting|setting range)\b|范围|缺省|默认|出厂|单位", re.I
+    r"\b(?:range|default|unit|factory setting|setting range|quantity|qty|specifications?)\b"
+    r"|范围|缺省|默认|出厂|单位|数量|规格",
+    re.I,
 )
 
 
