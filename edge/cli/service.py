@@ -142,12 +142,19 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     except KeyboardInterrupt:
         console.print("stopping…")
     finally:
-        if server is not None:
-            server.stop()
-        for simulator in simulators:
-            simulator.stop()
-        if model_server is not None:
-            model_server.stop()
+        # A second Ctrl-C or SIGTERM (make and `timeout` pass theirs on as well) must not cut the clean-up
+        # short and leave the model server running: it is ignored until the demo has stopped.
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            if server is not None:
+                server.stop()
+            for simulator in simulators:
+                simulator.stop()
+            if model_server is not None:
+                model_server.stop()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     return 0
 
 
