@@ -18,11 +18,11 @@ import pymupdf
 from knowledge.bands import Bands, PositionedText, find_bands
 from knowledge.models import ManualError
 from knowledge.ocr import OcrError, languages_for, needs_ocr, ocr_pages, shows_images
+from knowledge.ruled import ruled_tables
 from knowledge.sections import FaultSections, fault_pages
 from knowledge.tables import Columns, Table, scanned_tables, unruled_tables
 
 BOLD_FLAG = 16
-MIN_TABLE_DRAWINGS = 4  # find_tables only looks for ruled tables; skip pages without rules
 # A gutter between two columns (or two printed pages set side by side) is searched for
 # in this middle share of the page width.
 GUTTER_ZONE = (0.3, 0.7)
@@ -176,16 +176,16 @@ def decode_text(text: str) -> str:
 
 
 def _page_blocks(page: pymupdf.Page) -> list[_RawBlock]:
-    """Blocks from one `rawdict` pass: span text and glyph positions (for letter-spaced lines) at once."""
+    """Blocks from PyMuPDF's `dict` output; glyph positions (`rawdict`, twice the cost) are read
+    from the same text page only for a page with a letter-spaced line."""
+    textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_TEXT)
+    glyphs = _Glyphs(page, textpage)
     out = []
-    for block in page.get_text("rawdict", flags=pymupdf.TEXTFLAGS_TEXT)["blocks"]:
-        for line in block.get("lines", []):
-            for span in line["spans"]:
-                span["text"] = "".join(c["c"] for c in span["chars"])
+    for b, block in enumerate(page.get_text("dict", textpage=textpage)["blocks"]):
         spans = [span for line in block.get("lines", []) for span in line["spans"] if span["text"].strip()]
         if not spans:
             continue
-        lines = [(_line_text(line), tuple(line["bbox"])) for line in block["lines"]]
+        lines = [(_line_text(line, glyphs, b, n), tuple(line["bbox"])) for n, line in enumerate(block["lines"])]
         lines = [(text, bbox) for text, bbox in lines if text]
         if lines:
             out.append(
@@ -199,15 +199,29 @@ def _page_blocks(page: pymupdf.Page) -> list[_RawBlock]:
     return _reading_order(out, page.cropbox.width)
 
 
-def _line_text(line: _RawDict) -> str:
+class _Glyphs:
+    """The glyphs of a text page's lines, extracted on first use."""
+
+    def __init__(self, page: pymupdf.Page, textpage: pymupdf.TextPage):
+        self._page = page
+        self._textpage = textpage
+        self._blocks: list[_RawDict] | None = None
+
+    def line(self, block: int, line: int) -> list[_RawDict]:
+        if self._blocks is None:
+            self._blocks = self._page.get_text("rawdict", textpage=self._textpage)["blocks"]
+        return [c for span in self._blocks[block]["lines"][line]["spans"] for c in span["chars"]]
+
+
+def _line_text(line: _RawDict, glyphs: _Glyphs, block: int, number: int) -> str:
     """Text set glyph by glyph with extra letter spacing comes out as `e r r o r : 1`: such a
     line is rebuilt from its glyph positions, a word break being a gap clearly wider than the
     line's usual gap between letters."""
     text = decode_text("".join(span["text"] for span in line["spans"])).strip()
     if not _letter_spaced(text):
         return text
-    glyphs = [c for span in line["spans"] for c in span["chars"]]
-    return decode_text(_words(glyphs)).strip() if glyphs else text
+    chars = glyphs.line(block, number)
+    return decode_text(_words(chars)).strip() if chars else text
 
 
 class _Respacer:
@@ -349,7 +363,7 @@ def _add_tables(page: pymupdf.Page, content: Page, bands: Bands, carried: Column
     words = page.get_text("words", flags=pymupdf.TEXTFLAGS_TEXT)
     stored = page.derotation_matrix
     respaced: _Respacer | None = None
-    ruled = _ruled_tables(page, clip) if len(page.get_cdrawings()) >= MIN_TABLE_DRAWINGS else []
+    ruled = ruled_tables(page, clip)
     for found in ruled:
         respaced = respaced or _Respacer(page)
         rows = [
@@ -383,25 +397,6 @@ def _cell(words: list[Any], respaced: _Respacer, box: tuple[float, float, float,
     stored page (so not on a page whose lines run down it, stored rotated)."""
     text = _cell_text(words, box)
     return respaced.region(text, pymupdf.Rect(box)) if not rotation else text
-
-
-def _ruled_tables(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Any]:
-    """The ruled tables of a page that reach into its body (`clip`: the page without its running header
-    and footer; a table's header row repeated on every page is taken for a running header, so tables are
-    found on the whole page). Rows come from the ruling lines alone, not from the borders of shaded
-    boxes, which often frame each printed line of an entry; where that finds nothing, from both. (On the
-    29 manuals of the development corpus the ruling lines alone read 614 entries, 11 of them empty, and
-    every border 581, 132 empty; `docs/manual-search.md`.)"""
-    for strategy in ("lines_strict", "lines"):
-        # The layout model is for unruled tables and costs ~0.2 s a page; those are read from the words.
-        found = [
-            table
-            for table in page.find_tables(strategy=strategy, use_layout=False).tables
-            if pymupdf.Rect(table.bbox).intersects(clip)
-        ]
-        if found:
-            return found
-    return []
 
 
 def _moved(box: Sequence[float], matrix: pymupdf.Matrix) -> tuple[float, float, float, float]:
