@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymupdf
@@ -58,11 +58,15 @@ class OcrError(Exception):
     """OCR could not run or failed on a page; the message names the page and the reason."""
 
 
+OcrWord = tuple[str, tuple[float, float, float, float]]  # a word and its bbox in PDF points
+
+
 @dataclass(frozen=True)
 class OcrPage:
     text: str  # lines joined by "\n", paragraphs by a blank line
     confidence: float  # mean word confidence, 0..1; 0 when no words were found
     lines: list[tuple[str, tuple[float, float, float, float]]]  # bbox in PDF points, as page.get_text()
+    words: list[OcrWord] = field(default_factory=list)  # the same, word by word
 
 
 def ocr_available() -> bool:
@@ -94,12 +98,23 @@ def _word_chars(token: str) -> int:
     return letters if wordlike and 2 * letters >= len(token) else 0
 
 
+def quick_dpi_for(text: str) -> int | None:
+    """The quick read's resolution for a manual's scanned pages, judged by its text layer; None (no
+    quick read) when that layer is Chinese: its scans are Chinese too, and a quick English read of a
+    Chinese page is unsure of its words every time, so the page is read twice."""
+    return None if _chinese(text) else QUICK_DPI
+
+
 def languages_for(text: str) -> str:
     """Tesseract languages for a manual's scanned pages, judged by its text layer: English
     alone when that layer has no Chinese (2.3x faster, and no stray CJK read from dashes)."""
     if sum(c.isalnum() for c in text) < MIN_WORD_CHARS:
         return LANGUAGES  # nothing to judge by
-    return LANGUAGES if sum("\u3400" <= c <= "\u9fff" for c in text) >= 10 else "eng"
+    return LANGUAGES if _chinese(text) else "eng"
+
+
+def _chinese(text: str) -> bool:
+    return sum("\u3400" <= c <= "\u9fff" for c in text) >= 10
 
 
 def ocr_pages(
@@ -254,6 +269,12 @@ def _parse_tsv(tsv: str, to_points: pymupdf.Matrix) -> OcrPage:
         confidences.append(float(conf))
     lines = []
     texts: list[list[str]] = []
+    words_at = [
+        (word, tuple(rect * to_points))
+        for paragraph in paragraphs.values()
+        for line in paragraph.values()
+        for word, rect in line
+    ]
     for paragraph in paragraphs.values():
         texts.append([])
         for words in paragraph.values():
@@ -267,6 +288,7 @@ def _parse_tsv(tsv: str, to_points: pymupdf.Matrix) -> OcrPage:
         text="\n\n".join("\n".join(paragraph) for paragraph in texts),
         confidence=sum(confidences) / len(confidences) / 100 if confidences else 0.0,
         lines=lines,
+        words=words_at,
     )
 
 

@@ -17,7 +17,7 @@ import pymupdf
 
 from knowledge.bands import Bands, PositionedText, find_bands
 from knowledge.models import ManualError
-from knowledge.ocr import OcrError, languages_for, needs_ocr, ocr_pages, shows_images
+from knowledge.ocr import OcrError, OcrWord, languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
 from knowledge.ruled import ruled_tables
 from knowledge.sections import FaultSections, fault_pages
 from knowledge.tables import Columns, Table, scanned_tables, unruled_tables
@@ -94,8 +94,9 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
             for page, content in zip(doc, manual.pages)
             if needs_ocr(content.text, has_images=True) and shows_images(page)
         ]
-        languages = languages_for("\n".join(t for blocks in raw for b in blocks for t, _ in b.lines))
-        ocr_done = _ocr(path, raw, scanned, manual, languages) if ocr and scanned else set()
+        layer = "\n".join(t for blocks in raw for b in blocks for t, _ in b.lines)
+        languages = languages_for(layer)
+        ocr_done = _ocr(path, raw, scanned, manual, languages, quick_dpi_for(layer)) if ocr and scanned else {}
         for number in ocr_done:
             manual.pages[number - 1] = _content(doc[number - 1], raw[number - 1], manual.bands)
         manual.body_size = _body_size(raw)
@@ -108,7 +109,7 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
             if page.number not in manual.sections.pages:
                 carried = None
             elif page.ocr:
-                _add_scanned_tables(doc[page.number - 1], page, manual, languages)
+                _add_scanned_tables(doc[page.number - 1], page, manual, languages, ocr_done[page.number])
             else:
                 carried = _add_tables(doc[page.number - 1], page, manual.bands, carried)
         return manual
@@ -307,15 +308,17 @@ def _chars(blocks: list[_RawBlock]) -> int:
     return sum(len(text) for block in blocks for text, _ in block.lines)
 
 
-def _ocr(path: Path, raw: list[list[_RawBlock]], numbers: list[int], manual: RawManual, languages: str) -> set[int]:
-    """Replace the blocks of scanned pages by their OCR text and return those pages; pages OCR
-    could not read stay scanned."""
+def _ocr(
+    path: Path, raw: list[list[_RawBlock]], numbers: list[int], manual: RawManual, languages: str, quick_dpi: int | None
+) -> dict[int, list[OcrWord]]:
+    """Replace the blocks of scanned pages by their OCR text and return those pages with their words;
+    pages OCR could not read stay scanned."""
     started = time.perf_counter()
     try:
-        read = ocr_pages(path, numbers, languages)
+        read = ocr_pages(path, numbers, languages, quick_dpi=quick_dpi)
     except OcrError as exc:
         manual.warnings.append(f"OCR skipped: {exc}")
-        return set()
+        return {}
     finally:
         manual.ocr_seconds = time.perf_counter() - started
     for number, page in read.items():
@@ -325,7 +328,7 @@ def _ocr(path: Path, raw: list[list[_RawBlock]], numbers: list[int], manual: Raw
             for text, bbox in page.lines
             if text.strip()
         ]
-    return set(read)
+    return {number: page.words for number, page in read.items()}
 
 
 def _content(page: pymupdf.Page, blocks: list[_RawBlock], bands: Bands) -> Page:
@@ -405,10 +408,12 @@ def _moved(box: Sequence[float], matrix: pymupdf.Matrix) -> tuple[float, float, 
     return (rect.x0, rect.y0, rect.x1, rect.y1)
 
 
-def _add_scanned_tables(page: pymupdf.Page, content: Page, manual: RawManual, languages: str) -> None:
+def _add_scanned_tables(
+    page: pymupdf.Page, content: Page, manual: RawManual, languages: str, words: list[OcrWord]
+) -> None:
     started = time.perf_counter()
     try:
-        found = scanned_tables(page, languages)
+        found = scanned_tables(page, languages, words)
     except OcrError as exc:
         manual.warnings.append(f"page {content.number}: table cells not read: {exc}")
         return

@@ -10,7 +10,8 @@ Engines (--engines, comma-separated):
   detection), the manual's languages (`languages_for` its text layer: eng+chi_sim when it has none);
 - tDPI-psmN: the same with other settings (t300-psm3, t250-psm3, t200-psm3, t200-psm1); engDPI-psmN
   reads English alone whatever the page (what a quick read gives without its check);
-- library: knowledge.ocr.ocr_pages as it is now (library-qDPI: its quick read at DPI);
+- library: knowledge.ocr.ocr_pages as knowledge.pdf runs it (no quick read of a manual whose text layer is
+  Chinese; library-qDPI: a quick read at DPI for every manual);
 - rapidocr: rapidocr_onnxruntime 1.4.x (PP-OCRv4 det/rec models inside the wheel, Chinese and English),
   the page rendered at 200 dpi; its workers refuse network connections, so a download would fail the run.
 
@@ -58,7 +59,7 @@ from rich.console import Console
 from rich.table import Table
 
 from knowledge import ocr
-from knowledge.ocr import languages_for, needs_ocr, ocr_pages, shows_images
+from knowledge.ocr import languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
 
 DEFAULT_ENGINES = "baseline,t300-psm3,t250-psm3,t200-psm3,eng200-psm3,library,rapidocr"
 SCAN_DPI = 200  # a text page made a scan, as the tests make them
@@ -193,7 +194,7 @@ def engine_runner(name: str) -> Callable[[list[Page], int], Run]:
     if name == "baseline":
         return lambda pages, workers: run_tesseract(name, pages, workers, 300, "1", manual=True)
     if name == "library" or name.startswith("library-q"):
-        quick_dpi = int(name.removeprefix("library-q")) if name != "library" else ocr.QUICK_DPI
+        quick_dpi = int(name.removeprefix("library-q")) if name != "library" else None
         return lambda pages, workers: run_library(name, pages, quick_dpi)
     if name == "rapidocr":
         return run_rapidocr
@@ -228,8 +229,9 @@ def run_tesseract(name: str, pages: list[Page], workers: int, dpi: int, psm: str
     return run
 
 
-def run_library(name: str, pages: list[Page], quick_dpi: int) -> Run:
-    """knowledge.ocr.ocr_pages a manual at a time, as knowledge.pdf calls it (its own pool, a process a core)."""
+def run_library(name: str, pages: list[Page], quick_dpi: int | None) -> Run:
+    """knowledge.ocr.ocr_pages a manual at a time, as knowledge.pdf calls it (its own pool, a process a core);
+    `quick_dpi` None: the quick read as knowledge.pdf chooses it by the manual's text layer."""
     run = Run(name, rereads=0)
     read = ocr._read
 
@@ -245,7 +247,9 @@ def run_library(name: str, pages: list[Page], quick_dpi: int) -> Run:
     cpu, wall = cpu_seconds(), time.perf_counter()
     try:
         for (pdf, languages), group in by_pdf.items():
-            found = ocr_pages(pdf, [p.number for p in group], languages, quick_dpi=quick_dpi)
+            with pymupdf.open(pdf) as doc:
+                quick = quick_dpi or quick_dpi_for("\n".join(page.get_text() for page in doc))
+            found = ocr_pages(pdf, [p.number for p in group], languages, quick_dpi=quick)
             run.texts.update((p.key, found[p.number].text) for p in group)
     finally:
         ocr._read = read

@@ -8,6 +8,7 @@ import pymupdf
 import pytest
 
 from knowledge import ocr
+from knowledge.extract import extract_manual
 from knowledge.ocr import LANGUAGES, OcrError, languages_for, needs_ocr, ocr_available, ocr_pages, shows_images
 
 FAULT_TABLE = [
@@ -176,4 +177,26 @@ def test_an_english_page_is_read_once_quickly_and_a_chinese_page_again_in_both_l
     ]
     reads.clear()
     ocr_pages(scanned(tmp_path, fault_table), [1], quick_dpi=None)  # always the careful read
+    assert reads == [(LANGUAGES, ocr.PAGE_SEGMENTATION, 300)]
+
+
+def test_the_scans_of_a_manual_with_a_chinese_text_layer_are_read_carefully_at_once(tmp_path, monkeypatch):
+    """Its scans are Chinese too: a quick English read would be unsure of them and read each page twice."""
+    assert ocr.quick_dpi_for(CHINESE) is None
+    assert ocr.quick_dpi_for(ENGLISH) == ocr.quick_dpi_for("") == ocr.QUICK_DPI
+    pixmap = text_page(
+        pymupdf.open(),
+        lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 200), CHINESE, fontname="china-s", fontsize=11),
+    ).get_pixmap(dpi=200)
+    doc = pymupdf.open()
+    text_page(doc, lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 260), CHINESE * 3, fontname="china-s"))
+    doc.new_page(width=500, height=300).insert_image(pymupdf.Rect(0, 0, 500, 300), pixmap=pixmap)
+    doc.save(tmp_path / "chinese.pdf")
+    reads = []
+    read = ocr._read
+    monkeypatch.setattr(
+        ocr, "_read", lambda png, number, how, to_points: reads.append(how) or read(png, number, how, to_points)
+    )
+    extraction = extract_manual(tmp_path / "chinese.pdf")
+    assert extraction.info.ocr_pages == [2]
     assert reads == [(LANGUAGES, ocr.PAGE_SEGMENTATION, 300)]

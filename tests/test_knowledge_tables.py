@@ -9,13 +9,16 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from knowledge import tables
 from knowledge.codes import code_key
 from knowledge.extract import extract_manual
 from knowledge.ocr import ocr_available
 from knowledge.tables import column_roles, fault_header, row_of
 from tests.fixtures.hard_manuals import (
+    A4,
     PARAMETERS,
     HardManual,
+    Pen,
     Sheet,
     contains,
     english_cover,
@@ -228,3 +231,54 @@ def test_a_manual_that_is_a_chinese_table_is_chinese(tmp_path: Path) -> None:
     doc.save(tmp_path / "alarm_list_zh.pdf")
     extraction = extract_manual(tmp_path / "alarm_list_zh.pdf", ocr=False)
     assert len(extraction.records) == 12 and extraction.info.language == "zh"
+
+
+def test_a_scanned_grid_that_cannot_be_a_fault_table_is_not_read_cell_by_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parts list on the scanned page of a fault section: the page's OCR shows it has no code column,
+    so its cells are not OCR'd one by one (the fault table beside it is)."""
+    assert ocr_available(), "tesseract with eng and chi_sim is needed"
+    paper = pymupdf.open()
+    sheet = Sheet(paper, Pen(size=9))
+    sheet.heading("6 Troubleshooting")
+    sheet.table((45, 130, 170, 150), ("Code", "Name", "Cause", "Remedy"), FAULT_ROWS)
+    sheet.paragraph("Spare parts for the repairs above:")
+    sheet.table((160, 160, 160), ("Part", "Material", "Finish"), PART_ROWS)
+    scan = paper[0].get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    doc = pymupdf.open()
+    english_cover(Sheet(doc), "Press Service Sheet", "Example Presses", "HP-200")
+    doc.new_page().insert_image(A4, pixmap=scan)
+    path = save(doc, tmp_path / "scanned_parts.pdf", "Press Service Sheet", "written for the fixloop tests")
+    grids: list[int] = []
+    read_cells = tables.ocr_cells
+
+    def counted(images: list[Path], languages: str, dpi: int) -> list[str]:
+        grids.append(len(images))
+        return read_cells(images, languages, dpi)
+
+    monkeypatch.setattr(tables, "ocr_cells", counted)
+    records = extract_manual(path).records
+    assert [r.code for r in records] == [row[0] for row in FAULT_ROWS]
+    assert len(grids) == 1 and grids[0] >= 4 * len(FAULT_ROWS)
+
+
+FAULT_ROWS = (
+    ("E11", "Motor overheating", "The cooling fan is blocked.", "Clean the fan and its filter."),
+    ("E12", "Oil pressure low", "The oil level is below the mark.", "Top up the hydraulic oil."),
+    ("E13", "Guard door open", "The door switch is not closed.", "Close the door and check the switch."),
+)
+PART_ROWS = (
+    ("Cooling fan", "Plastic housing", "Black"),
+    ("Oil filter", "Paper element", "White"),
+    ("Door switch", "Steel body", "Painted"),
+)
+
+
+def test_the_page_ocr_of_a_grid_tells_whether_it_may_hold_faults() -> None:
+    header = ["Code", "Name", "Cause"]
+    assert tables._may_hold_faults([header, ["E1", "Fan", "Dust"]])
+    # Codes in a column, headed by a word the page's OCR misread.
+    assert tables._may_hold_faults([["C0de", "Narne"], ["E1", "Fan"], ["E2", "Oil"], ["", ""], ["", ""]])
+    assert not tables._may_hold_faults([["Part", "Material"], ["Fan", "Plastic"], ["Filter", "Paper"]])
+    assert not tables._may_hold_faults([header])  # one row: no table to read
