@@ -277,7 +277,9 @@ class ManualIndex:
         if not set(terms(asked_besides(snap.names.without_names(text)))) - set(terms(" ".join(codes))):
             return answered
         shown = {(hit.manual_sha256, hit.page, hit.fault_code) for hit in answered.hits}
-        found = self.search(text, scope, version, k=k).hits
+        # By words only: a code's answer stays quick, with no embedding model to load (`fixloop search E102 after
+        # the update`).
+        found = self.search(text, scope, version, k=k, mode="lexical").hits
         found = [hit for hit in found if (hit.manual_sha256, hit.page, hit.fault_code) not in shown]
         ordered = sorted(
             [(hit, False) for hit in answered.hits]

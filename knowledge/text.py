@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import re
 import threading
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -91,10 +93,17 @@ def chinese_words(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def english_stop_words() -> frozenset[str]:
-    # Importing spaCy costs about a second (it pulls in torch): not at service start-up, only on first use.
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(STOP_WORDS)
+    """spaCy's English stop words, read from their own module file: importing spaCy costs about a second
+    (it pulls in torch), which a fault-code lookup that reads a word or two must not pay."""
+    spec = importlib.util.find_spec("spacy")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("fixloop needs spaCy's English stop words: pip install spacy")
+    path = Path(spec.submodule_search_locations[0]) / "lang" / "en" / "stop_words.py"
+    module_spec = importlib.util.spec_from_file_location("fixloop_english_stop_words", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return frozenset(module.STOP_WORDS)
 
 
 _segmenter_lock = threading.Lock()
