@@ -269,18 +269,14 @@ def _parse_tsv(tsv: str, to_points: pymupdf.Matrix) -> OcrPage:
         confidences.append(float(conf))
     lines = []
     texts: list[list[str]] = []
-    words_at = [
-        (word, tuple(rect * to_points))
-        for paragraph in paragraphs.values()
-        for line in paragraph.values()
-        for word, rect in line
-    ]
+    words_at: list[OcrWord] = []
     for paragraph in paragraphs.values():
         texts.append([])
         for words in paragraph.values():
             box = pymupdf.Rect(words[0][1])
             for _, rect in words[1:]:
                 box |= rect
+            words_at += [(word, tuple(rect * to_points)) for word, rect in words]
             text = _join([word for word, _ in words])
             texts[-1].append(text)
             lines.append((text, tuple(box * to_points)))

@@ -249,18 +249,21 @@ class ManualIndex:
                 answered = self._lookup(snap, text, scope, version, lang, k, mentioned)
                 linked = [text]  # the whole question is the code
         if answered is not None:
-            return self._and_pages(answered, text, codes + linked, scope, version, k, mentioned, lang)
+            return self._and_pages(snap, answered, text, codes + linked, scope, version, k, mentioned, lang)
         reported = code_results[: len(shown)] + code_results[len(codes) :]
+
+        def first_code() -> SearchResult:  # its near codes are looked for only now
+            code, looked_up = reported[0]
+            return looked_up or self._code_not_found(snap, code, scope or Scope())
+
         if reported and printed and not mentioned and self._only_unknown_codes(snap, text):
-            # Not a page that shares a word or two with how the code was asked about.
-            return reported[0][1] or self._code_not_found(snap, reported[0][0], scope or Scope())
+            return first_code()  # not a page that shares a word or two with how the code was asked about
         result = self.search(text, scope, version, k=k)
-        if result.status == "not_found" and reported:
-            return reported[0][1] or self._code_not_found(snap, reported[0][0], scope or Scope())
-        return result
+        return first_code() if result.status == "not_found" and reported else result
 
     def _and_pages(
         self,
+        snap: _Snapshot,
         answered: SearchResult,
         text: str,
         codes: list[str],
@@ -273,7 +276,6 @@ class ManualIndex:
         """A code's entries, then what a search of the whole question finds besides them when it asks more
         than the code (`Err18 since the firmware update, which parameter?`): the page that says more, and
         the right page when the code was read into an entry of the wrong table. The manuals it names first."""
-        snap = self._current()
         if not set(terms(asked_besides(snap.names.without_names(text)))) - set(terms(" ".join(codes))):
             return answered
         shown = {(hit.manual_sha256, hit.page, hit.fault_code) for hit in answered.hits}

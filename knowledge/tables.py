@@ -454,8 +454,7 @@ def _may_hold_faults(rows: list[list[str]]) -> bool:
         return False
     if any("code" in column_roles(row).values() for row in rows[:3]):
         return True
-    least = max(MIN_CODED_ROWS, len(rows) / 4)
-    return any(sum(parse_code_cell(row[i]) is not None for row in rows) >= least for i in range(len(rows[0])))
+    return _codes_in_a_column(rows, max(MIN_CODED_ROWS, len(rows) / 4))
 
 
 def row_of(ys: Sequence[float], top: float) -> int:
@@ -468,5 +467,9 @@ def _has_code_column(rows: list[list[str]]) -> bool:
     """A header with a code column among the first rows, or a column where most cells are codes."""
     if any(fault_header(row) for row in rows[:3]):
         return True
-    width = len(rows[0])
-    return any(sum(parse_code_cell(row[i]) is not None for row in rows) >= 0.5 * len(rows) for i in range(width))
+    return _codes_in_a_column(rows, 0.5 * len(rows))
+
+
+def _codes_in_a_column(rows: list[list[str]], least: float) -> bool:
+    """Whether some column holds a code in at least `least` of the rows."""
+    return any(sum(parse_code_cell(row[i]) is not None for row in rows) >= least for i in range(len(rows[0])))
