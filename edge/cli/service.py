@@ -112,7 +112,9 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     server = None
     # systemd and `kill` stop the demo with SIGTERM: it must stop the model server it started (that
     # runs in a session of its own, out of reach of the terminal's Ctrl-C) as Ctrl-C does.
-    signal.signal(signal.SIGTERM, _interrupt)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, _interrupt)
     try:
         for (host, port), devices in plant.endpoints(config.devices).items():
             simulators.append(start_simulator(devices, host, port))
@@ -142,9 +144,8 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     except KeyboardInterrupt:
         console.print("stopping…")
     finally:
-        # A second Ctrl-C or SIGTERM (make and `timeout` pass theirs on as well) must not cut the clean-up
-        # short and leave the model server running: it is ignored until the demo has stopped.
-        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
         try:
             if server is not None:
                 server.stop()
@@ -159,6 +160,11 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    """The first Ctrl-C or SIGTERM stops the demo. A second one (make and `timeout` pass theirs on as well)
+    must not cut the clean-up short, even while it prints "stopping…", and leave the model server running:
+    it is ignored until the demo has stopped."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
