@@ -44,8 +44,8 @@ SCHEMA_VERSION = "5"
 # What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
 # rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings;
-# a parts list in a fault section is no fault table.
-EXTRACTION_VERSION = "3"
+# a parts list in a fault section is no fault table. 4: a code column its header leaves unnamed.
+EXTRACTION_VERSION = "4"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

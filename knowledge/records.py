@@ -272,15 +272,19 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                 continue
             header_at, header, lines = _header(rows)
             if header_at is not None:
-                roles, rows, headed, columns = column_roles(header), rows[header_at + lines :], True, len(header)
-                boxes = boxes[header_at + lines :]
+                printed = column_roles(header)
+                rows, boxes = rows[header_at + lines :], boxes[header_at + lines :]
+                roles, headed, columns = _header_roles(header, rows), True, len(header)
                 code_header = header[next(i for i, role in roles.items() if role == "code")]
-                named = bool(FAULT_WORDS.search(code_header))  # "Alarm", "Fault": names may stand for codes
+                # "Alarm", "Fault": names may stand for codes; so may the short tokens of a column the
+                # header left unnamed ("Display | Error | Cause | Remedy" over `OCA`, `*LV`).
+                named = bool(FAULT_WORDS.search(code_header)) or "code" not in printed.values()
             elif roles is None or len(rows[0]) != columns:
                 # No header (or a new table): the column where most cells are codes is the code column.
                 roles, headed, named, columns = _roles_from_content(rows), False, False, len(rows[0])
+                printed = roles or {}
             for row, box in zip(rows, boxes):
-                if row and column_roles(row) == roles:
+                if row and column_roles(row) == printed:
                     continue  # the header repeated on a continuation page
                 _add_row(drafts, roles or {}, row, page.number, headed, named, box)
     return drafts
@@ -288,7 +292,8 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
 
 def _header(rows: list[list[str]]) -> tuple[int | None, list[str], int]:
     """Where a table's header is, what it says and how many rows it takes: one row that names a code
-    column, or two read as one where each header cell wraps onto a second row (`Error` over `code`).
+    column, or two read as one where each header cell wraps onto a second row (`Error` over `code`), or
+    one that names a fault's remedy over a column of short tokens it does not name.
     A row that starts with a number is data, whatever words its cells use (`NO.027` in a description)."""
     for at, row in enumerate(rows[:3]):
         if _names_a_code_column(row):
@@ -297,7 +302,49 @@ def _header(rows: list[list[str]]) -> tuple[int | None, list[str], int]:
             joined = [f"{a} {b}".strip() for a, b in zip(row, rows[at + 1], strict=False)]
             if _names_a_code_column(joined) and not any(_holds_code(cells) for cells in (row, rows[at + 1])):
                 return at, joined, 2
+        if _names_a_fault(row) and _token_column(rows[at + 1 :], len(row)) is not None:
+            return at, row, 1
     return None, [], 0
+
+
+def _names_a_fault(row: list[str]) -> bool:
+    """A header that names what to do about something it also names or explains (a state table of LEDs
+    and relays names no remedy)."""
+    roles = set(column_roles(row).values())
+    return "code" not in roles and "remedy" in roles and bool(roles & {"cause", "title"}) and not _holds_code(row)
+
+
+def _header_roles(header: list[str], data: list[list[str]]) -> dict[int, str]:
+    """The roles a header's words give its columns; where they name no code column, the first column of
+    short tokens is it, and a name the header gave that column moves to the first column it left unnamed."""
+    roles = column_roles(header)
+    code = None if "code" in roles.values() else _token_column(data, len(header))
+    if code is None:
+        return roles
+    if roles.get(code) == "title":
+        spare = next((i for i in range(len(header)) if i not in roles), None)
+        if spare is not None:
+            roles[spare] = "title"
+    roles[code] = "code"
+    return roles
+
+
+# What a display shows in a code column no header word names: one token of up to six letters and digits,
+# with a footnote mark (`*LV`), dots or a dash (`E.S.`, `b.b.`, `OL-1`), and not a word as text prints it:
+# capitals alone, a capital after the first letter, a digit or a dot (`OCA`, `oH`, `SP0`; not `Menu`, `error`),
+# nor a state an LED or a contact is in (`ON`, `OFF`).
+_TOKEN_CELL = re.compile(
+    r"[*†]?(?!(?:ON|OFF|OK|YES|NO|NC|N/?A)\b)(?=\S*(?:[A-Z]{2}|[a-z][A-Z]|[0-9.]))[A-Za-z0-9][A-Za-z0-9.\-]{0,5}[*†]?"
+)
+
+
+def _token_column(data: list[list[str]], width: int) -> int | None:
+    """The first column whose filled cells are nearly all one short token, in a table of at least two such rows."""
+    for i in range(width):
+        filled = [join_lines(row[i]).strip() for row in data if i < len(row) and row[i].strip()]
+        if len(filled) >= 2 and sum(bool(_TOKEN_CELL.fullmatch(cell)) for cell in filled) >= 0.8 * len(filled):
+            return i
+    return None
 
 
 def _names_a_code_column(row: list[str]) -> bool:
@@ -373,16 +420,17 @@ def _add_row(
     box: tuple[float, float, float, float] | None,
 ) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
-    code = parse_code_cell(join_lines(cells.get("code", "")))
+    cells["code"] = join_lines(cells.get("code", "")).strip("*†")  # `*LV`: a footnote says more about it
+    code = parse_code_cell(cells["code"])
     if code is None and headed:
-        code = hex_code(join_lines(cells.get("code", "")))  # taken only in a column named a code
+        code = hex_code(cells["code"])  # taken only in a column named a code
     if code is None and named:
-        code = named_alarm(join_lines(cells.get("code", "")))
+        code = named_alarm(cells["code"])
         cells.setdefault("title", code or "")
     if code is not None and code.isdigit() and len(code) < 3 and not headed:
         code = None  # a short number in a column nobody named: a step, a pin, a count
     if code is None:
-        if drafts and not join_lines(cells.get("code", "")) and drafts[-1].source == "table":
+        if drafts and not cells["code"] and drafts[-1].source == "table":
             _continue_row(drafts[-1], cells, page, box)  # a row split over two lines or pages
         return
     alias = join_lines(cells.get("alias", ""))
