@@ -11,13 +11,16 @@ import bisect
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[\u3400-\u9fff]{2,}")
 _SEPARATOR = re.compile(r"[-_.]")
 MIN_LETTERS = 3
 PREFIX_LETTERS = 4  # `gecko` names `Geckodrive`, `opti` nothing
+# Printed by this many manuals besides its own (or one in 50 in a large library), a word names none:
+# on the 29 development manuals brands are printed by one other at most, `boiler` by 3, `pump` by 6.
+GENERAL_ELSEWHERE = 2
 _GENERIC_ZH = ("手册", "说明书", "使用", "用户")
 # Words of document titles and kinds of equipment: they name no product. (One string reads better than
 # 56 quoted words, hence the noqa.)
@@ -31,10 +34,19 @@ _GENERIC = frozenset(
 
 
 class ManualNames:
-    """The distinctive names of an index's manuals, worked out once per index snapshot."""
+    """The distinctive names of an index's manuals, worked out once per index snapshot.
 
-    def __init__(self, manuals: Iterable[Mapping[str, Any]]):
+    `printed_in`: the manuals (sha256) whose pages print a word. A word of a file name or vendor that other
+    manuals print too (`pump` of `grundfos_cr_pump.pdf`, `boiler`) is a kind of equipment, not a name: a
+    question about some other pump names no manual by it. Brands and designations stay their own."""
+
+    def __init__(
+        self, manuals: Iterable[Mapping[str, Any]], printed_in: Callable[[str], set[str]] = lambda word: set()
+    ):
         manuals = list(manuals)
+        self._printed_in = printed_in
+        self._general: dict[str, bool] = {}
+        self._elsewhere = max(GENERAL_ELSEWHERE, len(manuals) // 50)
         names = {m["sha256"]: _names(m) for m in manuals}
         products: dict[tuple[str, str], set[str]] = {}
         for m in manuals:  # editions and versions of one product share their names
@@ -61,11 +73,22 @@ class ManualNames:
         matched = {name for name in self._cjk if name in question}
         for token in _question_tokens(question):
             matched.update(self._named_by(token))
-        return matched
+        return {name for name in matched if not self._is_general(name)}
+
+    def _is_general(self, name: str) -> bool:
+        """A word (no digit) that at least `_elsewhere` manuals it does not name print."""
+        if name not in self._general:
+            self._general[name] = (
+                name.isalpha()
+                and name.isascii()
+                and len(self._printed_in(name) - self._owners[name]) >= self._elsewhere
+            )
+        return self._general[name]
 
     def _named_by(self, token: str) -> set[str]:
         """Names a token names: itself; a longer name it begins (`gecko` → geckodrive) or a shorter
-        name it begins with; a designation it is part of (`980mdi` → gsk980mdi)."""
+        name it begins with; a designation it is part of (`980mdi` → gsk980mdi); a brand typed with part of
+        one of its designations (`mks42d` → mks and servo42d)."""
         found = {token} if token in self._owners else set()
         if len(token) >= PREFIX_LETTERS and token not in _GENERIC:
             start = bisect.bisect_left(self._sorted, token)
@@ -76,6 +99,12 @@ class ManualNames:
             found.update(token[:n] for n in range(PREFIX_LETTERS, len(token)) if token[:n] in self._owners)
             if any(c.isdigit() for c in token) and not token.isdigit():
                 found.update(name for name in self._designations if token in name)
+                brand = re.match(r"[a-z]+", token)
+                rest = token[brand.end() :] if brand else ""
+                if brand and brand.group() in self._owners and len(rest) >= 2:
+                    owners = self._owners[brand.group()]
+                    designations = {name for name in self._designations if rest in name and self._owners[name] & owners}
+                    found.update({brand.group(), *designations} if designations else ())
         return found
 
     def without_names(self, question: str) -> str:

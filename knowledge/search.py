@@ -946,10 +946,25 @@ class ManualIndex:
         conn.execute(f"CREATE VIRTUAL TABLE temp.stems USING fts5(word, tokenize='{FTS_TOKENIZER}')")
         conn.execute("CREATE VIRTUAL TABLE temp.stem_of USING fts5vocab(temp, stems, instance)")
         snap = _Snapshot(
-            signature=signature, conn=conn, rows=rows, model=meta.get("model", ""), names=ManualNames(manuals.values())
+            signature=signature,
+            conn=conn,
+            rows=rows,
+            model=meta.get("model", ""),
+            names=ManualNames(manuals.values(), printed_in=lambda word: self._manuals_printing(conn, word)),
         )
         weakref.finalize(snap, conn.close)
         return snap
+
+    def _manuals_printing(self, conn: sqlite3.Connection, word: str) -> set[str]:
+        with self._lock:
+            return {
+                sha
+                for (sha,) in conn.execute(
+                    "SELECT DISTINCT r.manual_sha256 FROM records_fts JOIN records r ON r.id = records_fts.rowid"
+                    " WHERE records_fts MATCH ?",
+                    ('"' + word.replace('"', "") + '"',),
+                )
+            }
 
     def _vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
         if snap.ids is None or snap.vectors is None:

@@ -80,3 +80,22 @@ def test_the_names_leave_the_question_but_the_rest_stays(names):
     assert names.without_names("980MDi急停报警怎么解除") == "急停报警怎么解除"
     assert names.without_names("the motor is hot") == "the motor is hot"
     assert names.without_names("G540") == "G540"  # nothing left: the name is the question
+
+
+def test_a_kind_of_equipment_other_manuals_print_names_no_manual_but_a_brand_does():
+    # `pump` of the file name is printed by two other manuals: a question about some other pump is not
+    # about this one. `Grundfos` is printed by its own manual alone.
+    pump = {"sha256": "pump", "file": "grundfos_cr_pump.pdf", "title": "", "vendor": "", "model": "", "device": ""}
+    printed = {"pump": {"pump", "ep", "gecko"}, "grundfos": {"pump"}}
+    names = ManualNames([*MANUALS, pump], printed_in=lambda word: printed.get(word, set()))
+    assert names.mentioned("hydraulic pump pressure drops after ten minutes") == set()
+    assert names.mentioned("grundfos pump will not run") == {"pump"}
+    assert ManualNames([*MANUALS, pump]).mentioned("hydraulic pump pressure drops") == {"pump"}
+
+
+def test_a_short_brand_typed_with_part_of_its_model_names_the_manual():
+    mks = {"sha256": "mks", "file": "", "title": "", "vendor": "MKS", "model": "SERVO42D", "device": ""}
+    names = ManualNames([*MANUALS, mks])
+    assert names.mentioned("mks42d magnet weak") == {"mks"}
+    assert names.without_names("mks42d magnet weak") == "magnet weak"
+    assert names.mentioned("mks99x magnet weak") == set()  # no designation of MKS holds `99x`
