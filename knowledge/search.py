@@ -228,7 +228,18 @@ class ManualIndex:
         codes = list(dict.fromkeys(shown + [m.group(0) for m in TYPED_TOKEN.finditer(text)]))
         # A code no entry holds is reported only when nothing else answers: its near codes are looked for then.
         code_results = [(code, self._lookup(snap, code, scope, version, lang, k, mentioned)) for code in codes]
-        answered = next((r for _, r in code_results if r is not None and _answers(r, mentioned)), None)
+        # A machine the question names that no manual is about (`Danfoss FC302 alarm 14`): another machine's
+        # code of the same number is no answer.
+        foreign = (
+            self._unknown_names(snap, text)
+            if codes and not mentioned and not (scope and (scope.vendor or scope.model))
+            else []
+        )
+
+        def answers(result: SearchResult | None) -> bool:
+            return result is not None and not foreign and _answers(result, mentioned)
+
+        answered = next((r for _, r in code_results if answers(r)), None)
         linked: list[str] = []
         if answered is None:
             with self._lock:
@@ -244,8 +255,8 @@ class ManualIndex:
                 for code in linked
                 if code not in codes
             ]
-            answered = next((r for _, r in code_results if r is not None and _answers(r, mentioned)), None)
-            if answered is None and not linked and _short(text) and self._known(snap, text):
+            answered = next((r for _, r in code_results if answers(r)), None)
+            if answered is None and not foreign and not linked and _short(text) and self._known(snap, text):
                 answered = self._lookup(snap, text, scope, version, lang, k, mentioned)
                 linked = [text]  # the whole question is the code
         if answered is not None:
@@ -253,6 +264,9 @@ class ManualIndex:
         reported = code_results[: len(shown)] + code_results[len(codes) :]
 
         def first_code() -> SearchResult:  # its near codes are looked for only now
+            listed = next(((code, r) for code, r in reported if r is not None), None) if foreign else None
+            if listed is not None:
+                return _listed_elsewhere(listed[0], foreign, listed[1])
             code, looked_up = reported[0]
             return looked_up or self._code_not_found(snap, code, scope or Scope())
 
@@ -579,17 +593,18 @@ class ManualIndex:
             coverage=self._coverage(snap, text, lexical),
             concepts=self._concepts_coverage(snap, text, translated) if named_manual or not semantic else 0.0,
             agreed=bool(semantic) and bool(self._answer_keys(snap, semantic[0][0]) & by_words),
-            unknown_names=self._unknown_names(snap, text),
+            unknown_names=len(self._unknown_names(snap, text)),
         )
 
-    def _unknown_names(self, snap: _Snapshot, text: str) -> int:
-        """How many of the names the question gives (capitalised words, tokens mixing letters and digits)
-        no row of the library holds, neither as a word nor as a code."""
+    def _unknown_names(self, snap: _Snapshot, text: str) -> list[str]:
+        """The names the question gives (capitalised words, tokens mixing letters and digits) that no row
+        of the library holds, neither as a word nor as a code."""
         names = [m.group(0) for m in _NAME.finditer(text) if m.group(0).lower() not in english_stop_words()]
-        unknown = 0
+        unknown = []
         for name in dict.fromkeys(names):
             words = list(dict.fromkeys(terms(name) + code_terms(name, every_token=True)))
-            unknown += bool(words) and not any(self._counts(snap, words).values())
+            if words and not any(self._counts(snap, words).values()):
+                unknown.append(name)
         return unknown
 
     def _answer_keys(self, snap: _Snapshot, record_id: int) -> set[Group]:
@@ -1016,6 +1031,15 @@ def _doc_counts(conn: sqlite3.Connection, words: list[str]) -> dict[str, int]:
         )
     )
     return counts
+
+
+def _listed_elsewhere(code: str, names: list[str], found: SearchResult) -> SearchResult:
+    machines = ", ".join(dict.fromkeys(hit.scope for hit in found.hits))
+    return SearchResult(
+        status="not_found",
+        message=f"No indexed manual is about {' '.join(names)}; code {code} is listed only for other machines ({machines}).",
+        suggestion=f"Index the manual of {' '.join(names)}, or give the device_id if it is one of those machines.",
+    )
 
 
 def _short(text: str) -> bool:

@@ -94,6 +94,14 @@ def test_nonsense_is_not_found_with_a_suggestion(index):
     assert result.status == "not_found" and "fault code" in result.suggestion
 
 
+def test_a_code_asked_about_a_machine_no_manual_is_about_is_not_another_machines_answer(index):
+    result = index.query("Danfoss FC302 shows E102")
+    assert result.status == "not_found" and result.hits == []
+    assert "Danfoss FC302" in result.message and "E102" in result.message and "Hydra" in result.message
+    # The machine the technician stands at is known: its code is looked up there.
+    assert index.query("Danfoss FC302 shows E102", PRESS).hits[0].fault_code == "E102"
+
+
 def test_a_missing_index_is_a_clear_error(tmp_path):
     with pytest.raises(IndexMissing, match="fixloop index build"):
         ManualIndex(tmp_path / "nothing.sqlite").lookup("E102")
