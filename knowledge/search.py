@@ -108,6 +108,7 @@ class _Snapshot:
     encoder_checked: bool = False
     positions: dict[int, int] | None = None  # record id -> its row in `vectors`
     row_words: dict[int, RowWords] = field(default_factory=dict)
+    words_stored: bool = False  # records.words is there (schema 6)
 
 
 @dataclass(frozen=True)
@@ -530,16 +531,29 @@ class ManualIndex:
         question = Question.of(found.text, found.translation, found.language)
         similarities = self._similarities(snap, rows, found.vector)
         return [
-            features(row, self._words_of(snap, row), question, sim) for row, sim in zip(rows, similarities, strict=True)
+            features(row, words, question, sim)
+            for row, words, sim in zip(rows, self._words_of(snap, rows), similarities, strict=True)
         ]
 
-    def _words_of(self, snap: _Snapshot, row: IndexRow) -> RowWords:
+    def _words_of(self, snap: _Snapshot, rows: list[IndexRow]) -> list[RowWords]:
         with self._lock:
-            if row["id"] not in snap.row_words:
-                if len(snap.row_words) >= ROW_WORDS_KEPT:
-                    snap.row_words.clear()
-                snap.row_words[row["id"]] = RowWords.of(row)
-            return snap.row_words[row["id"]]
+            cold = [row for row in rows if row["id"] not in snap.row_words]
+            if len(snap.row_words) + len(cold) > ROW_WORDS_KEPT:
+                snap.row_words.clear()
+                cold = rows
+            if cold:
+                snap.row_words.update(self._read_words(snap, cold))
+            return [snap.row_words[row["id"]] for row in rows]
+
+    @staticmethod
+    def _read_words(snap: _Snapshot, rows: list[IndexRow]) -> dict[int, RowWords]:
+        """The rows' words as the build stored them, in one query (an index built before they were stored:
+        made from the rows' text)."""
+        if not snap.words_stored:
+            return {row["id"]: RowWords.of(row) for row in rows}
+        ids = [row["id"] for row in rows]
+        found = snap.conn.execute(f"SELECT id, words FROM records WHERE id IN ({','.join('?' * len(ids))})", ids)
+        return {i: RowWords.stored(words) for i, words in found}
 
     def _similarities(self, snap: _Snapshot, rows: list[IndexRow], vector: np.ndarray | None) -> list[float]:
         """Each row's cosine with the question (0 for a row that was not embedded, or no question vector)."""
@@ -939,6 +953,7 @@ class ManualIndex:
                 f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`"
             ) from None
         conn.row_factory = None
+        words_stored = any(name == "words" for _, name, *_ in conn.execute("PRAGMA table_info(records)"))
         # Document counts per term, for leaving out words on every page, and a scratch table that
         # stems words as the index did (in this connection's own temporary database: the index
         # file is opened read-only).
@@ -946,7 +961,12 @@ class ManualIndex:
         conn.execute(f"CREATE VIRTUAL TABLE temp.stems USING fts5(word, tokenize='{FTS_TOKENIZER}')")
         conn.execute("CREATE VIRTUAL TABLE temp.stem_of USING fts5vocab(temp, stems, instance)")
         snap = _Snapshot(
-            signature=signature, conn=conn, rows=rows, model=meta.get("model", ""), names=ManualNames(manuals.values())
+            signature=signature,
+            conn=conn,
+            rows=rows,
+            model=meta.get("model", ""),
+            names=ManualNames(manuals.values()),
+            words_stored=words_stored,
         )
         weakref.finalize(snap, conn.close)
         return snap
