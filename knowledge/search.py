@@ -698,21 +698,23 @@ class ManualIndex:
         return vector, self._semantic(snap, vector, scope)
 
     def _encoder(self, snap: _Snapshot) -> QuestionEncoder | None:
-        """The ONNX export the build left beside the index, if it did (else PyTorch embeds)."""
-        with self._lock:
-            if not snap.encoder_checked:
-                path = encoder_path(self.path, self.embedder.identity)
-                snap.encoder = QuestionEncoder(path) if path.exists() else None
-                snap.encoder_checked = True
-            return snap.encoder
+        """The ONNX export the build left beside the index, if it did (else PyTorch embeds). Looked for under the
+        lock once per snapshot, then read without it: the question's thread must not wait while a word search
+        holds the lock (at 50,000 rows that wait was a few ms before every encode)."""
+        if not snap.encoder_checked:
+            with self._lock:
+                if not snap.encoder_checked:
+                    path = encoder_path(self.path, self.embedder.identity)
+                    snap.encoder = QuestionEncoder(path) if path.exists() else None
+                    snap.encoder_checked = True
+        return snap.encoder
 
     def _semantic(self, snap: _Snapshot, query: np.ndarray, scope: Scope) -> list[tuple[int, float]]:
-        with self._lock:
-            ids, vectors = self._vectors(snap)
-            mask = self._mask(snap, scope, ids) if scope.vendor or scope.model else None
+        ids, vectors = self._vectors(snap)
+        mask = self._mask(snap, scope, ids) if scope.vendor or scope.model else None
         if len(ids) == 0:
             return []
-        sims = vectors @ query  # outside the lock: SQLite ranks by words meanwhile
+        sims = vectors @ query
         if mask is not None:
             sims = np.where(mask, sims, -1.0)
         top = np.argpartition(-sims, min(CANDIDATES, len(sims) - 1))[:CANDIDATES]
@@ -972,6 +974,15 @@ class ManualIndex:
         return snap
 
     def _vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        """The embedded rows' ids and vectors, read under the lock once per snapshot and without it after that
+        (as `_encoder`)."""
+        ids, vectors = snap.ids, snap.vectors  # set in this order, and never again
+        if ids is None or vectors is None:
+            with self._lock:
+                return self._read_vectors(snap)
+        return ids, vectors
+
+    def _read_vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
         if snap.ids is None or snap.vectors is None:
             if snap.model != self.embedder.identity:
                 raise IndexMissing(
@@ -987,7 +998,9 @@ class ManualIndex:
             )
         return snap.ids, snap.vectors
 
-    def _mask(self, snap: _Snapshot, scope: Scope, ids: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _mask(snap: _Snapshot, scope: Scope, ids: np.ndarray) -> np.ndarray:
+        """Which embedded rows a scope keeps (without the lock: two threads may both make a scope's mask, alike)."""
         key = (scope_key(scope.vendor), scope_key(scope.model))
         if key not in snap.masks:
             snap.masks[key] = np.array([_in_scope(snap.rows[int(i)], scope) for i in ids], dtype=bool)
