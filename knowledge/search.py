@@ -355,10 +355,12 @@ class ManualIndex:
             )
         ]
         if not ids and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
+            # `+id`: ordered by the id column itself, SQLite scanned the whole table (60 ms at 50,000 rows) instead
+            # of the few rows the code_pattern index holds.
             ids = [
                 i
                 for (i,) in snap.conn.execute(
-                    "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,)
+                    "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY +id", (key,)
                 )
             ]
         if ids and key.isdigit():  # one number padded as each manual prints it: `23` is also `0023` there
