@@ -137,6 +137,15 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class _ByWords:
+    """What the best rows by words say about a question (`ManualIndex._by_words`)."""
+
+    coverage: float
+    answers: frozenset[Group]  # what the best rows by words answer with
+    unknown_names: int
+
+
+@dataclass(frozen=True)
 class Candidates:
     """A question's rankings (record id, score; best first) and the evidence for an answer, as `ManualIndex.candidates`
     found them; `ManualIndex.answer` turns them into hits under the index's tuning."""
@@ -459,6 +468,7 @@ class ManualIndex:
         other = expand(text)
         if mode != "semantic" and other:
             cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
+        by_words = self._by_words(snap, text, lexical)  # while the question is still being embedded
         vector = None
         if by_vector is not None:
             vector, found = by_vector.result()
@@ -481,7 +491,7 @@ class ManualIndex:
             cross=cross,
             translation=other,
             vector=vector,
-            evidence=self._evidence(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)),
+            evidence=self._evidence(snap, text, by_words, by_meaning, translated, named_manual=bool(mentioned)),
             mode=mode,
             snapshot=snap,
         )
@@ -578,7 +588,7 @@ class ManualIndex:
         self,
         snap: _Snapshot,
         text: str,
-        lexical: list[tuple[int, float]],
+        by_words: _ByWords,
         semantic: list[tuple[int, float]],
         translated: list[tuple[int, float]],
         named_manual: bool,
@@ -589,12 +599,19 @@ class ManualIndex:
         compared by meaning (an English question, a Chinese-only library) or the question names its
         manual: across a whole library its general words (battery, pressure) are on too many pages to
         be evidence."""
-        by_words = set().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical)))
         return Evidence(
             similarity=semantic[0][1] if semantic else 0.0,
-            coverage=self._coverage(snap, text, lexical),
+            coverage=by_words.coverage,
             concepts=self._concepts_coverage(snap, text, translated) if named_manual or not semantic else 0.0,
-            agreed=bool(semantic) and bool(self._answer_keys(snap, semantic[0][0]) & by_words),
+            agreed=bool(semantic) and bool(self._answer_keys(snap, semantic[0][0]) & by_words.answers),
+            unknown_names=by_words.unknown_names,
+        )
+
+    def _by_words(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]]) -> _ByWords:
+        """The evidence the word search alone gives, gathered before the question's embedding is waited for."""
+        return _ByWords(
+            coverage=self._coverage(snap, text, lexical),
+            answers=frozenset().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical))),
             unknown_names=self._unknown_names(snap, text),
         )
 
@@ -620,7 +637,8 @@ class ManualIndex:
         words = set(terms(text)) | set(code_terms(text))
         if not words or not found:
             return 0.0
-        return max(len(words & self._row_words(snap, i)) / len(words) for i, _ in _best_groups(snap, found))
+        held = self._row_words(snap, [i for i, _ in _best_groups(snap, found)])
+        return max(len(words & row_words) / len(words) for row_words in held)
 
     def _concepts_coverage(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> float:
         """The largest share of the question's glossary concepts one of the best rows holds, in any
@@ -628,17 +646,19 @@ class ManualIndex:
         concepts = [{term for variant in variants for term in terms(variant)} for variants in translations(text)]
         if not concepts or not found:
             return 0.0
-        return max(
-            sum(bool(concept & self._row_words(snap, i)) for concept in concepts) / len(concepts)
-            for i, _ in _best_groups(snap, found)
-        )
+        held = self._row_words(snap, [i for i, _ in _best_groups(snap, found)])
+        return max(sum(bool(concept & row_words) for concept in concepts) / len(concepts) for row_words in held)
 
-    def _row_words(self, snap: _Snapshot, record_id: int) -> set[str]:
+    def _row_words(self, snap: _Snapshot, ids: list[int]) -> list[set[str]]:
+        """The index terms of some rows, in the order given, read in one query."""
         with self._lock:
-            head, body = snap.conn.execute(
-                "SELECT lex_head, lex_body FROM records WHERE id = ?", (record_id,)
-            ).fetchone()
-        return set(f"{head} {body}".split())
+            stored = {
+                i: f"{head} {body}"
+                for i, head, body in snap.conn.execute(
+                    f"SELECT id, lex_head, lex_body FROM records WHERE id IN ({','.join('?' * len(ids))})", ids
+                )
+            }
+        return [set(stored[i].split()) for i in ids]
 
     # -- retrieval stages -------------------------------------------------
 
