@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import sqlite_utils
@@ -35,12 +35,15 @@ from knowledge.metadata import merge_overrides, read_sidecar
 from knowledge.models import FaultRecord, ManualInfo, SafetyStatement
 from knowledge.passages import Passage, code_terms
 from knowledge.pdf import page_count
+from knowledge.ranking import IndexRow
+from knowledge.rescoring import stored_words
 from knowledge.text import FTS_TOKENIZER, terms
 
-# 4: records.boxes, where each entry is printed. 5: the safety table (knowledge.safety). A build
-# reuses manuals only from an index of this schema, so rebuilding an older index extracts them again;
-# readers take an older one without boxes or hazard statements.
-SCHEMA_VERSION = "5"
+# 4: records.boxes, where each entry is printed. 5: the safety table (knowledge.safety). 6: records.words,
+# the second look's words of each row (knowledge.rescoring). A build reuses manuals only from an index of this
+# schema, so rebuilding an older index extracts them again; readers take an older one without boxes, hazard
+# statements or stored words.
+SCHEMA_VERSION = "6"
 # What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
 # rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings;
@@ -438,6 +441,7 @@ def _create_schema(db: sqlite_utils.Database) -> None:
             "language": str,
             "lex_head": str,
             "lex_body": str,
+            "words": str,
             "vector": bytes,
         },
         pk="id",
@@ -591,9 +595,11 @@ def _rows(extraction: Extraction) -> list[dict[str, Any]]:
     """A manual's records table rows, entries then page passages, with the text each is embedded
     from (`embed_text`, None for a passage searched by its words only) and no vector yet."""
     info = extraction.info
-    return [_record_row(record, info) for record in extraction.records] + [
+    rows = [_record_row(record, info) for record in extraction.records] + [
         _passage_row(passage, info) for passage in extraction.passages
     ]
+    # The rows have IndexRow's text columns, all `stored_words` reads.
+    return [{**row, "words": stored_words(cast(IndexRow, row))} for row in rows]
 
 
 def _insert_fresh(

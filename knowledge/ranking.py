@@ -123,16 +123,6 @@ def group(row: IndexRow) -> Group:
     return row["vendor_key"], row["model_key"], row["code_key"]
 
 
-def unique_groups(rows: Iterable[IndexRow]) -> list[IndexRow]:
-    seen: set[Group] = set()
-    out = []
-    for row in rows:
-        if group(row) not in seen:
-            seen.add(group(row))
-            out.append(row)
-    return out
-
-
 def entry_pages(rows: Iterable[IndexRow]) -> dict[Group, set[tuple[str, int]]]:
     """Each entry group's pages in every manual (edition, version) it was extracted from."""
     pages: dict[Group, set[tuple[str, int]]] = {}
@@ -161,7 +151,8 @@ def best_passage(passages: list[tuple[IndexRow, list[str]]], words: frozenset[st
 
 
 def _words(text: str) -> set[str]:
-    return set(terms(text) + code_terms(text) + word_pairs(text))
+    found = terms(text)  # once: cutting Chinese lines into words is most of a snippet's time
+    return {*found, *code_terms(text), *_pairs(found)}
 
 
 def word_pairs(text: str) -> list[str]:
@@ -191,7 +182,14 @@ def codes_or_fault_words(text: str) -> bool:
 
 
 def _group_ranks(rows: list[IndexRow]) -> dict[Group, tuple[IndexRow, int]]:
-    return {group(row): (row, rank) for rank, row in enumerate(unique_groups(rows))}
+    """Each group's first row and its rank among the groups (each row's group made once: fusing is per
+    question, over a few hundred rows)."""
+    ranks: dict[Group, tuple[IndexRow, int]] = {}
+    for row in rows:
+        key = group(row)
+        if key not in ranks:
+            ranks[key] = (row, len(ranks))
+    return ranks
 
 
 def _fuse_ranks(rankings: list[dict[Group, tuple[IndexRow, int]]]) -> dict[Group, tuple[IndexRow, int]]:

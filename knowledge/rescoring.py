@@ -65,19 +65,45 @@ class RowWords:
 
     @classmethod
     def of(cls, row: IndexRow) -> RowWords:
-        steps = " ".join(json.loads(row["steps"]))
-        body = row["snippet"] if row["kind"] == "page" else f"{row['symptom']} {row['cause']} {steps}"
-        name = _stemmed(terms(f"{row['code']} {row['title']}"))
-        body_words = _stemmed(terms(body))
+        return cls._of_fields(_fields(row))
+
+    @classmethod
+    def stored(cls, text: str) -> RowWords:
+        """A row's words from what `stored_words` wrote at index build."""
+        return cls._of_fields(json.loads(text))
+
+    @classmethod
+    def _of_fields(cls, fields: dict[str, list[str]]) -> RowWords:
+        name, body = fields["name"], fields["body"]
         return cls(
             name=frozenset(name),
-            cause=frozenset(_stemmed(terms(f"{row['symptom']} {row['cause']}"))),
-            remedy=frozenset(_stemmed(terms(steps))),
-            every=frozenset(name + body_words),
-            pairs=frozenset(_pairs(name) + _pairs(body_words)),
-            code=frozenset(code_terms(row["code"], every_token=True)) if row["kind"] == "entry" else frozenset(),
-            text_codes=frozenset(code_terms(f"{row['title']} {body}")),
+            cause=frozenset(fields["cause"]),
+            remedy=frozenset(fields["remedy"]),
+            every=frozenset(name + body),
+            pairs=frozenset(_pairs(name) + _pairs(body)),
+            code=frozenset(fields["code"]),
+            text_codes=frozenset(fields["text_codes"]),
         )
+
+
+def stored_words(row: IndexRow) -> str:
+    """What the index keeps of a row for `RowWords.stored`: stemming and cutting its text into words is
+    most of the second look's time on a row, too slow to do for each question's cold candidates in a
+    large library. The name and the body keep their order (the pairs are read from it)."""
+    return json.dumps(_fields(row), ensure_ascii=False, separators=(",", ":"))
+
+
+def _fields(row: IndexRow) -> dict[str, list[str]]:
+    steps = " ".join(json.loads(row["steps"]))
+    body = row["snippet"] if row["kind"] == "page" else f"{row['symptom']} {row['cause']} {steps}"
+    return {
+        "name": _stemmed(terms(f"{row['code']} {row['title']}")),
+        "body": _stemmed(terms(body)),
+        "cause": _unique(_stemmed(terms(f"{row['symptom']} {row['cause']}"))),
+        "remedy": _unique(_stemmed(terms(steps))),
+        "code": code_terms(row["code"], every_token=True) if row["kind"] == "entry" else [],
+        "text_codes": code_terms(f"{row['title']} {body}"),
+    }
 
 
 def features(row: IndexRow, words: RowWords, question: Question, similarity: float) -> tuple[float, ...]:
@@ -121,6 +147,10 @@ def _share(question: Question, found: frozenset[str]) -> float:
 
 def _stemmed(words: list[str]) -> list[str]:
     return [stem(word) if word.isascii() else word for word in words]
+
+
+def _unique(words: list[str]) -> list[str]:
+    return list(dict.fromkeys(words))
 
 
 def _pairs(words: list[str]) -> list[str]:

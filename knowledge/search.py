@@ -108,6 +108,7 @@ class _Snapshot:
     encoder_checked: bool = False
     positions: dict[int, int] | None = None  # record id -> its row in `vectors`
     row_words: dict[int, RowWords] = field(default_factory=dict)
+    words_stored: bool = False  # records.words is there (schema 6)
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,15 @@ class Evidence:
             or max(self.coverage, self.concepts) >= tuning.min_coverage * raised
             or (self.agreed and self.similarity >= tuning.min_agreed_similarity * raised)
         )
+
+
+@dataclass(frozen=True)
+class _ByWords:
+    """What the best rows by words say about a question (`ManualIndex._by_words`)."""
+
+    coverage: float
+    answers: frozenset[Group]  # what the best rows by words answer with
+    unknown_names: int
 
 
 @dataclass(frozen=True)
@@ -205,13 +215,17 @@ class ManualIndex:
     def warm(self) -> None:
         """Load now what the first free-text question would wait for: the question encoder (the
         ONNX export, else the model), the vectors, the code linker (spaCy), the Chinese word list
-        (jieba) and the glossary."""
+        (jieba), the glossary, and the maps of the rows by page and by vector (at 50,000 rows a
+        first question spent 120 ms making those)."""
         snap = self._current()
         if self._encoder(snap) is None:
             self.embedder.load()
         with self._lock:
             self._vectors(snap)
+            self._positions(snap)
             self._linker(snap)
+        self._entry_pages(snap)
+        self._page_rows(snap)
         terms("预热")
         expand("warm up")
 
@@ -229,10 +243,11 @@ class ManualIndex:
         # A code no entry holds is reported only when nothing else answers: its near codes are looked for then.
         code_results = [(code, self._lookup(snap, code, scope, version, lang, k, mentioned)) for code in codes]
         # A machine the question names that no manual is about (`Danfoss FC302 alarm 14`): another machine's
-        # code of the same number is no answer.
+        # code of the same number is no answer. The codes entries hold are no such name (`ALM` of `ALM 5`).
+        held = [re.escape(code) for code, result in code_results if result is not None]
         foreign = (
-            self._unknown_names(snap, text)
-            if codes and not mentioned and not (scope and (scope.vendor or scope.model))
+            self._unknown_names(snap, re.sub("|".join(held), " ", text) if held else text)
+            if held and not mentioned and not (scope and (scope.vendor or scope.model))
             else []
         )
 
@@ -368,10 +383,12 @@ class ManualIndex:
             )
         ]
         if not ids and key.isdigit():  # `01204` is what the HMI shows for the manual's `XX204`
+            # `+id`: ordered by the id column itself, SQLite scanned the whole table (60 ms at 50,000 rows) instead
+            # of the few rows the code_pattern index holds.
             ids = [
                 i
                 for (i,) in snap.conn.execute(
-                    "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY id", (key,)
+                    "SELECT id FROM records WHERE code_pattern > '' AND ? GLOB code_pattern ORDER BY +id", (key,)
                 )
             ]
         if ids and key.isdigit():  # one number padded as each manual prints it: `23` is also `0023` there
@@ -470,6 +487,7 @@ class ManualIndex:
         other = expand(text)
         if mode != "semantic" and other:
             cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
+        by_words = self._by_words(snap, text, lexical)  # while the question is still being embedded
         vector = None
         if by_vector is not None:
             vector, found = by_vector.result()
@@ -492,7 +510,7 @@ class ManualIndex:
             cross=cross,
             translation=other,
             vector=vector,
-            evidence=self._evidence(snap, text, lexical, by_meaning, translated, named_manual=bool(mentioned)),
+            evidence=self._evidence(snap, text, by_words, by_meaning, translated, named_manual=bool(mentioned)),
             mode=mode,
             snapshot=snap,
         )
@@ -544,27 +562,43 @@ class ManualIndex:
         question = Question.of(found.text, found.translation, found.language)
         similarities = self._similarities(snap, rows, found.vector)
         return [
-            features(row, self._words_of(snap, row), question, sim) for row, sim in zip(rows, similarities, strict=True)
+            features(row, words, question, sim)
+            for row, words, sim in zip(rows, self._words_of(snap, rows), similarities, strict=True)
         ]
 
-    def _words_of(self, snap: _Snapshot, row: IndexRow) -> RowWords:
+    def _words_of(self, snap: _Snapshot, rows: list[IndexRow]) -> list[RowWords]:
         with self._lock:
-            if row["id"] not in snap.row_words:
-                if len(snap.row_words) >= ROW_WORDS_KEPT:
-                    snap.row_words.clear()
-                snap.row_words[row["id"]] = RowWords.of(row)
-            return snap.row_words[row["id"]]
+            cold = [row for row in rows if row["id"] not in snap.row_words]
+            if len(snap.row_words) + len(cold) > ROW_WORDS_KEPT:
+                snap.row_words.clear()
+                cold = rows
+            if cold:
+                snap.row_words.update(self._read_words(snap, cold))
+            return [snap.row_words[row["id"]] for row in rows]
+
+    @staticmethod
+    def _read_words(snap: _Snapshot, rows: list[IndexRow]) -> dict[int, RowWords]:
+        """The rows' words as the build stored them, in one query (an index built before they were stored:
+        made from the rows' text)."""
+        if not snap.words_stored:
+            return {row["id"]: RowWords.of(row) for row in rows}
+        ids = [row["id"] for row in rows]
+        found = snap.conn.execute(f"SELECT id, words FROM records WHERE id IN ({','.join('?' * len(ids))})", ids)
+        return {i: RowWords.stored(words) for i, words in found}
 
     def _similarities(self, snap: _Snapshot, rows: list[IndexRow], vector: np.ndarray | None) -> list[float]:
         """Each row's cosine with the question (0 for a row that was not embedded, or no question vector)."""
         if vector is None:
             return [0.0] * len(rows)
         with self._lock:
-            ids, vectors = self._vectors(snap)
-            if snap.positions is None:
-                snap.positions = {int(i): n for n, i in enumerate(ids)}
-            positions = snap.positions
+            _, vectors = self._vectors(snap)
+            positions = self._positions(snap)
         return [float(vectors[positions[row["id"]]] @ vector) if row["id"] in positions else 0.0 for row in rows]
+
+    def _positions(self, snap: _Snapshot) -> dict[int, int]:
+        if snap.positions is None:
+            snap.positions = {int(i): n for n, i in enumerate(self._vectors(snap)[0])}
+        return snap.positions
 
     @staticmethod
     def _entry_pages(snap: _Snapshot) -> dict[Group, set[tuple[str, int]]]:
@@ -572,11 +606,17 @@ class ManualIndex:
             snap.entry_pages = entry_pages(snap.rows.values())
         return snap.entry_pages
 
+    @staticmethod
+    def _page_rows(snap: _Snapshot) -> dict[tuple[str, int], list[IndexRow]]:
+        if snap.page_rows is None:
+            snap.page_rows = page_rows(snap.rows.values())
+        return snap.page_rows
+
     def _evidence(
         self,
         snap: _Snapshot,
         text: str,
-        lexical: list[tuple[int, float]],
+        by_words: _ByWords,
         semantic: list[tuple[int, float]],
         translated: list[tuple[int, float]],
         named_manual: bool,
@@ -587,12 +627,19 @@ class ManualIndex:
         compared by meaning (an English question, a Chinese-only library) or the question names its
         manual: across a whole library its general words (battery, pressure) are on too many pages to
         be evidence."""
-        by_words = set().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical)))
         return Evidence(
             similarity=semantic[0][1] if semantic else 0.0,
-            coverage=self._coverage(snap, text, lexical),
+            coverage=by_words.coverage,
             concepts=self._concepts_coverage(snap, text, translated) if named_manual or not semantic else 0.0,
-            agreed=bool(semantic) and bool(self._answer_keys(snap, semantic[0][0]) & by_words),
+            agreed=bool(semantic) and bool(self._answer_keys(snap, semantic[0][0]) & by_words.answers),
+            unknown_names=by_words.unknown_names,
+        )
+
+    def _by_words(self, snap: _Snapshot, text: str, lexical: list[tuple[int, float]]) -> _ByWords:
+        """The evidence the word search alone gives, gathered before the question's embedding is waited for."""
+        return _ByWords(
+            coverage=self._coverage(snap, text, lexical),
+            answers=frozenset().union(*(self._answer_keys(snap, i) for i, _ in _best_groups(snap, lexical))),
             unknown_names=len(self._unknown_names(snap, text)),
         )
 
@@ -619,7 +666,8 @@ class ManualIndex:
         words = set(terms(text)) | set(code_terms(text))
         if not words or not found:
             return 0.0
-        return max(len(words & self._row_words(snap, i)) / len(words) for i, _ in _best_groups(snap, found))
+        held = self._row_words(snap, [i for i, _ in _best_groups(snap, found)])
+        return max(len(words & row_words) / len(words) for row_words in held)
 
     def _concepts_coverage(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> float:
         """The largest share of the question's glossary concepts one of the best rows holds, in any
@@ -627,17 +675,19 @@ class ManualIndex:
         concepts = [{term for variant in variants for term in terms(variant)} for variants in translations(text)]
         if not concepts or not found:
             return 0.0
-        return max(
-            sum(bool(concept & self._row_words(snap, i)) for concept in concepts) / len(concepts)
-            for i, _ in _best_groups(snap, found)
-        )
+        held = self._row_words(snap, [i for i, _ in _best_groups(snap, found)])
+        return max(sum(bool(concept & row_words) for concept in concepts) / len(concepts) for row_words in held)
 
-    def _row_words(self, snap: _Snapshot, record_id: int) -> set[str]:
+    def _row_words(self, snap: _Snapshot, ids: list[int]) -> list[set[str]]:
+        """The index terms of some rows, in the order given, read in one query."""
         with self._lock:
-            head, body = snap.conn.execute(
-                "SELECT lex_head, lex_body FROM records WHERE id = ?", (record_id,)
-            ).fetchone()
-        return set(f"{head} {body}".split())
+            stored = {
+                i: f"{head} {body}"
+                for i, head, body in snap.conn.execute(
+                    f"SELECT id, lex_head, lex_body FROM records WHERE id IN ({','.join('?' * len(ids))})", ids
+                )
+            }
+        return [set(stored[i].split()) for i in ids]
 
     # -- retrieval stages -------------------------------------------------
 
@@ -699,21 +749,23 @@ class ManualIndex:
         return vector, self._semantic(snap, vector, scope)
 
     def _encoder(self, snap: _Snapshot) -> QuestionEncoder | None:
-        """The ONNX export the build left beside the index, if it did (else PyTorch embeds)."""
-        with self._lock:
-            if not snap.encoder_checked:
-                path = encoder_path(self.path, self.embedder.identity)
-                snap.encoder = QuestionEncoder(path) if path.exists() else None
-                snap.encoder_checked = True
-            return snap.encoder
+        """The ONNX export the build left beside the index, if it did (else PyTorch embeds). Looked for under the
+        lock once per snapshot, then read without it: the question's thread must not wait while a word search
+        holds the lock (at 50,000 rows that wait was a few ms before every encode)."""
+        if not snap.encoder_checked:
+            with self._lock:
+                if not snap.encoder_checked:
+                    path = encoder_path(self.path, self.embedder.identity)
+                    snap.encoder = QuestionEncoder(path) if path.exists() else None
+                    snap.encoder_checked = True
+        return snap.encoder
 
     def _semantic(self, snap: _Snapshot, query: np.ndarray, scope: Scope) -> list[tuple[int, float]]:
-        with self._lock:
-            ids, vectors = self._vectors(snap)
-            mask = self._mask(snap, scope, ids) if scope.vendor or scope.model else None
+        ids, vectors = self._vectors(snap)
+        mask = self._mask(snap, scope, ids) if scope.vendor or scope.model else None
         if len(ids) == 0:
             return []
-        sims = vectors @ query  # outside the lock: SQLite ranks by words meanwhile
+        sims = vectors @ query
         if mask is not None:
             sims = np.where(mask, sims, -1.0)
         top = np.argpartition(-sims, min(CANDIDATES, len(sims) - 1))[:CANDIDATES]
@@ -786,9 +838,8 @@ class ManualIndex:
             applies = bool(row["vendor_key"] or row["model_key"]) and _in_scope(row, scope)
         page = row["kind"] == "page"
         if page:
-            if snap.page_rows is None:
-                snap.page_rows = page_rows(snap.rows.values())
-            row = best_passage(self._terms_of(snap, [row] + snap.page_rows[(row["manual_sha256"], row["page"])]), words)
+            passages = self._page_rows(snap)[(row["manual_sha256"], row["page"])]
+            row = best_passage(self._terms_of(snap, [row, *passages]), words)
         return Hit(
             fault_code=row["code"],
             canonical_id=row["canonical_id"],
@@ -954,6 +1005,7 @@ class ManualIndex:
                 f"{self.path} is not a usable manual index ({exc}); rebuild it with `fixloop index build`"
             ) from None
         conn.row_factory = None
+        words_stored = any(name == "words" for _, name, *_ in conn.execute("PRAGMA table_info(records)"))
         # Document counts per term, for leaving out words on every page, and a scratch table that
         # stems words as the index did (in this connection's own temporary database: the index
         # file is opened read-only).
@@ -966,6 +1018,7 @@ class ManualIndex:
             rows=rows,
             model=meta.get("model", ""),
             names=ManualNames(manuals.values(), printed_in=lambda word: self._manuals_printing(conn, word)),
+            words_stored=words_stored,
         )
         weakref.finalize(snap, conn.close)
         return snap
@@ -982,6 +1035,15 @@ class ManualIndex:
             }
 
     def _vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        """The embedded rows' ids and vectors, read under the lock once per snapshot and without it after that
+        (as `_encoder`)."""
+        ids, vectors = snap.ids, snap.vectors  # set in this order, and never again
+        if ids is None or vectors is None:
+            with self._lock:
+                return self._read_vectors(snap)
+        return ids, vectors
+
+    def _read_vectors(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
         if snap.ids is None or snap.vectors is None:
             if snap.model != self.embedder.identity:
                 raise IndexMissing(
@@ -997,7 +1059,9 @@ class ManualIndex:
             )
         return snap.ids, snap.vectors
 
-    def _mask(self, snap: _Snapshot, scope: Scope, ids: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _mask(snap: _Snapshot, scope: Scope, ids: np.ndarray) -> np.ndarray:
+        """Which embedded rows a scope keeps (without the lock: two threads may both make a scope's mask, alike)."""
         key = (scope_key(scope.vendor), scope_key(scope.model))
         if key not in snap.masks:
             snap.masks[key] = np.array([_in_scope(snap.rows[int(i)], scope) for i in ids], dtype=bool)

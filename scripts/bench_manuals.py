@@ -33,6 +33,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+# As the `fixloop` command sets it (edge/cli/__init__.py), before numpy loads OpenBLAS: its idle thread sleeps
+# instead of spinning beside the search.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -189,3 +189,15 @@ def test_the_plain_reading_of_codes_agrees_with_the_spacy_linker(demo_index):
             (m.start, m.end, m.code, m.canonical_id) for m in linker.mentions(text, "en")
         ], text
     assert plain > 300
+
+
+def test_the_command_puts_openblas_idle_threads_to_sleep_before_numpy_loads():
+    """OpenBLAS reads the setting when numpy loads it: nothing the command imports first may load numpy."""
+    script = "import os, sys, edge.cli.main; print('numpy' in sys.modules, os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_THREAD_TIMEOUT"}
+
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert done.stdout.split() == ["False", "4"], done.stderr

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from knowledge.rescoring import FEATURES, Question, RowWords, features, rescore
+from knowledge.rescoring import FEATURES, Question, RowWords, features, rescore, stored_words
 from knowledge.tuning import Tuning, Weights
 
 
@@ -47,6 +47,11 @@ PAGE = _row(
 def _features(row: dict, text: str, similarity: float = 0.0) -> dict[str, float]:
     question = Question.of(text, "", "en")
     return dict(zip(FEATURES, features(row, RowWords.of(row), question, similarity), strict=True))
+
+
+@pytest.mark.parametrize("row", [ENTRY, PAGE, _row(kind="page", snippet="电机过热报警 E102, check the fan fan")])
+def test_a_row_s_words_read_back_from_the_index_are_the_words_of_its_text(row):
+    assert RowWords.stored(stored_words(row)) == RowWords.of(row)
 
 
 def test_a_code_in_the_entrys_code_column_is_told_from_a_code_mentioned_in_a_page():

@@ -1,10 +1,13 @@
 """Retrieval on the demo index: exact codes, scopes, versions, symptoms, not-found answers."""
 
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from knowledge.models import Scope
+from knowledge.question_encoder import encoder_path
 from knowledge.search import IndexMissing, ManualIndex
 
 PRESS = Scope(vendor="Hydra", model="HP-200", label="press-3")
@@ -105,3 +108,15 @@ def test_a_code_asked_about_a_machine_no_manual_is_about_is_not_another_machines
 def test_a_missing_index_is_a_clear_error(tmp_path):
     with pytest.raises(IndexMissing, match="fixloop index build"):
         ManualIndex(tmp_path / "nothing.sqlite").lookup("E102")
+
+
+def test_an_index_built_before_the_words_were_stored_answers_the_same(index, demo_index, tmp_path):
+    older = tmp_path / "older.sqlite"
+    shutil.copy(demo_index, older)
+    identity = index.embedder.identity
+    if encoder_path(demo_index, identity).exists():
+        shutil.copy(encoder_path(demo_index, identity), encoder_path(older, identity))
+    with sqlite3.connect(older) as conn:
+        conn.execute("ALTER TABLE records DROP COLUMN words")
+    for symptom, scope in (("the motor is hot", PRESS), ("主轴很烫", CNC)):
+        assert ManualIndex(older).query(symptom, scope) == index.query(symptom, scope)
