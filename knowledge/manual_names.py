@@ -104,7 +104,8 @@ class ManualNames:
                 if brand and brand.group() in self._owners and len(rest) >= 2:
                     owners = self._owners[brand.group()]
                     designations = {name for name in self._designations if rest in name and self._owners[name] & owners}
-                    found.update({brand.group(), *designations} if designations else ())
+                    if designations:
+                        found |= {brand.group(), *designations}
         return found
 
     def without_names(self, question: str) -> str:

@@ -698,7 +698,7 @@ class ManualIndex:
         words = self._informative(snap, list(dict.fromkeys(words + code_terms(text, every_token=True))))
         if not words:
             return []
-        expression = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
+        expression = " OR ".join(_phrase(w) for w in words)
         sql = (
             "SELECT r.id, bm25(records_fts, 2.0, 1.0) FROM records_fts JOIN records r ON r.id = records_fts.rowid"
             " WHERE records_fts MATCH ? AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)"
@@ -1030,7 +1030,7 @@ class ManualIndex:
                 for (sha,) in conn.execute(
                     "SELECT DISTINCT r.manual_sha256 FROM records_fts JOIN records r ON r.id = records_fts.rowid"
                     " WHERE records_fts MATCH ?",
-                    ('"' + word.replace('"', "") + '"',),
+                    (_phrase(word),),
                 )
             }
 
@@ -1104,6 +1104,11 @@ def _listed_elsewhere(code: str, names: list[str], found: SearchResult) -> Searc
         message=f"No indexed manual is about {' '.join(names)}; code {code} is listed only for other machines ({machines}).",
         suggestion=f"Index the manual of {' '.join(names)}, or give the device_id if it is one of those machines.",
     )
+
+
+def _phrase(word: str) -> str:
+    """A word as an FTS5 query matches it: quoted, so `AND` or `-` in it are no operators."""
+    return '"' + word.replace('"', "") + '"'
 
 
 def _short(text: str) -> bool:
