@@ -309,8 +309,9 @@ class ManualIndex:
             return answered
         shown = {(hit.manual_sha256, hit.page, hit.fault_code) for hit in answered.hits}
         # By words only: a code's answer stays quick, with no embedding model to load (`fixloop search E102 after
-        # the update`).
-        found = self.search(text, scope, version, k=k, mode="lexical").hits
+        # the update`). The code was found, so the question has an answer: the not-found floors, which weigh
+        # whether it has one, do not apply (an English question about a Chinese note shares few of its words).
+        found = self.answer(self.candidates(text, scope, mode="lexical"), version, k, answerable=True).hits
         found = [hit for hit in found if (hit.manual_sha256, hit.page, hit.fault_code) not in shown]
         ordered = sorted(
             [(hit, False) for hit in answered.hits]
@@ -515,10 +516,13 @@ class ManualIndex:
             snapshot=snap,
         )
 
-    def answer(self, found: Candidates, version: str | None = None, k: int = 3) -> SearchResult:
-        """The hits for a question's candidates under this index's tuning, or `not_found`."""
+    def answer(
+        self, found: Candidates, version: str | None = None, k: int = 3, answerable: bool = False
+    ) -> SearchResult:
+        """The hits for a question's candidates under this index's tuning, or `not_found`. `answerable`: the
+        question is known to have an answer, so the evidence for one is not weighed."""
         snap = found.snapshot
-        if found.evidence.unanswered(self.tuning):
+        if not answerable and found.evidence.unanswered(self.tuning):
             return SearchResult(
                 status="not_found",
                 message=f"No manual section matches {found.asked!r}"

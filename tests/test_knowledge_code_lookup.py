@@ -115,3 +115,16 @@ def test_a_question_asking_more_than_its_code_also_gets_the_pages_that_say_more(
     assert result.hits[0].fault_code == "E2" and result.hits[0].kind == "entry"
     assert any(hit.kind == "page" and "P31" in hit.snippet for hit in result.hits[1:]), result.hits
     assert [hit.fault_code for hit in index.query("E2").hits] == ["E2"]  # the code alone: its entry alone
+
+
+@pytest.mark.parametrize(
+    "question", ["E2 every time it starts since we flashed release 3.2, what now?", "E2 每次上电都报 after release 3.2"]
+)
+def test_the_page_that_says_more_follows_a_found_code_however_few_of_its_words_it_shares(
+    index: ManualIndex, question: str
+) -> None:
+    # The code was found, so the question has an answer: how few words it shares with the firmware note
+    # (another language, a few words of a long question) decides the page's rank, not whether it is shown.
+    result = index.query(question, k=3)
+    assert result.hits[0].fault_code == "E2"
+    assert any(hit.kind == "page" and "P31" in hit.snippet for hit in result.hits[1:]), result.hits
