@@ -76,12 +76,13 @@ class ManualNames:
         return {name for name in matched if not self._is_general(name)}
 
     def _is_general(self, name: str) -> bool:
-        """A word (no digit) that at least `_elsewhere` manuals it does not name print."""
+        """A word (no digit) that at least `_elsewhere` manuals it does not name print (any manual, for a word
+        that names none)."""
         if name not in self._general:
             self._general[name] = (
                 name.isalpha()
                 and name.isascii()
-                and len(self._printed_in(name) - self._owners[name]) >= self._elsewhere
+                and len(self._printed_in(name) - self._owners.get(name, set())) >= self._elsewhere
             )
         return self._general[name]
 
@@ -90,7 +91,8 @@ class ManualNames:
         name it begins with; a designation it is part of (`980mdi` → gsk980mdi); a brand typed with part of
         one of its designations (`mks42d` → mks and servo42d)."""
         found = {token} if token in self._owners else set()
-        if len(token) >= PREFIX_LETTERS and token not in _GENERIC:
+        # A word other manuals print begins no brand: the `fire` of fire tubes is no `Fireye`.
+        if len(token) >= PREFIX_LETTERS and token not in _GENERIC and not self._is_general(token):
             start = bisect.bisect_left(self._sorted, token)
             for name in self._sorted[start:]:
                 if not name.startswith(token):

@@ -99,3 +99,14 @@ def test_a_short_brand_typed_with_part_of_its_model_names_the_manual():
     assert names.mentioned("mks42d magnet weak") == {"mks"}
     assert names.without_names("mks42d magnet weak") == "magnet weak"
     assert names.mentioned("mks99x magnet weak") == set()  # no designation of MKS holds `99x`
+
+
+def test_a_word_other_manuals_print_begins_no_brand():
+    # `fire` begins `Fireye`, but the boiler manuals print it: fire tubes are no flame safeguard's question.
+    # `gecko`, printed by its own manual alone, still names Geckodrive.
+    fireye = {"sha256": "fireye", "file": "", "title": "", "vendor": "Fireye", "model": "", "device": ""}
+    printed = {"fire": {"fireye", "ep", "gsk"}, "gecko": {"gecko"}}
+    names = ManualNames([*MANUALS, fireye], printed_in=lambda word: printed.get(word, set()))
+    assert names.mentioned("black mounds and pitting on the fire tubes") == set()
+    assert names.mentioned("gecko red LED stays on") == {"gecko"}
+    assert ManualNames([*MANUALS, fireye]).mentioned("pitting on the fire tubes") == {"fireye"}
