@@ -43,8 +43,11 @@ _HEADING_CUED = re.compile(
 _DISPLAY_CASE = r"(?-i:[a-z]{1,3}[A-Z][A-Za-z]{0,3})"
 _LOWER_SHORT = r"(?-i:(?=[A-Za-z]{1,4}\d)[A-Z]*[a-z][A-Za-z]*\d{1,3})"
 _DOTTED = r"(?:[A-Za-z]\.){2,4}"  # in a code column only: a heading may open with `A.C.`
+# A document's own numbering heads its parts and steps (`Part8. FAQ`, `Step2 Wiring`), not faults.
+_NUMBERING = r"(?i:part|chapter|section|step|page|fig|figure|table|appendix|note|item)\s?\d"
 _HEADING_BARE = re.compile(
-    rf"^\s*(?P<code>{_STRONG}|{_LOWER_SHORT}|{_DISPLAY_CASE}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$", re.S
+    rf"^\s*(?!{_NUMBERING})(?P<code>{_STRONG}|{_LOWER_SHORT}|{_DISPLAY_CASE}|\d{{3,5}})(?!\w)\s*(?:[—–\-:：|]\s*)?(?P<title>.*)$",
+    re.S,
 )
 MENTION = re.compile(
     # ASCII boundaries, not \w: Chinese runs straight into codes ("出现E102故障", "加工中心报警号 9999"),

@@ -47,8 +47,9 @@ SCHEMA_VERSION = "6"
 # What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
 # rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings;
-# a parts list in a fault section is no fault table. 4: a code column its header leaves unnamed.
-EXTRACTION_VERSION = "4"
+# a parts list in a fault section is no fault table. 4: a code column its header leaves unnamed. 5: FAQ and
+# German fault headings open fault sections.
+EXTRACTION_VERSION = "5"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

@@ -1,6 +1,6 @@
-"""Fault sections: the pages under a fault / alarm / trip / error / protection / troubleshooting
-heading (故障, 报警, 异常, 保护), up to the next heading of the same rank about something else,
-and any page that pairs causes with remedies.
+"""Fault sections: the pages under a fault / alarm / trip / error / protection / troubleshooting / FAQ
+heading (故障, 报警, 异常, 保护, 常见问题; Fehler, Störungen), up to the next heading of the same rank
+about something else, and any page that pairs causes with remedies.
 
 Only these pages are searched for fault tables and bare-number codes: elsewhere a manual's
 numbers are parameters, page references and part numbers.
@@ -17,9 +17,11 @@ from knowledge.text import CJK, join_lines
 if TYPE_CHECKING:
     from knowledge.pdf import Block, Page
 
+# A manual's FAQ is where it answers "the motor does X": troubleshooting under another name. German manuals
+# head their fault lists Fehler (error) or Störungen (faults).
 FAULT_WORDS = re.compile(
     r"\b(?:faults?|alarms?|trips?|errors?|protections?|protective|troubleshoot\w*|trouble\s*shooting|"
-    r"diagnos\w*)\b|故障|报警|警报|异常|保护|告警",
+    r"diagnos\w*|faqs?|frequently\s+asked\s+questions|fehler(?:n|meldung\w*|behebung|liste|codes?)?|störung(?:en)?)\b|故障|报警|警报|异常|保护|告警|常见问题",
     re.I,
 )
 # A page that pairs causes with remedies is a troubleshooting table wherever it sits (a scanned

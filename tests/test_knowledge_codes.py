@@ -256,6 +256,6 @@ def test_an_ordinary_word_is_no_code_from_prose(word):
     assert named_alarm(word) == word  # in a column headed as alarms it is one
 
 
-@pytest.mark.parametrize("text", ["CN1 Encoder connector", "A.C. supply"])
+@pytest.mark.parametrize("text", ["CN1 Encoder connector", "A.C. supply", "Part8. FAQ", "Step2 Wiring", "Fig3 Layout"])
 def test_connector_and_abbreviation_headings_are_no_codes(text):
     assert parse_heading(text, emphasized=True) is None
