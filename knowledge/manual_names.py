@@ -89,7 +89,8 @@ class ManualNames:
     def _named_by(self, token: str) -> set[str]:
         """Names a token names: itself; a longer name it begins (`gecko` → geckodrive) or a shorter
         name it begins with; a designation it is part of (`980mdi` → gsk980mdi); a brand typed with part of
-        one of its designations (`mks42d` → mks and servo42d)."""
+        one of its designations (`mks42d` → mks and servo42d); a designation after a kind of product
+        (`servo57d` → 57d of `SERVO42D/57D_CAN`)."""
         found = {token} if token in self._owners else set()
         # A word other manuals print begins no brand: the `fire` of fire tubes is no `Fireye`.
         if len(token) >= PREFIX_LETTERS and token not in _GENERIC and not self._is_general(token):
@@ -108,6 +109,8 @@ class ManualNames:
                     designations = {name for name in self._designations if rest in name and self._owners[name] & owners}
                     if designations:
                         found |= {brand.group(), *designations}
+                elif brand and brand.group() in _GENERIC and rest in self._designations:
+                    found.add(rest)  # `servo57d`: the product family's word before its designation
         return found
 
     def without_names(self, question: str) -> str:

@@ -110,3 +110,19 @@ def test_a_word_other_manuals_print_begins_no_brand():
     assert names.mentioned("black mounds and pitting on the fire tubes") == set()
     assert names.mentioned("gecko red LED stays on") == {"gecko"}
     assert ManualNames([*MANUALS, fireye]).mentioned("pitting on the fire tubes") == {"fireye"}
+
+
+def test_a_designation_typed_after_a_kind_of_product_names_the_manual():
+    # The title prints `SERVO42D/57D_CAN`; technicians call the larger motor SERVO57D.
+    mks = {
+        "sha256": "mks",
+        "file": "",
+        "title": "MKS SERVO42D/57D_CAN USER MANUAL",
+        "vendor": "",
+        "model": "",
+        "device": "",
+    }
+    names = ManualNames([*MANUALS, mks])
+    assert names.mentioned("SERVO57D shows Wrong Protect!") == {"mks"}
+    assert names.without_names("SERVO57D shows Wrong Protect!") == "shows Wrong Protect!"
+    assert names.mentioned("servo99x shows Wrong Protect!") == set()
