@@ -92,14 +92,14 @@ class ManualNames:
         one of its designations (`mks42d` → mks and servo42d); a designation after a kind of product
         (`servo57d` → 57d of `SERVO42D/57D_CAN`)."""
         found = {token} if token in self._owners else set()
-        # A word other manuals print begins no brand: the `fire` of fire tubes is no `Fireye`.
-        if len(token) >= PREFIX_LETTERS and token not in _GENERIC and not self._is_general(token):
+        if len(token) >= PREFIX_LETTERS and token not in _GENERIC:
             start = bisect.bisect_left(self._sorted, token)
-            for name in self._sorted[start:]:
-                if not name.startswith(token):
-                    break
-                found.add(name)
-            found.update(token[:n] for n in range(PREFIX_LETTERS, len(token)) if token[:n] in self._owners)
+            begun = set(itertools.takewhile(lambda name: name.startswith(token), self._sorted[start:]))
+            begun.update(token[:n] for n in range(PREFIX_LETTERS, len(token)) if token[:n] in self._owners)
+            # A word other manuals print begins no brand: the `fire` of fire tubes is no `Fireye`. (Asked only of
+            # a token that begins a name: the answer costs a word search.)
+            if begun and not self._is_general(token):
+                found |= begun
             if any(c.isdigit() for c in token) and not token.isdigit():
                 found.update(name for name in self._designations if token in name)
                 brand = re.match(r"[a-z]+", token)

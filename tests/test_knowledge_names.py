@@ -48,6 +48,15 @@ MANUALS = [
 ]
 
 
+def _manual(sha256: str, **fields: str) -> dict[str, str]:
+    return {"sha256": sha256, "file": "", "title": "", "vendor": "", "model": "", "device": "", **fields}
+
+
+def _printing(printed: dict[str, set[str]]):
+    """`printed_in` for a library whose pages print these words (by manual sha256)."""
+    return lambda word: printed.get(word, set())
+
+
 @pytest.fixture
 def names():
     return ManualNames(MANUALS)
@@ -85,16 +94,15 @@ def test_the_names_leave_the_question_but_the_rest_stays(names):
 def test_a_kind_of_equipment_other_manuals_print_names_no_manual_but_a_brand_does():
     # `pump` of the file name is printed by two other manuals: a question about some other pump is not
     # about this one. `Grundfos` is printed by its own manual alone.
-    pump = {"sha256": "pump", "file": "grundfos_cr_pump.pdf", "title": "", "vendor": "", "model": "", "device": ""}
-    printed = {"pump": {"pump", "ep", "gecko"}, "grundfos": {"pump"}}
-    names = ManualNames([*MANUALS, pump], printed_in=lambda word: printed.get(word, set()))
+    pump = _manual("pump", file="grundfos_cr_pump.pdf")
+    names = ManualNames([*MANUALS, pump], printed_in=_printing({"pump": {"pump", "ep", "gecko"}, "grundfos": {"pump"}}))
     assert names.mentioned("hydraulic pump pressure drops after ten minutes") == set()
     assert names.mentioned("grundfos pump will not run") == {"pump"}
     assert ManualNames([*MANUALS, pump]).mentioned("hydraulic pump pressure drops") == {"pump"}
 
 
 def test_a_short_brand_typed_with_part_of_its_model_names_the_manual():
-    mks = {"sha256": "mks", "file": "", "title": "", "vendor": "MKS", "model": "SERVO42D", "device": ""}
+    mks = _manual("mks", vendor="MKS", model="SERVO42D")
     names = ManualNames([*MANUALS, mks])
     assert names.mentioned("mks42d magnet weak") == {"mks"}
     assert names.without_names("mks42d magnet weak") == "magnet weak"
@@ -104,9 +112,8 @@ def test_a_short_brand_typed_with_part_of_its_model_names_the_manual():
 def test_a_word_other_manuals_print_begins_no_brand():
     # `fire` begins `Fireye`, but the boiler manuals print it: fire tubes are no flame safeguard's question.
     # `gecko`, printed by its own manual alone, still names Geckodrive.
-    fireye = {"sha256": "fireye", "file": "", "title": "", "vendor": "Fireye", "model": "", "device": ""}
-    printed = {"fire": {"fireye", "ep", "gsk"}, "gecko": {"gecko"}}
-    names = ManualNames([*MANUALS, fireye], printed_in=lambda word: printed.get(word, set()))
+    fireye = _manual("fireye", vendor="Fireye")
+    names = ManualNames([*MANUALS, fireye], printed_in=_printing({"fire": {"fireye", "ep", "gsk"}, "gecko": {"gecko"}}))
     assert names.mentioned("black mounds and pitting on the fire tubes") == set()
     assert names.mentioned("gecko red LED stays on") == {"gecko"}
     assert ManualNames([*MANUALS, fireye]).mentioned("pitting on the fire tubes") == {"fireye"}
@@ -114,14 +121,7 @@ def test_a_word_other_manuals_print_begins_no_brand():
 
 def test_a_designation_typed_after_a_kind_of_product_names_the_manual():
     # The title prints `SERVO42D/57D_CAN`; technicians call the larger motor SERVO57D.
-    mks = {
-        "sha256": "mks",
-        "file": "",
-        "title": "MKS SERVO42D/57D_CAN USER MANUAL",
-        "vendor": "",
-        "model": "",
-        "device": "",
-    }
+    mks = _manual("mks", title="MKS SERVO42D/57D_CAN USER MANUAL")
     names = ManualNames([*MANUALS, mks])
     assert names.mentioned("SERVO57D shows Wrong Protect!") == {"mks"}
     assert names.without_names("SERVO57D shows Wrong Protect!") == "shows Wrong Protect!"
