@@ -48,8 +48,9 @@ SCHEMA_VERSION = "6"
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
 # rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings;
 # a parts list in a fault section is no fault table. 4: a code column its header leaves unnamed. 5: FAQ and
-# German fault headings open fault sections.
-EXTRACTION_VERSION = "5"
+# German fault headings open fault sections. 6: the messages a display shows, keyed by a header's message column;
+# no header in a row that repeats a cell (a drawing); no entries from a list of numbered pins, parts or models.
+EXTRACTION_VERSION = "6"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

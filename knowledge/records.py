@@ -276,6 +276,9 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                 rows, boxes = rows[header_at + lines :], boxes[header_at + lines :]
                 roles, headed, columns = _header_roles(header, rows), True, len(header)
                 code_header = header[next(i for i, role in roles.items() if role == "code")]
+                if _numbers_things(code_header, roles):
+                    roles = None  # a list of pins, parts or models printed inside a fault section
+                    continue
                 # "Alarm", "Fault": names may stand for codes; so may the short tokens of a column the
                 # header left unnamed ("Display | Error | Cause | Remedy" over `OCA`, `*LV`).
                 named = bool(FAULT_WORDS.search(code_header)) or "code" not in printed.values()
@@ -290,36 +293,77 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
     return drafts
 
 
+def _numbers_things(code_header: str, roles: dict[int, str]) -> bool:
+    """Whether a code column numbers things that are no faults (`Pin No.`, `Part No.`, `Model No.`, `LED No.`)
+    in a table that says nothing of causes, remedies or symptoms."""
+    of = re.fullmatch(r"(.+?)\s*(?:no\.?|number)", " ".join(code_header.split()), re.I)
+    return (
+        of is not None
+        and not FAULT_WORDS.search(of.group(1))
+        and not {"cause", "remedy", "symptom"} & set(roles.values())
+    )
+
+
 def _header(rows: list[list[str]]) -> tuple[int | None, list[str], int]:
     """Where a table's header is, what it says and how many rows it takes: one row that names a code
     column, or two read as one where each header cell wraps onto a second row (`Error` over `code`), or
-    one that names a fault's remedy over a column of short tokens it does not name.
-    A row that starts with a number is data, whatever words its cells use (`NO.027` in a description)."""
+    one that names a fault's remedy over a column of short tokens it does not name, or a first row over the
+    messages a display shows (whose rows may then name alarms and warnings, `Alarm / Warning`: no header).
+    A row that starts with a number or repeats a cell is data, whatever words its cells use (`_is_data`)."""
+    if rows and _names_messages(rows[0]):
+        return 0, rows[0], 1
     for at, row in enumerate(rows[:3]):
         if _names_a_code_column(row):
             return at, row, 1
         if at + 1 < len(rows) and not _names_a_code_column(rows[at + 1]):
             joined = [f"{a} {b}".strip() for a, b in zip(row, rows[at + 1], strict=False)]
-            if _names_a_code_column(joined) and not any(_holds_code(cells) for cells in (row, rows[at + 1])):
+            if _names_a_code_column(joined) and not any(_is_data(cells) for cells in (row, rows[at + 1])):
                 return at, joined, 2
         if _names_a_fault(row) and _token_column(rows[at + 1 :], len(row)) is not None:
             return at, row, 1
     return None, [], 0
 
 
+# What a display shows, named in a header: its messages are what a technician reads off the machine.
+_MESSAGE = re.compile(r"message|display|显示|提示")
+
+
 def _names_a_fault(row: list[str]) -> bool:
     """A header that names what to do about something it also names or explains (a state table of LEDs
     and relays names no remedy)."""
     roles = set(column_roles(row).values())
-    return "code" not in roles and "remedy" in roles and bool(roles & {"cause", "title"}) and not _holds_code(row)
+    return "code" not in roles and "remedy" in roles and bool(roles & {"cause", "title"}) and not _is_data(row)
+
+
+def _names_messages(row: list[str]) -> bool:
+    """A header over the messages a display shows and what they mean or what to do about them
+    (`Displayed Message | Type | Meaning`, `Problem | Display Message | Possible Cause | Corrective Action`):
+    the messages are the codes."""
+    roles = column_roles(row)
+    return (
+        "code" not in roles.values()
+        and _message_column(row, roles) is not None
+        and bool({"cause", "remedy"} & set(roles.values()))
+        and not _is_data(row)
+    )
+
+
+def _message_column(header: list[str], roles: dict[int, str]) -> int | None:
+    return next((i for i, role in roles.items() if role == "title" and _MESSAGE.search(header[i].lower())), None)
 
 
 def _header_roles(header: list[str], data: list[list[str]]) -> dict[int, str]:
     """The roles a header's words give its columns; where they name no code column, the first column of
-    short tokens is it, and a name the header gave that column moves to the first column it left unnamed."""
+    short tokens is it, and a name the header gave that column moves to the first column it left unnamed;
+    where no column holds such tokens, the column of the messages a display shows is it."""
     roles = column_roles(header)
-    code = None if "code" in roles.values() else _token_column(data, len(header))
+    if "code" in roles.values():
+        return roles
+    code = _token_column(data, len(header))
     if code is None:
+        message = _message_column(header, roles)
+        if message is not None:
+            roles[message] = "code"  # the messages themselves, each its own name
         return roles
     if roles.get(code) == "title":
         spare = next((i for i in range(len(header)) if i not in roles), None)
@@ -348,14 +392,15 @@ def _token_column(data: list[list[str]], width: int) -> int | None:
 
 
 def _names_a_code_column(row: list[str]) -> bool:
-    return "code" in column_roles(row).values() and not _holds_code(row)
+    return "code" in column_roles(row).values() and not _is_data(row)
 
 
-def _holds_code(row: list[str]) -> bool:
-    """Whether a row starts with a number (`0023`): a data row, whatever words its other cells use. (A
-    header may start with a code-like name: `AL8` over a column of LED states.)"""
-    first = join_lines(next((cell for cell in row if cell.strip()), ""))
-    return first.isdigit()
+def _is_data(row: list[str]) -> bool:
+    """Whether a row is data, whatever words its cells use: it starts with a number (`0023`; a header may
+    start with a code-like name, `AL8` over a column of LED states), or it repeats a cell (a header names
+    each column once; a drawing's labels repeat, `POWER` over every column of a sequence chart)."""
+    filled = [join_lines(cell) for cell in row if cell.strip()]
+    return bool(filled) and (filled[0].isdigit() or len(set(filled)) < len(filled))
 
 
 def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:

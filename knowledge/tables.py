@@ -25,9 +25,10 @@ import pymupdf
 
 from knowledge.codes import parse_code_cell
 from knowledge.ocr import OcrWord, ocr_cells
+from knowledge.text import CJK
 
 FIELD_WORDS = {
-    "symptom": ("symptom", "symptoms", "phenomenon", "现象", "故障现象", "症状"),
+    "symptom": ("symptom", "symptoms", "problem", "phenomenon", "现象", "故障现象", "症状"),
     "cause": ("cause", "causes", "possible cause", "possible causes", "reason", "原因", "故障原因", "可能原因"),
     "remedy": (
         "remedy",
@@ -36,6 +37,8 @@ FIELD_WORDS = {
         "actions",
         "solution",
         "corrective action",
+        "corrective measure",
+        "corrective measures",
         "countermeasure",
         "troubleshooting",
         "recovery procedure",
@@ -111,13 +114,22 @@ def column_roles(header: Sequence[str]) -> dict[int, str]:
         for role in _COLUMN_ORDER:
             if role in roles.values() and role != "title":
                 continue
-            if any(name == w or name.startswith(w + " ") or w in name for w in _COLUMN_WORDS[role]):
+            if any(_says(name, word) for word in _COLUMN_WORDS[role]):
                 if role not in roles.values():
                     roles[index] = role
                 elif "cause" not in roles.values():
                     roles[index] = "cause"  # "Fault | Description": the second name describes what happened
                 break
     return roles
+
+
+def _says(name: str, word: str) -> bool:
+    """Whether a header cell says a column word: a Chinese word anywhere in it, an English one not running on
+    into a longer word (`display` is no "Where Displayed" column) but as a plural or run together with the
+    word before it (`ErrorCode`)."""
+    if CJK.search(word):
+        return word in name
+    return re.search(rf"{re.escape(word)}(?:s|es)?(?![a-z])", name) is not None
 
 
 def fault_header(cells: Sequence[str]) -> bool:

@@ -105,6 +105,44 @@ def test_a_parameter_table_gives_no_entries(tmp_path: Path, ruled: bool) -> None
     assert [r.code for r in extraction.records] == []
 
 
+@pytest.mark.parametrize("numbered", ["Pin No.", "Part No.", "LED No."])
+def test_a_list_of_numbered_things_gives_no_entries(tmp_path: Path, numbered: str) -> None:
+    """A connector's pins, spare parts or LEDs listed in the troubleshooting chapter: numbered, named,
+    explained, but neither causes nor remedies."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    english_cover(sheet, "Spindle Drive Maintenance Manual", "Example Drives", "SD-3")
+    sheet.heading("9 Troubleshooting")
+    sheet.paragraph("Check the alarm connector first; its pins carry the alarm outputs listed below.")
+    rows = [("1", "AL1", "Alarm output bit one"), ("2", "AL2", "Alarm output bit two"), ("13", "ALM", "Common alarm")]
+    sheet.table((70, 90, 300), (numbered, "Symbol", "Description"), rows)
+    path = save(doc, tmp_path / "connector.pdf", "Spindle Drive Maintenance Manual", "written for the fixloop tests")
+    assert [r.code for r in extract_manual(path).records] == []
+
+
+def test_a_sequence_chart_drawn_as_a_grid_gives_no_entries(tmp_path: Path) -> None:
+    """A burner control's sequence chart, ruled like a table under its lockout heading: the same LED labels
+    head every column (one of them `ALARM`) and the interlocks it shows read like mnemonic codes."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    english_cover(sheet, "Relay Module Installation Instructions", "Example Controls", "RM-78")
+    sheet.heading("5 Alarm and lockout sequence")
+    leds = "POWER\nPILOT\nFLAME\nMAIN\nALARM"
+    sheet.table(
+        (70, 70, 90, 90, 90),
+        ("POWER", "POWER", leds, leds, "POWER"),
+        [
+            ("STANDBY", "PREPURGE", "LOCKOUT", "INTERLOCKS", "CLOSED"),
+            ("", "SAFE", "START CHECK", "FLAME", "PROVING"),
+            ("IGNITION", "", "CLOSED", "PREIGNITION", "INTERLOCK"),
+        ],
+    )
+    path = save(
+        doc, tmp_path / "sequence.pdf", "Relay Module Installation Instructions", "written for the fixloop tests"
+    )
+    assert [r.code for r in extract_manual(path).records] == []
+
+
 def test_header_words_name_the_columns() -> None:
     assert column_roles(["故障代码", "故障名称", "故障原因", "处理方法"]) == {
         0: "code",
@@ -116,6 +154,18 @@ def test_header_words_name_the_columns() -> None:
     assert column_roles(["Code", "Fault", "Description"]) == {0: "code", 1: "title", 2: "cause"}
     assert fault_header(["Alarm No.", "Name", "Countermeasure"])
     assert not fault_header(["No.", "Name", "Setting range", "Default"][1:])
+
+
+def test_a_column_word_is_said_as_a_word() -> None:
+    # `display` runs on into "Where Displayed" (a place, not the message): the meaning is the explanation.
+    assert column_roles(["Displayed Message", "Type", "Where Displayed", "Meaning"]) == {0: "title", 3: "cause"}
+    assert column_roles(["Problem", "Display Message", "Possible Causes", "Corrective Measures"]) == {
+        0: "symptom",
+        1: "title",
+        2: "cause",
+        3: "remedy",
+    }
+    assert column_roles(["ErrorCode", "Descriptions"]) == {0: "code", 1: "title"}
 
 
 _LISTED = [
