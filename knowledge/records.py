@@ -465,6 +465,13 @@ def _add_row(
     box: tuple[float, float, float, float] | None,
 ) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
+    if named and (several := _names_several(cells.get("code", ""))):
+        column = next(i for i, role in roles.items() if role == "code")
+        for name in several:  # one row for the alarms a display may show for one problem: an entry each
+            _add_row(
+                drafts, roles, [name if i == column else cell for i, cell in enumerate(row)], page, headed, named, box
+            )
+        return
     cells["code"] = join_lines(cells.get("code", "")).strip("*†")  # `*LV`: a footnote says more about it
     code = parse_code_cell(cells["code"])
     if code is None and headed:
@@ -486,6 +493,16 @@ def _add_row(
     draft.add("cause", join_lines(cells.get("cause", "")))
     draft.steps = _steps(cells.get("remedy", ""))
     drafts.append(draft)
+
+
+def _names_several(cell: str) -> list[str]:
+    """The alarm names a cell lists a line each (`Low Lvl Wrn` over `LW Shutdown`), where the cell is no one
+    name (wrapped onto two lines: `Blowdown` over `Unsuccessful`) and most of its lines are names."""
+    lines = [line.strip() for line in cell.splitlines() if line.strip()]
+    if len(lines) < 2 or named_alarm(join_lines(cell)) is not None:
+        return []
+    names = [line for line in lines if named_alarm(line)]
+    return names if 2 * len(names) > len(lines) else []
 
 
 def _continue_row(

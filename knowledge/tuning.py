@@ -53,11 +53,11 @@ class Tuning:
     # A question naming something no manual prints (a brand, a model, a code) is most likely about another
     # machine: each floor is raised by this factor for it.
     unknown_name_factor: float = 1.5
-    # The second look at the best candidates (knowledge.rescoring). Fitted on the 29 manuals of the development
-    # corpus, where only the question's word pairs found together in a row earned a weight; held out,
-    # manual by manual, that weight gained 0.02-0.04 recall@3 on codes, symptoms, scanned and cross-language
-    # questions (docs/manual-search.md).
-    weights: Weights = field(default_factory=lambda: Weights(word_pairs=1.0))
+    # The second look at the best candidates (knowledge.rescoring), off: on the 29 manuals of the development
+    # corpus, refitted manual by manual and scored held out, its weights never gained overall on the first
+    # stage alone (one code question won and one scanned question lost; then one code, one scanned and one
+    # symptom question lost), and it costs about 2 ms a search (docs/manual-search.md). `--folds` refits it.
+    weights: Weights = field(default_factory=Weights)
 
 
 # Embedding models whose similarities are on another scale than the bundled MiniLM's, by Embedder identity.

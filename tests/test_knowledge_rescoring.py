@@ -8,7 +8,7 @@ import json
 import pytest
 
 from knowledge.rescoring import FEATURES, Question, RowWords, features, rescore, stored_words
-from knowledge.tuning import Tuning, Weights
+from knowledge.tuning import Weights
 
 
 def _row(**fields) -> dict:
@@ -87,11 +87,11 @@ def test_weights_reorder_the_head_and_leave_the_tail():
     assert moved[0][1] == pytest.approx(0.029 * 2.718281828**0.5)
 
 
-def test_the_shipped_weights_put_the_row_that_holds_the_words_together_first():
+def test_a_word_pair_weight_puts_the_row_that_holds_the_words_together_first():
     together = _row(id=4, title="Fan stopped", cause="The cooling fan stopped turning.")
     apart = _row(id=5, title="Stopped axis", cause="Check the fan filter; the axis stopped.")
     ranked = [(apart, 0.031, "lexical"), (together, 0.03, "lexical")]
     question = Question.of("cooling fan stopped", "", "en")
     head = [features(row, RowWords.of(row), question, 0.0) for row, _, _ in ranked]
-    assert [row["id"] for row, _, _ in rescore(ranked, head, Tuning().weights)] == [4, 5]
+    assert [row["id"] for row, _, _ in rescore(ranked, head, Weights(word_pairs=1.0))] == [4, 5]
     assert [row["id"] for row, _, _ in rescore(ranked, head, Weights())] == [5, 4]
