@@ -91,56 +91,58 @@ def test_chinese_table(tmp_path: Path) -> None:
     assert not _problems(make_chinese_table(tmp_path))
 
 
+def _codes_of_one_table(
+    folder: Path, title: str, heading: str, table: tuple, paragraph: str = "", ruled: bool = True
+) -> list[str]:
+    """The codes extracted from a manual of one table (`table`: widths, header, rows) under `heading`."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    english_cover(sheet, title, "Example Drives", "XD-5")
+    sheet.heading(heading)
+    if paragraph:
+        sheet.paragraph(paragraph)
+    sheet.table(*table, ruled=ruled)
+    path = save(doc, folder / "manual.pdf", title, "written for the fixloop tests")
+    return [r.code for r in extract_manual(path).records]
+
+
 @pytest.mark.parametrize("ruled", [True, False])
 def test_a_parameter_table_gives_no_entries(tmp_path: Path, ruled: bool) -> None:
     """A parameter list under a heading that says "fault": its numbers are no fault codes."""
-    doc = pymupdf.open()
-    sheet = Sheet(doc)
-    english_cover(sheet, "Drive Fault Handling Parameters", "Example Drives", "XD-5")
-    sheet.heading("7 Fault handling parameters")
-    sheet.paragraph("These parameters set how the drive reacts to a fault and an alarm.")
-    sheet.table((50, 200, 130, 115), ("No.", "Name", "Setting range", "Default"), PARAMETERS, ruled=ruled)
-    path = save(doc, tmp_path / "parameters.pdf", "Drive Fault Handling Parameters", "written for the fixloop tests")
-    extraction = extract_manual(path)
-    assert [r.code for r in extraction.records] == []
+    table = ((50, 200, 130, 115), ("No.", "Name", "Setting range", "Default"), PARAMETERS)
+    paragraph = "These parameters set how the drive reacts to a fault and an alarm."
+    codes = _codes_of_one_table(
+        tmp_path, "Drive Fault Handling Parameters", "7 Fault handling parameters", table, paragraph, ruled
+    )
+    assert codes == []
 
 
 @pytest.mark.parametrize("numbered", ["Pin No.", "Part No.", "LED No."])
 def test_a_list_of_numbered_things_gives_no_entries(tmp_path: Path, numbered: str) -> None:
     """A connector's pins, spare parts or LEDs listed in the troubleshooting chapter: numbered, named,
     explained, but neither causes nor remedies."""
-    doc = pymupdf.open()
-    sheet = Sheet(doc)
-    english_cover(sheet, "Spindle Drive Maintenance Manual", "Example Drives", "SD-3")
-    sheet.heading("9 Troubleshooting")
-    sheet.paragraph("Check the alarm connector first; its pins carry the alarm outputs listed below.")
     rows = [("1", "AL1", "Alarm output bit one"), ("2", "AL2", "Alarm output bit two"), ("13", "ALM", "Common alarm")]
-    sheet.table((70, 90, 300), (numbered, "Symbol", "Description"), rows)
-    path = save(doc, tmp_path / "connector.pdf", "Spindle Drive Maintenance Manual", "written for the fixloop tests")
-    assert [r.code for r in extract_manual(path).records] == []
+    table = ((70, 90, 300), (numbered, "Symbol", "Description"), rows)
+    paragraph = "Check the alarm connector first; its pins carry the alarm outputs listed below."
+    assert (
+        _codes_of_one_table(tmp_path, "Spindle Drive Maintenance Manual", "9 Troubleshooting", table, paragraph) == []
+    )
 
 
 def test_a_sequence_chart_drawn_as_a_grid_gives_no_entries(tmp_path: Path) -> None:
     """A burner control's sequence chart, ruled like a table under its lockout heading: the same LED labels
     head every column (one of them `ALARM`) and the interlocks it shows read like mnemonic codes."""
-    doc = pymupdf.open()
-    sheet = Sheet(doc)
-    english_cover(sheet, "Relay Module Installation Instructions", "Example Controls", "RM-78")
-    sheet.heading("5 Alarm and lockout sequence")
     leds = "POWER\nPILOT\nFLAME\nMAIN\nALARM"
-    sheet.table(
-        (70, 70, 90, 90, 90),
-        ("POWER", "POWER", leds, leds, "POWER"),
-        [
-            ("STANDBY", "PREPURGE", "LOCKOUT", "INTERLOCKS", "CLOSED"),
-            ("", "SAFE", "START CHECK", "FLAME", "PROVING"),
-            ("IGNITION", "", "CLOSED", "PREIGNITION", "INTERLOCK"),
-        ],
+    rows = [
+        ("STANDBY", "PREPURGE", "LOCKOUT", "INTERLOCKS", "CLOSED"),
+        ("", "SAFE", "START CHECK", "FLAME", "PROVING"),
+        ("IGNITION", "", "CLOSED", "PREIGNITION", "INTERLOCK"),
+    ]
+    table = ((70, 70, 90, 90, 90), ("POWER", "POWER", leds, leds, "POWER"), rows)
+    assert (
+        _codes_of_one_table(tmp_path, "Relay Module Installation Instructions", "5 Alarm and lockout sequence", table)
+        == []
     )
-    path = save(
-        doc, tmp_path / "sequence.pdf", "Relay Module Installation Instructions", "written for the fixloop tests"
-    )
-    assert [r.code for r in extract_manual(path).records] == []
 
 
 def test_header_words_name_the_columns() -> None:
