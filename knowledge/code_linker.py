@@ -18,7 +18,7 @@ from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
-from knowledge.codes import LABEL, MENTION, canonical_id, typed_forms
+from knowledge.codes import LABEL, MENTION, canonical_id, common_word, typed_forms
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class CodeLinker:
     def __init__(self, known_codes: Iterable[str] = ()):
         self._pipelines = {lang: _pipeline(lang) for lang in ("en", "zh")}
         self._matchers: dict[str, PhraseMatcher] = {}
-        codes = sorted(typed_forms(known_codes))
+        self._printed = frozenset(known_codes)
+        codes = sorted(typed_forms(self._printed))
         for lang, nlp in self._pipelines.items():
             matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
             matcher.add(LABEL, [nlp.make_doc(code) for code in codes])
@@ -55,6 +56,7 @@ class CodeLinker:
             Span(doc, start, end, label=LABEL, kb_id=canonical_id(doc[start:end].text))
             for _, start, end in matcher(doc)
             if _standalone(doc, start, end)
+            and not common_word(doc[start:end].text, self._printed, doc.text[: doc[start].idx])
         ]
         doc.ents = filter_spans(list(doc.ents) + known)
         return doc

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from knowledge.codes import MENTION, canonical_id, typed_forms
+from knowledge.codes import MENTION, canonical_id, common_word, typed_forms
 
 if TYPE_CHECKING:
     from knowledge.code_linker import CodeLinker
@@ -35,15 +35,15 @@ class CodeMentions:
     """The codes in a text: printed shapes, and `known_codes` wherever they stand alone."""
 
     def __init__(self, known_codes: Iterable[str] = ()):
-        self._known = frozenset(known_codes)
+        self.printed = frozenset(known_codes)
         # Whitespace-free and lower-case: spaCy's PhraseMatcher compares lower-cased tokens.
-        self.known_squeezed = tuple(sorted({_squeeze(code)[0] for code in typed_forms(self._known)} - {""}))
+        self.known_squeezed = tuple(sorted({_squeeze(code)[0] for code in typed_forms(self.printed)} - {""}))
         self._linker: CodeLinker | None = None
         self._lock = threading.Lock()
 
     def find(self, text: str, language: str) -> list[CodeMention]:
         if language == "en":
-            plain = plain_code_mentions(text, self.known_squeezed)
+            plain = plain_code_mentions(text, self.known_squeezed, self.printed)
             if plain is not None:
                 return plain
         return [CodeMention(m.start, m.end, m.code, m.canonical_id) for m in self.warm().mentions(text, language)]
@@ -54,11 +54,13 @@ class CodeMentions:
             if self._linker is None:
                 from knowledge.code_linker import CodeLinker  # imports spaCy: only for text that needs it
 
-                self._linker = CodeLinker(self._known)
+                self._linker = CodeLinker(self.printed)
             return self._linker
 
 
-def plain_code_mentions(text: str, known_squeezed: tuple[str, ...]) -> list[CodeMention] | None:
+def plain_code_mentions(
+    text: str, known_squeezed: tuple[str, ...], printed: frozenset[str]
+) -> list[CodeMention] | None:
     """The English code linker's mentions, when its tokens cannot change them; else None.
 
     The linker marks each match of `MENTION` (expanded to whole tokens) and each
@@ -68,7 +70,9 @@ def plain_code_mentions(text: str, known_squeezed: tuple[str, ...]) -> list[Code
     is. So when every match is such a span, and every occurrence of a known code
     (compared without whitespace: a superset of the token matches) lies inside a
     match, touches a letter or digit (not standalone), or is itself such a span
-    without whitespace and apart from the others, these spans are the mentions.
+    without whitespace and apart from the others, these spans are the mentions. A known code
+    that is a common word is left out as the linker leaves it out (`codes.common_word`, given
+    the codes as `printed`).
     """
     if not unicodedata.is_normalized("NFKC", text):  # the linker reads the NFKC form
         return None
@@ -88,6 +92,8 @@ def plain_code_mentions(text: str, known_squeezed: tuple[str, ...]) -> list[Code
                 start, end = origin[at], origin[at + len(code) - 1] + 1
                 at = squeezed.find(code, at + 1)
                 if any(m.start <= start and end <= m.end for m in found) or _touches_word(text, start, end):
+                    continue
+                if common_word(text[start:end], printed, text[:start]):
                     continue
                 if any(char.isspace() for char in text[start:end]) or not _whole_tokens(text, start, end):
                     return None

@@ -13,6 +13,9 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
+
+from knowledge.text import stop_words
 
 # Strong shapes: recognisable as a code without a cue word.
 _STRONG = (
@@ -101,6 +104,23 @@ def asked_besides(text: str) -> str:
 def code_key(raw: str) -> str:
     """The normal form used for exact lookups: `e-102` → `E102`, `ALARM 1` → `ALARM1`."""
     return _SEPARATORS.sub("", unicodedata.normalize("NFKC", raw)).upper()
+
+
+# Manuals here are written in these Latin-script languages (and Chinese, whose words are no codes' letters).
+WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pt")
+_AFTER_CUE = re.compile(rf"(?<![A-Za-z]){_CUE}{_SEP}$", re.I)
+
+
+def common_word(typed: str, printed: frozenset[str], before: str) -> bool:
+    """A known code that is also a common word (`BE` and `AB` of a burner control's error list, `Stop`) is
+    that word unless typed as a manual prints it (`printed`) or after a cue word (`before` it: `error be`):
+    `should the membranes be replaced` and the German `sackt kurz ab` name no code."""
+    return typed not in printed and typed.lower() in _common_words() and not _AFTER_CUE.search(before)
+
+
+@cache
+def _common_words() -> frozenset[str]:
+    return frozenset(word.lower() for lang in WORD_LANGUAGES for word in stop_words(lang))
 
 
 def typed_forms(known_codes: Iterable[str]) -> set[str]:

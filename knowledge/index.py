@@ -10,6 +10,7 @@ not extracted or embedded again.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -27,7 +28,7 @@ import numpy as np
 import sqlite_utils
 from pydantic import BaseModel, Field
 
-from knowledge import question_encoder
+from knowledge import onnx_encoder
 from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key, scope_key
 from knowledge.embed import Embedder, idle_cores
 from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
@@ -97,10 +98,9 @@ class BuildReport(BaseModel):
     embedded: int
     elapsed_s: float
     ocr_s: float = 0.0
-    # The question encoder for searches (knowledge.question_encoder): exported once per model,
-    # not part of the indexing time. `encoder` is empty when searches embed with PyTorch.
+    # The model exported to ONNX (knowledge.onnx_encoder), which embeds the build's passages and the searches'
+    # questions: exported once per model and process. `encoder` is empty when both embed with PyTorch.
     encoder: str = ""
-    encoder_s: float = 0.0
     warnings: list[str] = Field(default_factory=list)
 
     @property
@@ -184,17 +184,16 @@ def build_index(
 
 
 def _export_encoder(report: BuildReport, embedder: Embedder, db_path: Path) -> None:
-    """The index is in place whatever happens here: without the export, searches embed with PyTorch."""
-    started = time.perf_counter()
+    """The index is in place whatever happens here: without the export, searches embed with PyTorch. (The
+    build's embedding exported the model already, unless it embedded nothing or the export failed.)"""
     try:
-        path = question_encoder.export(embedder, db_path)
+        path = onnx_encoder.export(embedder, db_path)
     except Exception as exc:
         report.warnings.append(
-            f"question encoder not exported ({type(exc).__name__}: {exc}); searches embed questions with PyTorch"
+            f"model not exported to ONNX ({type(exc).__name__}: {exc}); the build and searches embed with PyTorch"
         )
         return
     report.encoder = str(path or "")
-    report.encoder_s = time.perf_counter() - started
 
 
 def _build(
@@ -249,7 +248,7 @@ def _fill(
         except ManualError as exc:
             decided[path] = exc
 
-    vectors = _Vectors(embedder, emit)
+    vectors = _Vectors(embedder, emit, db_path)
     rows: dict[Path, list[dict[str, Any]]] = {}
 
     def extracted(path: Path, result: Extraction | ManualError) -> None:
@@ -326,7 +325,9 @@ def _extract_all(
     """Manuals are extracted one per core: PyMuPDF holds one core per document. Workers are forked
     (spawned ones would re-run a caller's script that lacks a `__main__` guard) before this process
     runs torch, and run only PyMuPDF and Tesseract, never torch, whose threads do not survive a fork.
-    The longest manuals go first, so that no long one is left running alone at the end."""
+    Nor are the objects they inherit ever collected there: a garbage ONNX Runtime session (an earlier
+    build's, a swapped index's) waits on threads that only the parent has, and a worker collecting it
+    hung. The longest manuals go first, so that no long one is left running alone at the end."""
     results: dict[Path, Extraction | ManualError] = {}
     workers = min(len(jobs), os.cpu_count() or 1)
     if workers < 2:
@@ -337,7 +338,11 @@ def _extract_all(
     jobs = sorted(jobs, key=lambda job: page_count(job[0]), reverse=True)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
     try:
-        futures = {pool.submit(_extract, path, sha, overrides, ocr): path for path, sha in jobs}
+        gc.freeze()  # until every worker is forked: the first submit forks them all
+        try:
+            futures = {pool.submit(_extract, path, sha, overrides, ocr): path for path, sha in jobs}
+        finally:
+            gc.unfreeze()
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             done(futures[future], results[futures[future]])
@@ -503,11 +508,15 @@ class _Vectors:
     workers still read other manuals (and this process makes the rows of those they have read).
     A batch holds texts of one token count: nothing is padded, so a text's vector is the one it
     gets alone, whatever else is in its batch and whichever manual came first (and the model
-    computes no padding: 1.2x the throughput of batches sorted by characters)."""
+    computes no padding: 1.2x the throughput of batches sorted by characters). The model exported to
+    ONNX embeds them, exported first if the index has no export yet; PyTorch where it cannot be."""
 
-    def __init__(self, embedder: Embedder, emit: Progress):
+    def __init__(self, embedder: Embedder, emit: Progress, db_path: Path):
         self._embedder = embedder
         self._emit = emit
+        self._db_path = db_path
+        self._export: Path | Literal[False] | None = False  # False: not tried yet; None: not exportable
+        self._sessions: dict[int, onnx_encoder.OnnxEncoder] = {}  # by threads
         self._queued: set[str] = set()
         self._incoming: list[str] = []  # queued, not grouped yet (under `_ready`)
         self._waiting: dict[int, list[str]] = {}  # token count (0: the model does not tell) → texts (the thread's)
@@ -551,6 +560,7 @@ class _Vectors:
             self._ready.notify()
         if self._thread is not None:
             self._thread.join()
+        self._sessions.clear()  # a model's copy each (about 90 MB)
         if self._failure is not None:
             raise self._failure
         self._emit(BuildEvent("embeddings", 0, len(self._queued)))
@@ -562,15 +572,29 @@ class _Vectors:
             self._ready.notify()
         if self._thread is not None:
             self._thread.join()
+        self._sessions.clear()
 
     def _run(self) -> None:
         try:
             while batch := self._next():
-                for text, vector in zip(batch, self._embedder.encode(batch, threads=self._threads), strict=True):
+                for text, vector in zip(batch, self._embed(batch), strict=True):
                     self.vectors[text] = vector.astype(np.float32).tobytes()
                 self._emit(BuildEvent("embeddings", len(batch), len(self._queued)))
         except BaseException as exc:  # raised in the build's thread, by `add` or `finish`
             self._failure = exc
+
+    def _embed(self, batch: list[str]) -> np.ndarray:
+        if self._export is False:
+            try:
+                self._export = onnx_encoder.export(self._embedder, self._db_path)
+            except Exception:  # searches then embed with PyTorch too, and the build's report says why
+                self._export = None
+        if self._export is None:
+            return self._embedder.encode(batch, threads=self._threads)
+        threads = min(self._threads or 1, os.cpu_count() or 1)  # beside the workers, one core
+        if threads not in self._sessions:
+            self._sessions[threads] = onnx_encoder.OnnxEncoder(self._export, threads)
+        return self._sessions[threads].encode_batch(batch)
 
     def _next(self) -> list[str]:
         """The next batch: of the largest group of one token count; empty when all is done."""

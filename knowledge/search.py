@@ -41,8 +41,8 @@ from knowledge.glossary import expand, translate_to_english, translations
 from knowledge.manual_names import ManualNames
 from knowledge.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, SafetyStatement, Scope, SearchResult
+from knowledge.onnx_encoder import OnnxEncoder, encoder_path
 from knowledge.passages import code_terms
-from knowledge.question_encoder import QuestionEncoder, encoder_path
 from knowledge.ranking import (
     CODE_LIKE_WORD,
     Group,
@@ -60,7 +60,7 @@ from knowledge.ranking import (
 )
 from knowledge.rescoring import RESCORED, Question, RowWords, features, rescore
 from knowledge.safety import read_statements
-from knowledge.text import FTS_TOKENIZER, english_stop_words, language, terms
+from knowledge.text import FTS_TOKENIZER, language, stop_words, terms
 from knowledge.tuning import Tuning, tuning_for
 
 CANDIDATES = 50
@@ -104,7 +104,7 @@ class _Snapshot:
     scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     doc_counts: dict[str, int] = field(default_factory=dict)
     linker: CodeLinker | None = None
-    encoder: QuestionEncoder | None = None
+    encoder: OnnxEncoder | None = None
     encoder_checked: bool = False
     positions: dict[int, int] | None = None  # record id -> its row in `vectors`
     row_words: dict[int, RowWords] = field(default_factory=dict)
@@ -650,7 +650,7 @@ class ManualIndex:
     def _unknown_names(self, snap: _Snapshot, text: str) -> list[str]:
         """The names the question gives (capitalised words, tokens mixing letters and digits) that no row
         of the library holds, neither as a word nor as a code."""
-        names = [m.group(0) for m in _NAME.finditer(text) if m.group(0).lower() not in english_stop_words()]
+        names = [m.group(0) for m in _NAME.finditer(text) if m.group(0).lower() not in stop_words()]
         unknown = []
         for name in dict.fromkeys(names):
             words = list(dict.fromkeys(terms(name) + code_terms(name, every_token=True)))
@@ -752,7 +752,7 @@ class ManualIndex:
         vector = encoder.encode(text) if encoder is not None else self.embedder.encode([text], query=True)[0]
         return vector, self._semantic(snap, vector, scope)
 
-    def _encoder(self, snap: _Snapshot) -> QuestionEncoder | None:
+    def _encoder(self, snap: _Snapshot) -> OnnxEncoder | None:
         """The ONNX export the build left beside the index, if it did (else PyTorch embeds). Looked for under the
         lock once per snapshot, then read without it: the question's thread must not wait while a word search
         holds the lock (at 50,000 rows that wait was a few ms before every encode)."""
@@ -760,7 +760,7 @@ class ManualIndex:
             with self._lock:
                 if not snap.encoder_checked:
                     path = encoder_path(self.path, self.embedder.identity)
-                    snap.encoder = QuestionEncoder(path) if path.exists() else None
+                    snap.encoder = OnnxEncoder(path) if path.exists() else None
                     snap.encoder_checked = True
         return snap.encoder
 

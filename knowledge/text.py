@@ -7,7 +7,7 @@ import itertools
 import re
 import threading
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,8 +52,8 @@ def terms(text: str) -> list[str]:
     the manual and in the question. Index and queries go through this same function.
     """
     text = unicodedata.normalize("NFKC", text).lower()
-    stop_words = english_stop_words()
-    out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stop_words]
+    stopped = stop_words()
+    out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stopped]
     for run in _CJK_RUN.findall(text):
         out.extend(w for w in _segmenter().cut_for_search(run) if len(w) > 1)
         chars = [c for c in run if c not in _ZH_STOP] if len(run) > 2 else list(run)
@@ -91,15 +91,15 @@ def chinese_words(text: str) -> list[str]:
     return [word for run in _CJK_RUN.findall(text) for word in _segmenter().cut(run)]
 
 
-@lru_cache(maxsize=1)
-def english_stop_words() -> frozenset[str]:
-    """spaCy's English stop words, read from their own module file: importing spaCy costs about a second
-    (it pulls in torch), which a fault-code lookup that reads a word or two must not pay."""
+@cache
+def stop_words(lang: str = "en") -> frozenset[str]:
+    """spaCy's stop words of a language (`en`, `de`, ...), read from their own module file: importing spaCy
+    costs about a second (it pulls in torch), which a fault-code lookup that reads a word or two must not pay."""
     spec = importlib.util.find_spec("spacy")  # finds the package without importing it
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("fixloop needs spaCy's English stop words: pip install spacy")
-    path = Path(spec.submodule_search_locations[0]) / "lang" / "en" / "stop_words.py"
-    module_spec = importlib.util.spec_from_file_location("fixloop_english_stop_words", path)
+        raise ModuleNotFoundError("fixloop needs spaCy's stop words: pip install spacy")
+    path = Path(spec.submodule_search_locations[0]) / "lang" / lang / "stop_words.py"
+    module_spec = importlib.util.spec_from_file_location(f"fixloop_stop_words_{lang}", path)
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knowledge.embed import Embedder
 from knowledge.index import build_index
-from knowledge.question_encoder import QuestionEncoder, encoder_path
+from knowledge.onnx_encoder import OnnxEncoder, encoder_path
 from knowledge.rescoring import FEATURES, RESCORED
 from knowledge.search import Candidates, ManualIndex
 from knowledge.tuning import Weights
@@ -88,7 +88,7 @@ def main() -> int:
     print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
     encoder_file = encoder_path(db, index.embedder.identity)
     exported = (
-        f", with the ONNX export {percentiles(timed(QuestionEncoder(encoder_file).encode, queries))}"
+        f", with the ONNX export {percentiles(timed(OnnxEncoder(encoder_file).encode, queries))}"
         if encoder_file.exists()
         else " (no ONNX export beside the index: searches used PyTorch)"
     )

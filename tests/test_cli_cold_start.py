@@ -178,10 +178,10 @@ def _texts(demo_index: Path) -> list[str]:
 def test_the_plain_reading_of_codes_agrees_with_the_spacy_linker(demo_index):
     known = [*sorted(ManualIndex(demo_index).codes()), "A1", "do"]
     linker = CodeLinker(known)
-    squeezed = CodeMentions(known).known_squeezed
+    mentions = CodeMentions(known)
     plain = 0
     for text in _texts(demo_index):
-        found = plain_code_mentions(text, squeezed)
+        found = plain_code_mentions(text, mentions.known_squeezed, mentions.printed)
         if found is None or any("\u3400" <= char <= "\u9fff" for char in text):
             continue
         plain += 1

@@ -139,6 +139,24 @@ def test_linker_marks_codes_in_english_and_chinese_with_canonical_ids():
 
 
 @pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("when should the membranes be replaced", []),
+        ("Vertikalachse sackt kurz ab, wenn STO ausgelöst wird", []),
+        ("the burner control shows BE", ["BE"]),  # as printed
+        ("error be on the burner control", ["be"]),  # after a cue word
+        ("报警 be", ["be"]),
+        ("the drive does not stop", []),
+        ("display reads Stop", ["Stop"]),
+        ("oc1 then oC1 again", ["oc1", "oC1"]),  # no word: any case
+    ],
+)
+def test_a_code_that_is_also_a_word_is_a_code_as_printed_or_after_a_cue(text: str, codes: list[str]) -> None:
+    linker = CodeLinker(known_codes=["BE", "AB", "Stop", "OC1"])
+    assert [m.code for m in linker.mentions(text, "zh" if "报警" in text else "en")] == codes
+
+
+@pytest.mark.parametrize(
     ("typed", "printed"),
     [
         ("23", "0023"),

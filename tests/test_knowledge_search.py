@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.models import Scope
-from knowledge.question_encoder import encoder_path
+from knowledge.onnx_encoder import encoder_path
 from knowledge.search import IndexMissing, ManualIndex
 
 PRESS = Scope(vendor="Hydra", model="HP-200", label="press-3")
