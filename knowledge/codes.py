@@ -107,7 +107,7 @@ def code_key(raw: str) -> str:
 
 
 # Manuals here are written in these Latin-script languages (and Chinese, whose words are no codes' letters).
-WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pt")
+_WORD_LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pt")
 _AFTER_CUE = re.compile(rf"(?<![A-Za-z]){_CUE}{_SEP}$", re.I)
 
 
@@ -120,7 +120,7 @@ def common_word(typed: str, printed: frozenset[str], before: str) -> bool:
 
 @cache
 def _common_words() -> frozenset[str]:
-    return frozenset(word.lower() for lang in WORD_LANGUAGES for word in stop_words(lang))
+    return frozenset(word.lower() for lang in _WORD_LANGUAGES for word in stop_words(lang))
 
 
 def typed_forms(known_codes: Iterable[str]) -> set[str]:

@@ -515,7 +515,7 @@ class _Vectors:
         self._embedder = embedder
         self._emit = emit
         self._db_path = db_path
-        self._export: Path | Literal[False] | None = False  # False: not tried yet; None: not exportable
+        self._export: Path | None = None  # None: PyTorch embeds
         self._sessions: dict[int, onnx_encoder.OnnxEncoder] = {}  # by threads
         self._queued: set[str] = set()
         self._incoming: list[str] = []  # queued, not grouped yet (under `_ready`)
@@ -576,6 +576,7 @@ class _Vectors:
 
     def _run(self) -> None:
         try:
+            self._export = self._exported()
             while batch := self._next():
                 for text, vector in zip(batch, self._embed(batch), strict=True):
                     self.vectors[text] = vector.astype(np.float32).tobytes()
@@ -583,12 +584,13 @@ class _Vectors:
         except BaseException as exc:  # raised in the build's thread, by `add` or `finish`
             self._failure = exc
 
+    def _exported(self) -> Path | None:
+        try:
+            return onnx_encoder.export(self._embedder, self._db_path)
+        except Exception:  # searches then embed with PyTorch too, and the build's report says why
+            return None
+
     def _embed(self, batch: list[str]) -> np.ndarray:
-        if self._export is False:
-            try:
-                self._export = onnx_encoder.export(self._embedder, self._db_path)
-            except Exception:  # searches then embed with PyTorch too, and the build's report says why
-                self._export = None
         if self._export is None:
             return self._embedder.encode(batch, threads=self._threads)
         threads = min(self._threads or 1, os.cpu_count() or 1)  # beside the workers, one core

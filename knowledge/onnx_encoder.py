@@ -19,10 +19,14 @@ import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from knowledge.embed import Embedder
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 TOKENIZER_KEY = "tokenizer.json"
 _exported: dict[str, Path] = {}  # model identity → a file this process exported (copied for the next index)
@@ -136,8 +140,8 @@ class OnnxEncoder:
         self._tokenizer = Tokenizer.from_str(self._session.get_modelmeta().custom_metadata_map[TOKENIZER_KEY])
 
     def encode(self, text: str) -> np.ndarray:
-        vectors: np.ndarray = self.encode_batch([text])[0]
-        return vectors
+        vector: np.ndarray = self._run([self._tokenizer.encode(text)])[0]
+        return vector
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         """One vector per text, in order; texts of different token counts are run apart, unpadded."""
@@ -147,14 +151,19 @@ class OnnxEncoder:
             by_length.setdefault(len(encoding.ids), []).append(position)
         vectors: list[np.ndarray] = [np.empty(0)] * len(texts)
         for positions in by_length.values():
-            feed = {
-                name: np.asarray([getattr(encodings[p], field) for p in positions], dtype=np.int64)
-                for name, field in (
-                    ("input_ids", "ids"),
-                    ("attention_mask", "attention_mask"),
-                    ("token_type_ids", "type_ids"),
-                )
-            }
-            for position, vector in zip(positions, self._session.run(None, feed)[0], strict=True):
+            for position, vector in zip(positions, self._run([encodings[p] for p in positions]), strict=True):
                 vectors[position] = vector
-        return np.stack(vectors).astype(np.float32)
+        return np.stack(vectors)
+
+    def _run(self, encodings: list[Encoding]) -> np.ndarray:
+        """The vectors of encodings of one token count."""
+        feed = {
+            name: np.asarray([getattr(encoding, field) for encoding in encodings], dtype=np.int64)
+            for name, field in (
+                ("input_ids", "ids"),
+                ("attention_mask", "attention_mask"),
+                ("token_type_ids", "type_ids"),
+            )
+        }
+        vectors: np.ndarray = self._session.run(None, feed)[0]
+        return vectors
