@@ -1,9 +1,9 @@
-"""Ranking the index's rows for a question: rankings fused by reciprocal rank, the priors that
+"""Ranking the index's rows for a question: rankings fused by their scores, the priors that
 tilt them, an entry taking over the page it came from, and the snippet a hit shows.
 
-A row is an entry (one fault code of one manual) or a page passage. Ranks are counted per
-group: per machine and code for entries, so the versions and language editions of one entry
-do not push others down; per manual page for passages, so the passages of one page do not.
+A row is an entry (one fault code of one manual) or a page passage. A ranking counts each
+group once, by its best row: per machine and code for entries, so the versions and language
+editions of one entry are one answer; per manual page for passages, so a page's passages are.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from knowledge.passages import code_terms
 from knowledge.text import terms
 from knowledge.tuning import Tuning
 
-RRF_K = 60
 SNIPPET_CHARS = 280
 
 
@@ -58,6 +57,8 @@ class IndexRow(TypedDict):
 # What ranks count per: (vendor key, model key, code key) for an entry, ("page", manual, page) for a passage.
 Group = tuple[str, str, str | int]
 Ranked = list[tuple[IndexRow, float, Match]]
+# A ranking: rows best first, each with its score (BM25 or cosine: higher is better, 0 is no match).
+Scored = list[tuple[IndexRow, float]]
 _FAULT_WORDS = re.compile(
     r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪", re.I
 )
@@ -69,25 +70,31 @@ CODE_LIKE_WORD = re.compile(
 
 
 def fuse(
-    own: list[tuple[Match, list[IndexRow]]],
-    cross: list[list[IndexRow]],
+    own: list[tuple[Match, Scored]],
+    cross: list[tuple[Match, Scored]],
     language: str,
     about_a_fault: bool,
     tuning: Tuning,
 ) -> Ranked:
-    """The question's own rankings (words, meaning, printed codes) and the cross-language ones
-    (merged into one, weighted less) as one list of (row, score, how it matched), best first."""
-    rankings = [(1.0, how, _group_ranks(rows)) for how, rows in own]
-    rankings.append((tuning.cross_weight, "semantic", _fuse_ranks([_group_ranks(rows) for rows in cross])))
+    """The question's own rankings (words, meaning, printed codes) and the cross-language ones (weighted
+    less) as one list of (row, score, how it matched), best first.
+
+    A row's score is the weighted sum of its scores in the rankings, each divided by its ranking's best
+    (a convex combination of normalised scores). Unlike reciprocal rank, which counts only places, it keeps
+    how far ahead a ranking's first is: a row far closer in meaning than any other is not outvoted by rows
+    a little above the middle of both rankings."""
+    weight = {"lexical": 1.0, "semantic": tuning.semantic_weight}
+    rankings = [(weight[how], how, _scaled(rows)) for how, rows in own]
+    rankings += [(tuning.cross_weight * weight[how], how, _scaled(rows)) for how, rows in cross]
     rankings = [ranking for ranking in rankings if ranking[2]]
-    total = sum(weight for weight, _, _ in rankings) / (RRF_K + 1)
+    total = sum(weight for weight, _, _ in rankings)
     rows: dict[Group, IndexRow] = {}
-    for _, _, ranks in rankings:  # an entry is represented by its row in the question's own rankings first
-        for key, (row, _) in ranks.items():
+    for _, _, scores in rankings:  # an entry is represented by its row in the question's own rankings first
+        for key, (row, _) in scores.items():
             rows.setdefault(key, row)
     ranked: Ranked = []
     for key, row in rows.items():
-        votes = [(weight / (RRF_K + 1 + ranks[key][1]), how) for weight, how, ranks in rankings if key in ranks]
+        votes = [(weight * scores[key][1], how) for weight, how, scores in rankings if key in scores]
         if row["kind"] == "entry":
             prior = tuning.entry_prior
         else:
@@ -185,23 +192,10 @@ def codes_or_fault_words(text: str) -> bool:
     return bool(MENTION.search(text) or _FAULT_WORDS.search(text))
 
 
-def _group_ranks(rows: list[IndexRow]) -> dict[Group, tuple[IndexRow, int]]:
-    """Each group's first row and its rank among the groups (each row's group made once: fusing is per
-    question, over a few hundred rows)."""
-    ranks: dict[Group, tuple[IndexRow, int]] = {}
-    for row in rows:
-        key = group(row)
-        if key not in ranks:
-            ranks[key] = (row, len(ranks))
-    return ranks
-
-
-def _fuse_ranks(rankings: list[dict[Group, tuple[IndexRow, int]]]) -> dict[Group, tuple[IndexRow, int]]:
-    """Several rankings as one, by reciprocal rank."""
-    scores: dict[Group, float] = {}
-    rows: dict[Group, IndexRow] = {}
-    for ranks in rankings:
-        for key, (row, rank) in ranks.items():
-            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + 1 + rank)
-            rows[key] = row
-    return {key: (rows[key], rank) for rank, key in enumerate(sorted(scores, key=lambda key: -scores[key]))}
+def _scaled(rows: Scored) -> dict[Group, tuple[IndexRow, float]]:
+    """Each group's first row and its score as a share of the ranking's best (0 to 1)."""
+    best: dict[Group, tuple[IndexRow, float]] = {}
+    for row, score in rows:
+        best.setdefault(group(row), (row, max(score, 0.0)))
+    top = max((score for _, score in best.values()), default=0.0)
+    return {key: (row, score / top) for key, (row, score) in best.items()} if top > 0 else {}

@@ -158,7 +158,7 @@ class Candidates:
     lexical: list[tuple[int, float]]
     semantic: list[tuple[int, float]]
     coded: list[tuple[int, float]]
-    cross: list[list[tuple[int, float]]]
+    cross: list[tuple[Match, list[tuple[int, float]]]]  # the other language's rows, by words and by meaning
     translation: str  # the glossary's rendition of its words in the other language
     vector: np.ndarray | None
     evidence: Evidence
@@ -484,10 +484,16 @@ class ManualIndex:
             else []
         )
         semantic: list[tuple[int, float]] = []
-        cross: list[list[tuple[int, float]]] = []
+        rendered: list[tuple[int, float]] = []
+        cross: list[tuple[Match, list[tuple[int, float]]]] = []
         other = expand(text)
-        if mode != "semantic" and other:
-            cross.append([(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang])
+        translated = (
+            [(i, s) for i, s in self._lexical(snap, other, scope) if snap.rows[i]["language"] != lang]
+            if mode != "semantic" and other
+            else []
+        )
+        if translated:
+            cross.append(("lexical", translated))
         by_words = self._by_words(snap, text, lexical)  # while the question is still being embedded
         vector = None
         if by_vector is not None:
@@ -496,9 +502,9 @@ class ManualIndex:
             if lang in readable:
                 semantic = closest
             else:  # an English-only model read the question's English rendition: a cross-language ranking
-                cross.append([(i, s) for i, s in closest if snap.rows[i]["language"] != lang])
-        by_meaning = semantic or (cross[-1] if by_vector and lang not in readable else [])
-        translated = cross[0] if other and cross else []
+                rendered = [(i, s) for i, s in closest if snap.rows[i]["language"] != lang]
+                cross.append(("semantic", rendered))
+        by_meaning = semantic or rendered
         return Candidates(
             asked=named,
             text=text,
@@ -544,11 +550,11 @@ class ManualIndex:
         snap, rows = found.snapshot, found.snapshot.rows
         ranked = fuse(
             own=[
-                ("lexical", [rows[i] for i, _ in found.lexical]),
-                ("semantic", [rows[i] for i, _ in found.semantic]),
-                ("lexical", [rows[i] for i, _ in found.coded]),
+                ("lexical", [(rows[i], s) for i, s in found.lexical]),
+                ("semantic", [(rows[i], s) for i, s in found.semantic]),
+                ("lexical", [(rows[i], s) for i, s in found.coded]),
             ],
-            cross=[[rows[i] for i, _ in ranking] for ranking in found.cross],
+            cross=[(how, [(rows[i], s) for i, s in ranking]) for how, ranking in found.cross],
             language=found.language,
             about_a_fault=codes_or_fault_words(found.text),
             tuning=self.tuning,
@@ -697,17 +703,18 @@ class ManualIndex:
 
     def _lexical(self, snap: _Snapshot, text: str, scope: Scope, codes_only: bool = False) -> list[tuple[int, float]]:
         """BM25 over the question's words and the display forms of its code-like tokens, or
-        (`codes_only`) over those display forms alone."""
+        (`codes_only`) over those display forms alone; scores as BM25 counts them, higher is better (SQLite's
+        `bm25()` is their negative)."""
         words = [] if codes_only else list(dict.fromkeys(terms(text)))
         words = self._informative(snap, list(dict.fromkeys(words + code_terms(text, every_token=True))))
         if not words:
             return []
         expression = " OR ".join(_phrase(w) for w in words)
         sql = (
-            "SELECT r.id, bm25(records_fts, 2.0, 1.0) FROM records_fts JOIN records r ON r.id = records_fts.rowid"
+            "SELECT r.id, -bm25(records_fts, 2.0, 1.0) FROM records_fts JOIN records r ON r.id = records_fts.rowid"
             " WHERE records_fts MATCH ? AND r.vendor_key IN ('', ?) AND r.model_key IN ('', ?)"
             if scope.vendor or scope.model
-            else "SELECT rowid, bm25(records_fts, 2.0, 1.0) FROM records_fts WHERE records_fts MATCH ? AND '' = ? AND '' = ?"
+            else "SELECT rowid, -bm25(records_fts, 2.0, 1.0) FROM records_fts WHERE records_fts MATCH ? AND '' = ? AND '' = ?"
         )
         params = (
             (expression, scope_key(scope.vendor), scope_key(scope.model))

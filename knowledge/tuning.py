@@ -41,6 +41,9 @@ class Tuning:
     entry_prior: float = 1.25
     fault_page_prior: float = 1.3
     language_prior: float = 1.5
+    # The rankings are added up, each scaled by its best (`knowledge.ranking.fuse`): the meaning's weight
+    # against the words' 1.
+    semantic_weight: float = 1.0
     # The other language's rows (reached through the glossary or an English rendition) count less.
     cross_weight: float = 0.7
     # A question answered by no manual still shares a word or two with some page. It is `not_found` when its
