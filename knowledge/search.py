@@ -60,7 +60,7 @@ from knowledge.ranking import (
 )
 from knowledge.rescoring import RESCORED, Question, RowWords, features, rescore
 from knowledge.safety import read_statements
-from knowledge.text import FTS_TOKENIZER, language, stop_words, terms
+from knowledge.text import FTS_TOKENIZER, counted_words, holds, language, stop_words, terms
 from knowledge.tuning import Tuning, tuning_for
 
 CANDIDATES = 50
@@ -673,11 +673,11 @@ class ManualIndex:
 
     def _coverage(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> float:
         """The largest share of the question's words one of the best rows holds."""
-        words = set(terms(text)) | set(code_terms(text))
-        if not words or not found:
+        asked = set(counted_words(text)) | set(code_terms(text))
+        if not asked or not found:
             return 0.0
         held = self._row_words(snap, [i for i, _ in _best_groups(snap, found)])
-        return max(len(words & row_words) / len(words) for row_words in held)
+        return max(sum(holds(row_words, word) for word in asked) / len(asked) for row_words in held)
 
     def _concepts_coverage(self, snap: _Snapshot, text: str, found: list[tuple[int, float]]) -> float:
         """The largest share of the question's glossary concepts one of the best rows holds, in any

@@ -56,9 +56,32 @@ def terms(text: str) -> list[str]:
     out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stopped]
     for run in _CJK_RUN.findall(text):
         out.extend(w for w in _segmenter().cut_for_search(run) if len(w) > 1)
-        chars = [c for c in run if c not in _ZH_STOP] if len(run) > 2 else list(run)
-        out.extend(chars if len(chars) == 1 else ("".join(p) for p in itertools.pairwise(chars)))
+        out.extend(_char_pairs(run))
     return out
+
+
+def counted_words(text: str) -> list[str]:
+    """What a question says, word by word, to count how much of it a row holds: the English words of `terms`,
+    and jieba's Chinese words of two characters or more that are no stop words. `terms` adds the parts of a
+    Chinese word and every character pair, so that a manual cut differently still matches; counted as words,
+    they would make one Chinese word three or four, most of them pairs across two words that no row prints."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    stopped = stop_words()
+    english = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stopped]
+    chinese = [w for w in chinese_words(text) if len(w) > 1 and w not in stop_words("zh")]
+    return list(dict.fromkeys(english + chinese))
+
+
+def holds(row_terms: set[str], word: str) -> bool:
+    """Whether a row whose `terms` are these holds `word`: as one of them or, for a Chinese word, as each of
+    its character pairs (jieba may have cut the row's sentence differently)."""
+    return word in row_terms or (bool(_CJK_RUN.fullmatch(word)) and all(p in row_terms for p in _char_pairs(word)))
+
+
+def _char_pairs(run: str) -> list[str]:
+    """The overlapping character pairs of a CJK run, across its function characters (a run of one: itself)."""
+    chars = [c for c in run if c not in _ZH_STOP] if len(run) > 2 else list(run)
+    return chars if len(chars) == 1 else ["".join(p) for p in itertools.pairwise(chars)]
 
 
 def stem(word: str) -> str:

@@ -6,6 +6,7 @@ entries per manual, and search latency p50/p95 — also on an index padded to 50
     python scripts/bench_manuals.py --pdfs DIR --queries FILE --db /tmp/dev.sqlite --reuse   # search only
     python scripts/bench_manuals.py ... --pad 50000     # latency with 50,000 entries and pages
     python scripts/bench_manuals.py --pdfs A --pdfs B --queries QA --queries QB --folds   # leave-one-manual-out
+    python scripts/bench_manuals.py ... --scoped    # also each question asked at its machine, as the tablet asks
 
 A hit is the labelled manual and a page within ±1 of a labelled page. Questions of kind
 `none` (scripts/data/unanswerable.jsonl is added by default) must get `not_found`.
@@ -22,6 +23,7 @@ git-ignored folder; never commit them or their text.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -44,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knowledge.embed import Embedder
 from knowledge.index import build_index
+from knowledge.models import Scope
 from knowledge.onnx_encoder import OnnxEncoder, encoder_path
 from knowledge.rescoring import FEATURES, RESCORED
 from knowledge.search import Candidates, ManualIndex
@@ -65,6 +68,11 @@ def main() -> int:
     ap.add_argument("--model", help="sentence-transformers model directory (default: the bundled one)")
     ap.add_argument("--semantic-languages", default="en", help="comma-separated, e.g. en,zh with a multilingual model")
     ap.add_argument("--folds", action="store_true", help="leave-one-manual-out figures for the fitted constants")
+    ap.add_argument(
+        "--scoped",
+        action="store_true",
+        help="also ask each question at its manual's machine (the manual's vendor and model as the search scope)",
+    )
     args = ap.parse_args()
 
     db = args.db or Path(tempfile.mkdtemp()) / "devcorpus.sqlite"
@@ -85,6 +93,11 @@ def main() -> int:
         return 0
     ranks, times = evaluate(index, queries, args.misses)
     print_recall(ranks)
+    if args.scoped:
+        print(
+            "asked at their machines (scoped to the manual's vendor and model; unanswerable questions dealt round them):"
+        )
+        print_recall(evaluate(index, queries, args.misses, machine_scopes(db, queries))[0])
     print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
     encoder_file = encoder_path(db, index.embedder.identity)
     exported = (
@@ -331,12 +344,15 @@ def rank_of(result, q: dict) -> int | None:
     return next((i + 1 for i, hit in enumerate(result.hits) if is_hit(hit, q)), None)
 
 
-def evaluate(index: ManualIndex, queries: list[dict], show_misses: bool) -> tuple[dict[str, list], list[float]]:
+def evaluate(
+    index: ManualIndex, queries: list[dict], show_misses: bool, scopes: list[Scope] | None = None
+) -> tuple[dict[str, list], list[float]]:
+    """Each question's rank (`rank_of`) by kind, and each search's time; `scopes`: each question's machine."""
     ranks: dict[str, list] = {}
     times = []
-    for q in queries:
+    for n, q in enumerate(queries):
         started = time.perf_counter()
-        result = index.query(q["q"], k=5)
+        result = index.query(q["q"], scopes[n] if scopes else None, k=5)
         times.append((time.perf_counter() - started) * 1000)
         rank = rank_of(result, q)
         ranks.setdefault(q["kind"], []).append(rank)
@@ -345,6 +361,18 @@ def evaluate(index: ManualIndex, queries: list[dict], show_misses: bool) -> tupl
             got = f"{first.manual} p.{first.page} {first.kind} {first.fault_code}" if first else result.status
             print(f"  miss {q.get('id', '')} [{q['kind']}] {q['q']!r} -> rank {rank}; first: {got}")
     return ranks, times
+
+
+def machine_scopes(db: Path, queries: list[dict]) -> list[Scope]:
+    """Each question's machine as a plant would configure it: its manual's vendor and model as the index read
+    them. An unanswerable question is asked at the manuals' machines in turn."""
+    with sqlite3.connect(db) as conn:
+        machines = {
+            file: Scope(vendor=v, model=m) for file, v, m in conn.execute("SELECT file, vendor, model FROM manuals")
+        }
+    files = sorted(machines)
+    unanswerable = (machines[files[n % len(files)]] for n in itertools.count())
+    return [machines[q["manual"]] if q["kind"] != "none" else next(unanswerable) for q in queries]
 
 
 def timed(run, queries: list[dict]) -> list[float]:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from knowledge.text import terms
+from knowledge.text import counted_words, holds, terms
 
 ROOT = Path(__file__).resolve().parents[1]
 # The tokenizer knowledge/index.py gives the records' FTS5 table.
@@ -36,6 +36,18 @@ def test_jieba_words_and_bigrams_are_both_terms():
     found = terms("伺服驱动器散热器温度过高")
     assert {"驱动器", "散热器"} <= set(found)  # whole words a question may use as typed
     assert {"驱动", "散热", "温度"} <= set(found)  # their parts, from search mode and bigrams
+
+
+def test_a_question_is_counted_in_its_words_not_in_the_pieces_matching_adds():
+    # `terms` also gives 主电, 机温, 度过, 机停...: pairs across two words, which no answer prints.
+    assert counted_words("主电机温度过高，压机停了怎么办") == ["电机", "温度", "过高", "压机"]
+    assert counted_words("The drive trips E102 on over-temperature") == ["drive", "trips", "e102", "temperature"]
+
+
+def test_a_row_holds_a_chinese_word_as_a_word_or_as_each_of_its_pairs():
+    assert holds(set(terms("驱动器温度过高保护")), "温度过高")  # jieba cut the row into 温度 / 过高
+    assert not holds(set(terms("驱动器的温度很高")), "温度过高")
+    assert holds(set(terms("Motor over temperature")), "motor")
 
 
 def test_word_jieba_cuts_differently_still_matches():
