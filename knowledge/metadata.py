@@ -73,7 +73,11 @@ _NOT_NAME = {"copyright", "contact", "the", "by", "from", "of", "and", "for", "p
 _ZH_BEFORE_NAME = re.compile(r".*[由归对在是为与和向被的于择用]")
 _COPYRIGHT = re.compile(r"©|\(c\)\s*\d{4}|copyright|版权", re.I)
 COPYRIGHT_WEIGHT = 3
-_TRADEMARK = re.compile(r"trademark|商标", re.I)
+# A company a trademark notice or an approval names is someone else: "Windows is a trademark of Microsoft
+# Corporation", "Approvals: Underwriters Laboratories Inc. Listed", "Zertifizierungsbedingungen von Underwriters
+# Laboratories Inc. (UL)", "Recognized Components". On three development manuals the certifier had been read as
+# their vendor.
+_SOMEONE_ELSES = re.compile(r"trademark|商标|approv|\blisted\b|recogni[sz]ed|certif|zertifi|认证", re.I)
 _DOMAIN = re.compile(r"(?:www\.|https?://)(?:www\.)?([a-z0-9-]{3,})\.[a-z]{2,3}\b", re.I)
 
 # A product designation: a capital, then capitals and digits, with a digit or one hyphen (G540, FR-SX, GSK980MDi).
@@ -236,8 +240,8 @@ def _vendor(raw: RawManual) -> str:
     votes: Counter[str] = Counter()
     spellings: dict[str, Counter[str]] = {}
     for text in texts:
-        if _TRADEMARK.search(text):
-            continue  # "Windows is a trademark of Microsoft Corporation" names someone else
+        if _SOMEONE_ELSES.search(text):
+            continue
         weight = COPYRIGHT_WEIGHT if _COPYRIGHT.search(text) else 1
         for name in _company_names(text):
             # A name counts for each of its tails: "Contact DMM Technology" also votes for

@@ -99,6 +99,18 @@ def test_document_information_that_is_no_title_or_vendor_is_ignored(tmp_path, ti
     assert info.vendor == ""
 
 
+def test_a_certifier_named_in_an_approval_is_no_vendor(tmp_path):
+    pages = [
+        [
+            ("Approvals: Underwriters Laboratories Inc. Listed: File No. MP268", 10),
+            ("Honeywell International Inc.", 10),
+            *[(line, 10) for line in BODY],
+        ],
+        [("Zertifizierungsbedingungen von Underwriters Laboratories Inc. (UL) beachten.", 10)],
+    ]
+    assert info_of(make_pdf(tmp_path / "m.pdf", pages * 2)).vendor == "Honeywell International"
+
+
 def test_a_plausible_document_title_is_used_when_there_is_no_cover(tmp_path):
     path = make_pdf(tmp_path / "m.pdf", body_pages("drive"), {"title": "Optidrive E3 Installation Guide"})
     assert info_of(path).title == "Optidrive E3 Installation Guide"
