@@ -79,6 +79,11 @@ COPYRIGHT_WEIGHT = 3
 # their vendor.
 _SOMEONE_ELSES = re.compile(r"trademark|商标|approv|\blisted\b|recogni[sz]ed|certif|zertifi|认证", re.I)
 _DOMAIN = re.compile(r"(?:www\.|https?://)(?:www\.)?([a-z0-9-]{3,})\.[a-z]{2,3}\b", re.I)
+# Sites that publish what anyone uploads: a manual's link to its code or its videos there names the host, not the
+# vendor (`https://github.com/...` had made `Github` a development manual's vendor).
+_HOSTS = frozenset(
+    {"github", "gitlab", "bitbucket", "sourceforge", "youtube", "youtu", "google", "dropbox", "baidu", "bilibili"}
+)
 
 # A product designation: a capital, then capitals and digits, with a digit or one hyphen (G540, FR-SX, GSK980MDi).
 _DESIGNATION = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)?[a-z]{0,2})(?![\w-])")
@@ -279,7 +284,9 @@ def _tails(name: str) -> list[str]:
 
 def _domain_vendor(contact: list[str], texts: list[str]) -> str:
     """`www.invertekdrives.com` → the spelling the text uses, "Invertek Drives"."""
-    domains = Counter(m.group(1).lower() for text in contact for m in _DOMAIN.finditer(text))
+    domains = Counter(
+        label for text in contact for m in _DOMAIN.finditer(text) if (label := m.group(1).lower()) not in _HOSTS
+    )
     if not domains:
         return ""
     label = domains.most_common(1)[0][0]

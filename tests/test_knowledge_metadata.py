@@ -123,6 +123,13 @@ def test_the_vendor_from_the_web_site_as_the_text_spells_it(tmp_path):
     assert info_of(make_pdf(tmp_path / "m.pdf", pages * 3)).vendor == "Ferrotek Drives"
 
 
+def test_a_site_that_hosts_anyones_files_is_no_vendor(tmp_path):
+    pages = [[("Example code: https://github.com/ferrotek/can-demo and https://www.youtube.com/watch", 10)]]
+    assert info_of(make_pdf(tmp_path / "m.pdf", [*pages, *body_pages("FT20")])).vendor == ""
+    pages[0].append(("Support: www.ferrotekdrives.com", 10))
+    assert info_of(make_pdf(tmp_path / "n.pdf", [*pages, *body_pages("FT20")])).vendor == "Ferrotekdrives"
+
+
 @pytest.mark.parametrize(
     "text, version",
     [
