@@ -27,7 +27,8 @@ _STRONG = (
 )
 _NUMERIC = r"\d{1,5}"  # 6065, 04101, 1: only after a cue word, in a heading or in a code column
 _SHORT = r"[A-Za-z]{1,4}\d{1,5}"  # E7, A1: too ambiguous alone, a code after a cue word or in a code column
-CUE_EN = r"(?:fault|error|alarm|alm|err)(?:\s*(?:code|no\.?|number|#))?"
+# `code` alone too (`AZL52 shows code 99`), as 代码 alone is in Chinese.
+CUE_EN = r"(?:(?:fault|error|alarm|alm|err)(?:\s*(?:code|no\.?|number|#))?|code)"
 CUE_ZH = r"(?:故障代码|故障码|故障号|报警号|报警代码|报警码|错误代码|错误码|警报号|报警|警报|故障|错误|代码)"
 _CUE = rf"(?:{CUE_EN}|{CUE_ZH})"
 # What technicians type before a code that says which box shows it (`drv OC1`, `inverter trip oH1`):

@@ -51,7 +51,8 @@ SCHEMA_VERSION = "6"
 # a parts list in a fault section is no fault table. 4: a code column its header leaves unnamed. 5: FAQ and
 # German fault headings open fault sections. 6: the messages a display shows, keyed by a header's message column;
 # no header in a row that repeats a cell (a drawing); no entries from a list of numbered pins, parts or models.
-# 7: a company named in an approval or certification is no vendor, nor a site hosting anyone's files (GitHub).
+# 7: a company named in an approval or certification is no vendor, nor a site hosting anyone's files (GitHub);
+# `code` alone is a cue word (a heading `Code 5 ...`).
 EXTRACTION_VERSION = "7"
 BUILDING = ".building-"
 EMBED_BATCH = 64
