@@ -36,7 +36,10 @@ class VendorTool(Tool):
     timeout_s = 0.3
 
     def run(self, args: EchoArgs, ctx: ToolContext) -> ToolOutput:
-        time.sleep(args.sleep_s)
+        # A hang of a few seconds: the registry gives up on the call after `timeout_s`, but no thread can be
+        # stopped, and at exit Python waits for its pool's threads. Unbounded, a `sleep_s` hypothesis drew from
+        # any integer kept the test run from ending after its last test had passed.
+        time.sleep(min(args.sleep_s, 3.0))
         if args.code == "BOOM":
             raise RuntimeError("firmware said no")
         return ToolOutput(items=[Item(kind="ref", text="ok", fields={"code": args.code, "firmware_extra": 42})])
