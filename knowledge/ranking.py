@@ -83,9 +83,9 @@ def fuse(
     (a convex combination of normalised scores). Unlike reciprocal rank, which counts only places, it keeps
     how far ahead a ranking's first is: a row far closer in meaning than any other is not outvoted by rows
     a little above the middle of both rankings."""
-    weight = {"lexical": 1.0, "semantic": tuning.semantic_weight}
-    rankings = [(weight[how], how, _scaled(rows)) for how, rows in own]
-    rankings += [(tuning.cross_weight * weight[how], how, _scaled(rows)) for how, rows in cross]
+    weights = {"lexical": 1.0, "semantic": tuning.semantic_weight}
+    rankings = [(weights[how], how, _scaled(rows)) for how, rows in own]
+    rankings += [(tuning.cross_weight * weights[how], how, _scaled(rows)) for how, rows in cross]
     rankings = [ranking for ranking in rankings if ranking[2]]
     total = sum(weight for weight, _, _ in rankings)
     rows: dict[Group, IndexRow] = {}

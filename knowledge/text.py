@@ -51,9 +51,8 @@ def terms(text: str) -> list[str]:
     well, which still match where jieba cuts a word it does not know differently in
     the manual and in the question. Index and queries go through this same function.
     """
-    text = unicodedata.normalize("NFKC", text).lower()
-    stopped = stop_words()
-    out = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stopped]
+    text = _folded(text)
+    out = _english_words(text)
     for run in _CJK_RUN.findall(text):
         out.extend(w for w in _segmenter().cut_for_search(run) if len(w) > 1)
         out.extend(_char_pairs(run))
@@ -65,17 +64,25 @@ def counted_words(text: str) -> list[str]:
     and jieba's Chinese words of two characters or more that are no stop words. `terms` adds the parts of a
     Chinese word and every character pair, so that a manual cut differently still matches; counted as words,
     they would make one Chinese word three or four, most of them pairs across two words that no row prints."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    stopped = stop_words()
-    english = [w for w in _WORD.findall(_CJK_RUN.sub(" ", text)) if w not in stopped]
+    text = _folded(text)
     chinese = [w for w in chinese_words(text) if len(w) > 1 and w not in stop_words("zh")]
-    return list(dict.fromkeys(english + chinese))
+    return list(dict.fromkeys(_english_words(text) + chinese))
 
 
 def holds(row_terms: set[str], word: str) -> bool:
     """Whether a row whose `terms` are these holds `word`: as one of them or, for a Chinese word, as each of
     its character pairs (jieba may have cut the row's sentence differently)."""
     return word in row_terms or (bool(_CJK_RUN.fullmatch(word)) and all(p in row_terms for p in _char_pairs(word)))
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _english_words(folded: str) -> list[str]:
+    """The words outside CJK runs of a folded text, without stop words."""
+    stopped = stop_words()
+    return [w for w in _WORD.findall(_CJK_RUN.sub(" ", folded)) if w not in stopped]
 
 
 def _char_pairs(run: str) -> list[str]:

@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -366,7 +367,7 @@ def evaluate(
 def machine_scopes(db: Path, queries: list[dict]) -> list[Scope]:
     """Each question's machine as a plant would configure it: its manual's vendor and model as the index read
     them. An unanswerable question is asked at the manuals' machines in turn."""
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         machines = {
             file: Scope(vendor=v, model=m) for file, v, m in conn.execute("SELECT file, vendor, model FROM manuals")
         }
@@ -411,7 +412,8 @@ def percentiles(ms: list[float]) -> str:
 
 
 def count_rows(db: Path) -> int:
-    return sqlite3.connect(db).execute("SELECT count(*) FROM records").fetchone()[0]
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT count(*) FROM records").fetchone()[0]
 
 
 def pad_index(db: Path, rows: int, identity: str) -> Path:
