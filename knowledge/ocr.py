@@ -1,8 +1,10 @@
-"""OCR for scanned manual pages: which pages need it, and Tesseract (Debian's CLI) to read them.
+"""OCR for scanned manual pages: which pages need it, and Tesseract to read them.
 
 A page is OCR'd when it shows images and its text layer is empty or garbage. Each page is
-rendered with PyMuPDF to a grayscale PNG and read by one single-threaded `tesseract` process
-per core: on a small edge box that is several times faster than Tesseract's own threading.
+rendered with PyMuPDF to grayscale pixels and read by Tesseract in this process (tesserocr's
+Tesseract 5.5, with Debian's traineddata), one page per core at a time: a model is loaded once
+per core and kept, not once per page by a `tesseract` process, and Tesseract 5.5 reads a page
+with about 1.4x less CPU than Debian's 5.3 CLI (docs/manual-search.md).
 
 Each page is read twice at most: first quickly (English alone, 200 dpi, plain automatic layout),
 and again carefully (the manual's languages, 300 dpi, orientation detection) only when the quick
@@ -14,15 +16,18 @@ over all the scanned pages of the development corpus OCR runs 1.4x faster (scrip
 from __future__ import annotations
 
 import os
+import queue
 import re
-import shutil
-import subprocess
-import tempfile
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pymupdf
+import tesserocr
 
 LANGUAGES = "eng+chi_sim"
 PAGE_TIMEOUT_S = 60
@@ -40,6 +45,9 @@ QUICK_DPI = 200
 MIN_QUICK_CONFIDENCE = 0.65
 CELL_SEGMENTATION = "6"  # a table cell: one block of text, its lines in order
 INSTALL_HINT = "install the Debian packages tesseract-ocr tesseract-ocr-chi-sim, or run `make test` / `make demo`"
+# Where Debian's tesseract-ocr-* packages put the traineddata (5.x, then 4.x); TESSDATA_PREFIX, when set,
+# is the only place looked in, as for Tesseract itself.
+TESSDATA_DIRS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata", "/usr/share/tessdata")
 
 # A running header and a page number come to ~20-40 letters; a page with less says nothing.
 MIN_WORD_CHARS = 40
@@ -70,8 +78,15 @@ class OcrPage:
 
 
 def ocr_available() -> bool:
-    """Whether `tesseract` and the traineddata for LANGUAGES are installed."""
-    return shutil.which("tesseract") is not None and not _missing_languages(LANGUAGES)
+    """Whether the traineddata for LANGUAGES are installed."""
+    return not _missing_languages(LANGUAGES)
+
+
+def tessdata() -> Path | None:
+    """The folder of Tesseract's traineddata: TESSDATA_PREFIX, else the first of Debian's that holds any."""
+    if os.environ.get("TESSDATA_PREFIX"):
+        return Path(os.environ["TESSDATA_PREFIX"])
+    return next((Path(d) for d in TESSDATA_DIRS if any(Path(d).glob("*.traineddata"))), None)
 
 
 def shows_images(page: pymupdf.Page) -> bool:
@@ -120,7 +135,7 @@ def _chinese(text: str) -> bool:
 def ocr_pages(
     pdf_path: Path, numbers: list[int], languages: str = LANGUAGES, dpi: int = 300, quick_dpi: int | None = QUICK_DPI
 ) -> dict[int, OcrPage]:
-    """OCR the given 1-based pages of a PDF, one tesseract process per core. A page is read
+    """OCR the given 1-based pages of a PDF, one page per core at a time. A page is read
     quickly first when `languages` include English (`quick_dpi=None`: never), and read again
     in `languages` at `dpi` with orientation detection when the quick read is unsure."""
     if not numbers:
@@ -128,18 +143,16 @@ def ocr_pages(
     which = f"{pdf_path.name}: cannot OCR page {numbers[0]}" + (
         f" and {len(numbers) - 1} more" if len(numbers) > 1 else ""
     )
-    if shutil.which("tesseract") is None:
-        raise OcrError(f"{which}: tesseract is not on PATH; {INSTALL_HINT}")
     missing = _missing_languages(languages)
     if missing:
-        raise OcrError(f"{which}: no tesseract data for {', '.join(missing)}; {INSTALL_HINT}")
+        raise OcrError(f"{which}: no tesseract data for {', '.join(missing)} in {tessdata()}; {INSTALL_HINT}")
     careful = (languages, PAGE_SEGMENTATION, dpi)
     quick = (
         (QUICK_LANGUAGE, QUICK_SEGMENTATION, quick_dpi)
         if quick_dpi and QUICK_LANGUAGE in languages.split("+")
         else None
     )
-    with pymupdf.open(pdf_path) as doc, tempfile.TemporaryDirectory(prefix="fixloop-ocr-") as tmp:
+    with pymupdf.open(pdf_path) as doc:
         bad = [n for n in numbers if not 1 <= n <= doc.page_count]
         if bad:
             raise OcrError(f"{pdf_path.name}: no page {bad[0]} (the PDF has {doc.page_count})")
@@ -148,13 +161,13 @@ def ocr_pages(
         def submit(number: int, how: tuple[str, str, int]) -> Future[OcrPage]:
             # Render in this thread (a PyMuPDF document is not thread-safe) while earlier pages are read.
             page = doc[number - 1]
-            png = Path(tmp) / f"page-{number}-{how[2]}.png"
             try:
-                page.get_pixmap(dpi=how[2], colorspace=pymupdf.csGRAY, alpha=False).save(png)
+                pixmap = page.get_pixmap(dpi=how[2], colorspace=pymupdf.csGRAY, alpha=False)
             except (RuntimeError, pymupdf.mupdf.FzErrorBase) as exc:
                 raise OcrError(f"page {number}: cannot render it ({exc})") from None
+            image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)
             to_points = pymupdf.Matrix(72 / how[2], 72 / how[2]) * page.derotation_matrix
-            return pool.submit(_read, png, number, how, to_points)
+            return pool.submit(_read, image[:, : pixmap.width], number, how, to_points)
 
         try:
             first = {number: submit(number, quick or careful) for number in dict.fromkeys(numbers)}
@@ -172,96 +185,96 @@ def ocr_pages(
             pool.shutdown(cancel_futures=True)
 
 
-def ocr_cells(images: list[Path], languages: str, dpi: int) -> list[str]:
-    """The text of each image (a table cell), read as one block of text. The cells go to one
-    tesseract process per core as a list file: loading the models once per process, not per
-    cell, is what makes a page of a hundred cells cost about as much as the page itself."""
+def ocr_cells(images: list[np.ndarray], languages: str, dpi: int) -> list[str]:
+    """The text of each image (a table cell: grayscale pixels), read as one block of text, the
+    cells shared among the cores."""
     if not images:
         return []
     workers = min(os.cpu_count() or 1, len(images))
-    chunks = [images[n::workers] for n in range(workers)]
+    chunks = [list(range(n, len(images), workers)) for n in range(workers)]
+    texts: list[str] = [""] * len(images)
+
+    def read(chunk: list[int]) -> None:
+        with _engine(languages) as engine:
+            for n in chunk:
+                lines: dict[tuple[str, str, str], list[str]] = {}
+                for fields in _words(_recognize(engine, images[n], CELL_SEGMENTATION, dpi, "£€|"), "a table cell"):
+                    lines.setdefault((fields[2], fields[3], fields[4]), []).append(fields[11].strip())
+                texts[n] = "\n".join(_join(words) for words in lines.values())
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        read = list(pool.map(lambda chunk: _read_list(chunk, languages, dpi), chunks))
-    texts: dict[Path, str] = {}
-    for chunk, found in zip(chunks, read):
-        texts.update(zip(chunk, found))
-    return [texts[image] for image in images]
-
-
-def _read_list(images: list[Path], languages: str, dpi: int) -> list[str]:
-    listing = images[0].with_suffix(".list")
-    listing.write_text("".join(f"{image}\n" for image in images), encoding="utf-8")
-    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-    command = ["tesseract", str(listing), "stdout", "-l", languages, "--psm", CELL_SEGMENTATION, "--dpi", str(dpi)]
-    command += ["-c", "tessedit_char_blacklist=£€|", "tsv"]  # | is a rule the cell's crop kept an edge of
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, env=env, timeout=PAGE_TIMEOUT_S * max(1, len(images) // 20)
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OcrError(f"table cells: tesseract did not run ({exc})") from None
-    if done.returncode != 0:
-        raise OcrError(f"table cells: tesseract failed: {done.stderr.strip()[-200:]}")
-    lines: list[dict[tuple[str, str, str], list[str]]] = [{} for _ in images]
-    for row in done.stdout.splitlines()[1:]:
-        fields = row.split("\t", 11)
-        if len(fields) < 12 or fields[0] != "5" or not fields[11].strip():
-            continue
-        image = int(fields[1]) - 1
-        if 0 <= image < len(images):
-            lines[image].setdefault((fields[2], fields[3], fields[4]), []).append(fields[11].strip())
-    return ["\n".join(_join(words) for words in cell.values()) for cell in lines]
+        list(pool.map(read, chunks))
+    return texts
 
 
 def _missing_languages(languages: str) -> list[str]:
+    folder = tessdata()
+    return [lang for lang in languages.split("+") if folder is None or not (folder / f"{lang}.traineddata").is_file()]
+
+
+# Loaded Tesseract engines by (process, traineddata folder, languages), each used by one thread at a time and
+# kept for the next page: loading English and Chinese takes longer than reading a small page. A forked worker
+# loads its own.
+_ENGINES: dict[tuple[int, str, str], queue.SimpleQueue[tesserocr.PyTessBaseAPI]] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+@contextmanager
+def _engine(languages: str) -> Iterator[tesserocr.PyTessBaseAPI]:
+    folder = f"{tessdata()}/"
+    with _ENGINES_LOCK:
+        idle = _ENGINES.setdefault((os.getpid(), folder, languages), queue.SimpleQueue())
     try:
-        listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True, timeout=PAGE_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired):
-        return languages.split("+")
-    installed = set(listed.stdout.split()[1:])  # after the "List of available languages in ..." header
-    return [lang for lang in languages.split("+") if lang not in installed]
+        engine = idle.get_nowait()
+    except queue.Empty:
+        try:
+            engine = tesserocr.PyTessBaseAPI(path=folder, lang=languages)
+        except RuntimeError as exc:
+            raise OcrError(f"tesseract cannot load {languages} from {folder} ({exc}); {INSTALL_HINT}") from None
+    try:
+        yield engine
+    finally:
+        idle.put(engine)
 
 
-def _read(png: Path, number: int, how: tuple[str, str, int], to_points: pymupdf.Matrix) -> OcrPage:
-    """One page image read by tesseract with (languages, page segmentation mode, dpi); the image is removed."""
+def _recognize(
+    engine: tesserocr.PyTessBaseAPI, image: np.ndarray, segmentation: str, dpi: int, blacklist: str
+) -> str | None:
+    """Tesseract's TSV of a grayscale image, or None when it gave up within PAGE_TIMEOUT_S."""
+    pixels = np.ascontiguousarray(image)
+    engine.SetPageSegMode(int(segmentation))
+    engine.SetVariable("tessedit_char_blacklist", blacklist)
+    engine.SetImageBytes(pixels.tobytes(), pixels.shape[1], pixels.shape[0], 1, pixels.shape[1])
+    engine.SetSourceResolution(dpi)
+    if not engine.Recognize(timeout=int(PAGE_TIMEOUT_S * 1000)):
+        return None
+    return str(engine.GetTSVText(0))
+
+
+def _words(tsv: str | None, what: str) -> Iterator[list[str]]:
+    """The word rows (level 5, with text) of Tesseract's TSV, each split into its 12 fields."""
+    if tsv is None:
+        raise OcrError(f"{what}: tesseract took longer than {PAGE_TIMEOUT_S} s")
+    for row in tsv.splitlines():
+        fields = row.split("\t", 11)
+        if len(fields) == 12 and fields[0] == "5" and fields[11].strip():
+            yield fields
+
+
+def _read(image: np.ndarray, number: int, how: tuple[str, str, int], to_points: pymupdf.Matrix) -> OcrPage:
+    """One page's grayscale pixels read by tesseract with (languages, page segmentation mode, dpi)."""
     languages, segmentation, dpi = how
-    # One thread per process: N single-threaded processes beat OpenMP's threads ~7x on the edge box.
-    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-    command = [
-        "tesseract",
-        str(png),
-        "stdout",
-        "-l",
-        languages,
-        "--psm",
-        segmentation,
-        "--dpi",
-        str(dpi),
-        "-c",
-        "tessedit_char_blacklist=£€",  # what it reads for the E of "E102"; manuals quote no prices
-        "tsv",
-    ]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=PAGE_TIMEOUT_S)
-        png.unlink(missing_ok=True)
-    except subprocess.TimeoutExpired:
-        raise OcrError(f"page {number}: tesseract took longer than {PAGE_TIMEOUT_S} s") from None
-    except OSError as exc:
-        raise OcrError(f"page {number}: cannot run tesseract ({exc.strerror or exc}); {INSTALL_HINT}") from None
-    if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit status {done.returncode}"
-        raise OcrError(f"page {number}: tesseract failed: {reason}")
-    return _parse_tsv(done.stdout, to_points)
+    with _engine(languages) as engine:
+        # £€: what it reads for the E of "E102"; manuals quote no prices.
+        tsv = _recognize(engine, image, segmentation, dpi, "£€")
+    return _parse_tsv(_words(tsv, f"page {number}"), to_points)
 
 
-def _parse_tsv(tsv: str, to_points: pymupdf.Matrix) -> OcrPage:
-    """Words of Tesseract's TSV (level 5 rows) grouped into lines and paragraphs."""
+def _parse_tsv(rows: Iterator[list[str]], to_points: pymupdf.Matrix) -> OcrPage:
+    """Tesseract's words (`_words`) grouped into lines and paragraphs."""
     paragraphs: dict[tuple[str, str], dict[str, list[tuple[str, pymupdf.Rect]]]] = {}
     confidences = []
-    for row in tsv.splitlines()[1:]:
-        fields = row.split("\t", 11)
-        if len(fields) < 12 or fields[0] != "5" or not fields[11].strip():
-            continue
+    for fields in rows:
         _, _, block, par, line, _, left, top, width, height, conf, word = fields
         x, y, w, h = int(left), int(top), int(width), int(height)
         words = paragraphs.setdefault((block, par), {}).setdefault(line, [])

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import itertools
 import re
-import tempfile
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -413,16 +411,7 @@ def scanned_tables(page: pymupdf.Page, languages: str, words: Sequence[OcrWord],
         if not _may_hold_faults(_words_in_cells(cells, words, ~to_points)):
             continue
         inked = [c for c in cells if (image[c[2][1] : c[2][3], c[2][0] : c[2][2]] < DARK).mean() >= MIN_INK]
-        with tempfile.TemporaryDirectory(prefix="fixloop-cells-") as tmp:
-            paths = []
-            for n, (_, _, (x0, y0, x1, y1)) in enumerate(inked):
-                path = Path(tmp) / f"cell-{n}.png"
-                crop = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, x1 - x0, y1 - y0), False)
-                crop.set_dpi(dpi, dpi)
-                crop.samples_mv[:] = np.ascontiguousarray(image[y0:y1, x0:x1]).tobytes()
-                crop.save(path)
-                paths.append(path)
-            texts = ocr_cells(paths, languages, dpi)
+        texts = ocr_cells([image[y0:y1, x0:x1] for _, _, (x0, y0, x1, y1) in inked], languages, dpi)
         rows = [["" for _ in xs[1:]] for _ in ys[1:]]
         for (row, column, _), text in zip(inked, texts):
             rows[row][column] = text

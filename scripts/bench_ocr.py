@@ -6,11 +6,11 @@
     ... --dump /tmp/ocr-out                                          # every engine's text, a file a page
 
 Engines (--engines, comma-separated):
-- baseline: Tesseract as knowledge/ocr.py ran it before the quick read: 300 dpi, --psm 1 (orientation
+- baseline: Debian's `tesseract` CLI as knowledge/ocr.py ran it before the quick read: 300 dpi, --psm 1 (orientation
   detection), the manual's languages (`languages_for` its text layer: eng+chi_sim when it has none);
 - tDPI-psmN: the same with other settings (t300-psm3, t250-psm3, t200-psm3, t200-psm1); engDPI-psmN
   reads English alone whatever the page (what a quick read gives without its check);
-- library: knowledge.ocr.ocr_pages as knowledge.pdf runs it (no quick read of a manual whose text layer is
+- library: knowledge.ocr.ocr_pages as knowledge.pdf runs it, in-process (tesserocr; no quick read of a manual whose text layer is
   Chinese; library-qDPI: a quick read at DPI for every manual);
 - rapidocr: rapidocr_onnxruntime 1.4.x (PP-OCRv4 det/rec models inside the wheel, Chinese and English),
   the page rendered at 200 dpi; its workers refuse network connections, so a download would fail the run.
@@ -41,6 +41,7 @@ import multiprocessing
 import os
 import re
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +55,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["OMP_THREAD_LIMIT"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
 import pymupdf
 from rich.console import Console
 from rich.table import Table
@@ -211,7 +213,8 @@ def cpu_seconds() -> float:
 
 
 def run_tesseract(name: str, pages: list[Page], workers: int, dpi: int, psm: str, manual: bool) -> Run:
-    """Render in this thread, one single-threaded tesseract process per worker (as knowledge.ocr does)."""
+    """Render in this thread, one single-threaded Debian `tesseract` process a page per worker (as knowledge.ocr
+    read pages before it ran Tesseract in-process)."""
     run = Run(name)
     cpu, wall = cpu_seconds(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-ocr-") as tmp, ThreadPoolExecutor(max_workers=workers) as pool:
@@ -223,22 +226,32 @@ def run_tesseract(name: str, pages: list[Page], workers: int, dpi: int, psm: str
                 pdf_page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False).save(png)
                 to_points = pymupdf.Matrix(72 / dpi, 72 / dpi) * pdf_page.derotation_matrix
             how = (page.languages if manual else "eng", psm, dpi)
-            futures[page.key] = pool.submit(ocr._read, png, page.number, how, to_points)
+            futures[page.key] = pool.submit(_tesseract_cli, png, how, to_points)
         run.texts = {key: future.result().text for key, future in futures.items()}
     run.cpu_s, run.wall_s = cpu_seconds() - cpu, time.perf_counter() - wall
     return run
 
 
+def _tesseract_cli(png: Path, how: tuple[str, str, int], to_points: pymupdf.Matrix) -> ocr.OcrPage:
+    languages, psm, dpi = how
+    command = ["tesseract", str(png), "stdout", "-l", languages, "--psm", psm, "--dpi", str(dpi)]
+    command += ["-c", "tessedit_char_blacklist=£€", "tsv"]
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=True, env={**os.environ, "OMP_THREAD_LIMIT": "1"}
+    )
+    return ocr._parse_tsv(ocr._words(done.stdout, png.name), to_points)
+
+
 def run_library(name: str, pages: list[Page], quick_dpi: int | None) -> Run:
-    """knowledge.ocr.ocr_pages a manual at a time, as knowledge.pdf calls it (its own pool, a process a core);
+    """knowledge.ocr.ocr_pages a manual at a time, as knowledge.pdf calls it (its own pool, a page a core);
     `quick_dpi` None: the quick read as knowledge.pdf chooses it by the manual's text layer."""
     run = Run(name, rereads=0)
     read = ocr._read
 
-    def counted(png: Path, number: int, how: tuple[str, str, int], to_points: pymupdf.Matrix) -> ocr.OcrPage:
+    def counted(image: np.ndarray, number: int, how: tuple[str, str, int], to_points: pymupdf.Matrix) -> ocr.OcrPage:
         if how[0] != ocr.QUICK_LANGUAGE or how[1] != ocr.QUICK_SEGMENTATION:
             run.rereads = (run.rereads or 0) + 1
-        return read(png, number, how, to_points)
+        return read(image, number, how, to_points)
 
     by_pdf: dict[tuple[Path, str], list[Page]] = {}
     for page in pages:

@@ -134,12 +134,26 @@ def test_languages_follow_the_text_layer_of_the_manual():
     assert languages_for("") == LANGUAGES  # a manual scanned throughout: nothing to judge by
 
 
-def test_a_missing_tesseract_is_a_clear_error(tmp_path, monkeypatch):
+def test_missing_tesseract_data_is_a_clear_error(tmp_path, monkeypatch):
     path = scanned(tmp_path, fault_table)
-    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path))  # as on a box without the Debian packages
     assert not ocr_available()
-    with pytest.raises(OcrError, match=r"tesseract is not on PATH.*tesseract-ocr tesseract-ocr-chi-sim"):
+    with pytest.raises(OcrError, match=r"no tesseract data for eng, chi_sim in .*tesseract-ocr tesseract-ocr-chi-sim"):
         ocr_pages(path, [1])
+    (tmp_path / "eng.traineddata").write_bytes(b"not a model")
+    with pytest.raises(OcrError, match=r"tesseract cannot load eng from .*tesseract-ocr tesseract-ocr-chi-sim"):
+        ocr_pages(path, [1], languages="eng")
+
+
+def test_the_debian_traineddata_are_found_without_configuration(monkeypatch):
+    monkeypatch.delenv("TESSDATA_PREFIX", raising=False)
+    assert ocr.tessdata() is not None and (ocr.tessdata() / "chi_sim.traineddata").is_file()
+
+
+def test_a_page_tesseract_gives_up_on_is_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(ocr, "PAGE_TIMEOUT_S", 0.001)  # 1 ms
+    with pytest.raises(OcrError, match=r"scan.pdf: page 1: tesseract took longer than"):
+        ocr_pages(scanned(tmp_path, fault_table), [1], languages="eng")
 
 
 def test_ocr_is_installed():
