@@ -4,7 +4,7 @@ A page is OCR'd when it shows images and its text layer is empty or garbage. Eac
 rendered with PyMuPDF to grayscale pixels and read by Tesseract in this process (tesserocr's
 Tesseract 5.5, with Debian's traineddata), one page per core at a time: a model is loaded once
 per core and kept, not once per page by a `tesseract` process, and Tesseract 5.5 reads a page
-with about 1.4x less CPU than Debian's 5.3 CLI (docs/manual-search.md).
+with about 1.3x less CPU than Debian's 5.3 CLI (docs/manual-search.md).
 
 Each page is read twice at most: first quickly (English alone, 200 dpi, plain automatic layout),
 and again carefully (the manual's languages, 300 dpi, orientation detection) only when the quick

@@ -4,6 +4,7 @@
     OMP_THREAD_LIMIT=1 .venv/bin/python scripts/bench_ocr.py --pdfs devcorpus-pdfs --truth devcorpus-pdfs/ocr_truth
     ... --engines baseline,library,rapidocr --sample 0 --per-page    # fewer engines, truth pages only
     ... --dump /tmp/ocr-out                                          # every engine's text, a file a page
+    ... --pdfs devcorpus-pdfs --engines eng200-psm3,library --sample 200 --workers 1   # speed alone, no truth
 
 Engines (--engines, comma-separated):
 - baseline: Debian's `tesseract` CLI as knowledge/ocr.py ran it before the quick read: 300 dpi, --psm 1 (orientation
@@ -101,7 +102,9 @@ class Run:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pdfs", type=Path, required=True, help="folder searched for the truth pages' PDFs")
-    ap.add_argument("--truth", type=Path, required=True, help="folder of PDFSTEM-pN.txt / .tokens files")
+    ap.add_argument(
+        "--truth", type=Path, help="folder of PDFSTEM-pN.txt / .tokens files (without: speed alone, every PDF)"
+    )
     ap.add_argument("--engines", default=DEFAULT_ENGINES)
     ap.add_argument("--sample", type=int, default=2, help="pages a manual (needing OCR) added for speed only")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -142,10 +145,12 @@ def main() -> int:
 # --- pages ---------------------------------------------------------------------------------------------
 
 
-def load_pages(pdfs: Path, truth: Path, sample: int, tmp: Path) -> list[Page]:
+def load_pages(pdfs: Path, truth: Path | None, sample: int, tmp: Path) -> list[Page]:
     by_stem = {path.stem: path for path in sorted(pdfs.rglob("*.pdf"))}
     wanted: dict[Path, dict[int, tuple[list[str], list[str]]]] = {}
-    for path in sorted(truth.glob("*-p*.txt")):
+    if truth is None:  # speed alone: the sampled scanned pages of every PDF
+        wanted = {path: {} for path in by_stem.values()}
+    for path in sorted(truth.glob("*-p*.txt")) if truth else []:
         stem, _, printed = path.stem.rpartition("-p")
         if stem not in by_stem:
             raise SystemExit(f"{path.name}: no {stem}.pdf under {pdfs}")
