@@ -198,6 +198,7 @@ def ocr_cells(images: list[np.ndarray], languages: str, dpi: int) -> list[str]:
         with _engine(languages) as engine:
             for n in chunk:
                 lines: dict[tuple[str, str, str], list[str]] = {}
+                # |: a rule the cell's crop kept an edge of.
                 for fields in _words(_recognize(engine, images[n], CELL_SEGMENTATION, dpi, "£€|"), "a table cell"):
                     lines.setdefault((fields[2], fields[3], fields[4]), []).append(fields[11].strip())
                 texts[n] = "\n".join(_join(words) for words in lines.values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 import pytest
 
@@ -305,7 +306,7 @@ def test_a_scanned_grid_that_cannot_be_a_fault_table_is_not_read_cell_by_cell(
     grids: list[int] = []
     read_cells = tables.ocr_cells
 
-    def counted(images: list[Path], languages: str, dpi: int) -> list[str]:
+    def counted(images: list[np.ndarray], languages: str, dpi: int) -> list[str]:
         grids.append(len(images))
         return read_cells(images, languages, dpi)
 
