@@ -199,7 +199,7 @@ def ocr_cells(images: list[np.ndarray], languages: str, dpi: int) -> list[str]:
             for n in chunk:
                 lines: dict[tuple[str, str, str], list[str]] = {}
                 # |: a rule the cell's crop kept an edge of.
-                for fields in _words(_recognize(engine, images[n], CELL_SEGMENTATION, dpi, "£€|"), "a table cell"):
+                for fields in _words(_recognize(engine, images[n], CELL_SEGMENTATION, dpi, "£€|", "a table cell")):
                     lines.setdefault((fields[2], fields[3], fields[4]), []).append(fields[11].strip())
                 texts[n] = "\n".join(_join(words) for words in lines.values())
 
@@ -239,23 +239,22 @@ def _engine(languages: str) -> Iterator[tesserocr.PyTessBaseAPI]:
 
 
 def _recognize(
-    engine: tesserocr.PyTessBaseAPI, image: np.ndarray, segmentation: str, dpi: int, blacklist: str
-) -> str | None:
-    """Tesseract's TSV of a grayscale image, or None when it gave up within PAGE_TIMEOUT_S."""
+    engine: tesserocr.PyTessBaseAPI, image: np.ndarray, segmentation: str, dpi: int, blacklist: str, what: str
+) -> str:
+    """Tesseract's TSV of a grayscale image; `what`: the image, as an error names it when Tesseract gives up
+    after PAGE_TIMEOUT_S."""
     pixels = np.ascontiguousarray(image)
     engine.SetPageSegMode(int(segmentation))
     engine.SetVariable("tessedit_char_blacklist", blacklist)
     engine.SetImageBytes(pixels.tobytes(), pixels.shape[1], pixels.shape[0], 1, pixels.shape[1])
     engine.SetSourceResolution(dpi)
     if not engine.Recognize(timeout=int(PAGE_TIMEOUT_S * 1000)):
-        return None
+        raise OcrError(f"{what}: tesseract took longer than {PAGE_TIMEOUT_S} s")
     return str(engine.GetTSVText(0))
 
 
-def _words(tsv: str | None, what: str) -> Iterator[list[str]]:
+def _words(tsv: str) -> Iterator[list[str]]:
     """The word rows (level 5, with text) of Tesseract's TSV, each split into its 12 fields."""
-    if tsv is None:
-        raise OcrError(f"{what}: tesseract took longer than {PAGE_TIMEOUT_S} s")
     for row in tsv.splitlines():
         fields = row.split("\t", 11)
         if len(fields) == 12 and fields[0] == "5" and fields[11].strip():
@@ -267,8 +266,8 @@ def _read(image: np.ndarray, number: int, how: tuple[str, str, int], to_points: 
     languages, segmentation, dpi = how
     with _engine(languages) as engine:
         # £€: what it reads for the E of "E102"; manuals quote no prices.
-        tsv = _recognize(engine, image, segmentation, dpi, "£€")
-    return _parse_tsv(_words(tsv, f"page {number}"), to_points)
+        tsv = _recognize(engine, image, segmentation, dpi, "£€", f"page {number}")
+    return _parse_tsv(_words(tsv), to_points)
 
 
 def _parse_tsv(rows: Iterator[list[str]], to_points: pymupdf.Matrix) -> OcrPage:

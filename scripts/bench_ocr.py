@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 import pymupdf
+import tesserocr
 from rich.console import Console
 from rich.table import Table
 
@@ -188,10 +189,10 @@ def rasterised(page: pymupdf.Page, path: Path) -> Path:
 
 
 def ocr_version() -> str:
-    import subprocess
-
+    """Debian's `tesseract` (the CLI engines) and the one knowledge.ocr runs in-process (the library engines)."""
     done = subprocess.run(["tesseract", "--version"], capture_output=True, text=True)
-    return (done.stdout or done.stderr).split()[1] if (done.stdout or done.stderr) else "?"
+    cli = (done.stdout or done.stderr).split()[1] if (done.stdout or done.stderr) else "?"
+    return f"{cli} (CLI), {tesserocr.tesseract_version().split()[1]} (in-process)"
 
 
 # --- engines -------------------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ def _tesseract_cli(png: Path, how: tuple[str, str, int], to_points: pymupdf.Matr
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, env={**os.environ, "OMP_THREAD_LIMIT": "1"}
     )
-    return ocr._parse_tsv(ocr._words(done.stdout, png.name), to_points)
+    return ocr._parse_tsv(ocr._words(done.stdout), to_points)
 
 
 def run_library(name: str, pages: list[Page], quick_dpi: int | None) -> Run:
