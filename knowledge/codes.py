@@ -234,12 +234,14 @@ _DISPLAY_LOOKALIKES = str.maketrans({"O": "0", "Q": "0", "I": "1", "L": "1", "Z"
 
 def loose_key(raw: str) -> str:
     """The key a code matches by when its exact key does not: zero padding dropped (`E002`,
-    `E02` and `E2`; `0023` on paper is `23` on the display; `0x0400` is `0x400`), and letters a
+    `E02` and `E2`; `0023` on paper is `23` on the display; `0x0400` is `0x400` and `0400h`), and letters a
     7-segment display cannot tell from digits folded together (`0H1` for `oH1`, `E1O2` for `E102`)."""
     key = code_key(raw)
-    hexadecimal = re.fullmatch(r"0X0*([0-9A-F]+)", key)
+    # A bus value in either notation: `0x0004`, and as PLC programmers and Chinese manuals write it, `0004h`
+    # (a leading digit, as assemblers want it: `E1H` is a display code, `0E1h` a value).
+    hexadecimal = re.fullmatch(r"0X([0-9A-F]+)|(\d[0-9A-F]*)H", key)
     if hexadecimal:
-        return "0X" + hexadecimal.group(1)
+        return "0X" + ((hexadecimal.group(1) or hexadecimal.group(2)).lstrip("0") or "0")
     printed = _SEPARATORS.sub("", unicodedata.normalize("NFKC", raw)).translate(_CASED_LOOKALIKES).upper()
     folded = printed.translate(_DISPLAY_LOOKALIKES)
     kept: list[str] = []

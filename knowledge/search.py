@@ -437,8 +437,8 @@ class ManualIndex:
         if match == "lookalike":
             printed = ", ".join(dict.fromkeys(hit.fault_code for hit in hits))
             result.message = (
-                f"No code {code} is printed in the manuals; read as {printed} (padded, or characters "
-                "a 7-segment display shows alike)."
+                f"No code {code} is printed in the manuals; read as {printed} (padded, in another notation, or "
+                "characters a 7-segment display shows alike)."
             )
             result.suggestion = f"Check that the HMI shows {printed}."
         if scope.label and not in_scope:

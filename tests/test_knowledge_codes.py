@@ -161,6 +161,8 @@ def test_a_code_that_is_also_a_word_is_a_code_as_printed_or_after_a_cue(text: st
     [
         ("23", "0023"),
         ("0x400", "0x0400"),
+        ("0004h", "0x0004"),  # a bus value as PLC programmers write it
+        ("1Ah", "0x001A"),
         ("O.Volt", "O.Uo1t"),
         ("U.Volt", "U.Uo1t"),
         ("sc trp", "SC-trP"),
@@ -171,9 +173,13 @@ def test_display_and_padded_forms_share_a_loose_key(typed, printed):
     assert loose_key(typed) == loose_key(printed)
 
 
-@pytest.mark.parametrize("other", ["E102", "0x0401", "230", "P-LOSS"])
+@pytest.mark.parametrize("other", ["E102", "0x0401", "230", "P-LOSS", "23h"])
 def test_loose_keys_still_tell_codes_apart(other):
     assert loose_key("0023") != loose_key(other) and loose_key("O-I") != loose_key(other)
+
+
+def test_a_display_code_ending_in_h_is_no_hex_value():
+    assert loose_key("E1H") != loose_key("0xE1") and loose_key("0E1h") == loose_key("0xE1")
 
 
 @pytest.mark.parametrize(
