@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from edge.config import load_config  # noqa: E402
 from edge.evaluation.cases import load_cases  # noqa: E402
 from edge.evaluation.runner import evaluate  # noqa: E402
-from edge.run.answer import PHRASES, language_of  # noqa: E402
+from edge.run.phrases import PHRASES, language_of  # noqa: E402
 from edge.run.sentence_support import THRESHOLD, judge, plant_vocabulary, split_sentences  # noqa: E402
 from edge.run.sessions import session_context  # noqa: E402
 from knowledge.text import CJK  # noqa: E402

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from edge.llm.scripted_server import ScriptedLlmServer
-from edge.run.answer import compose_answer
+from edge.run import build_document, render_text
 from edge.run.grounding import collect_evidence, ungrounded
 from tests.fixtures.work_orders import take_to
 from tools.contract import ToolContext
@@ -100,7 +100,7 @@ def history(tmp_path, devices):
 )
 def test_the_answer_names_the_last_fixes_and_the_root_cause_flag_and_is_grounded(history, devices, question, expected):
     obs, orders = history
-    answer = compose_answer(question, [obs], degraded=False)
+    answer = render_text(build_document(question, [obs]))
     lines = answer.splitlines()
     ids = {name: order.id for name, order in orders.items()}
     assert lines[1:] == [line.format(**ids) for line in expected]
@@ -122,8 +122,8 @@ def test_a_fix_closed_without_cause_or_remedy_says_so(tmp_path, devices):
     store = WorkOrderStore(tmp_path / "work_orders.sqlite")
     _fixed(store, "press-3", Fix())
     obs = _observe(store, devices)
-    assert compose_answer("E102 on press-3", [obs], degraded=False).endswith("— no cause or remedy recorded")
-    assert compose_answer("3号液压机 E102", [obs], degraded=False).endswith("— 未记录原因和措施")
+    assert render_text(build_document("E102 on press-3", [obs])).endswith("— no cause or remedy recorded")
+    assert render_text(build_document("3号液压机 E102", [obs])).endswith("— 未记录原因和措施")
 
 
 def test_a_long_remedy_is_cut_to_its_gist_and_stays_grounded(tmp_path, devices):
@@ -132,7 +132,7 @@ def test_a_long_remedy_is_cut_to_its_gist_and_stays_grounded(tmp_path, devices):
     _fixed(store, "press-3", Fix(cause="loose flange", remedy=remedy))
     obs = _observe(store, devices)
     question = "E102 on press-3"
-    line = compose_answer(question, [obs], degraded=False).splitlines()[-1]
+    line = render_text(build_document(question, [obs])).splitlines()[-1]
     assert "cause: loose flange; remedy: step 1: torqued bolt 1 to 41 Nm;" in line and line.endswith(" […]")
     assert len(line) < 260 and remedy not in line
     assert ungrounded(line, collect_evidence([obs], question, devices)) == []

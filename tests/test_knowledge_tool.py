@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edge.config import load_config
-from edge.run.answer import compose_answer
+from edge.run import build_document, render_text
 from knowledge.index import build_index
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
@@ -128,5 +128,5 @@ def test_a_scanned_page_is_quoted_as_ocr_text_with_less_confidence(hard_manuals,
     # The scanned table's rows are entries now (read cell by cell); an entry or a page, it is OCR text.
     assert obs.status == "ok" and ref.fields["kind"] in ("entry", "page") and ref.fields["ocr"] is True
     assert "pulley" in ref.fields["snippet"].lower() and obs.confidence <= 0.6
-    answer = compose_answer("pulley motor stalled", [obs], degraded=False)
+    answer = render_text(build_document("pulley motor stalled", [obs]))
     assert f"p. {ref.fields['page']}" in answer and "read by OCR" in answer and "pulley" in answer.lower()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from edge.config import ConfigError, load_config
-from edge.run.answer import compose_answer
+from edge.run import build_document, render_text
 from edge.run.grounding import collect_evidence, ungrounded
 from tools.contract import ToolContext
 from tools.plant import UnknownDevice
@@ -286,7 +286,7 @@ def test_the_english_answer_says_the_value_is_rising_and_passes_the_grounding_ch
     heating_motor(plc_tool, plc_sim)
     obs = read(plc_registry)
     question = "How hot is the motor of press-3?"
-    answer = compose_answer(question, [obs], degraded=True)
+    answer = render_text(build_document(question, [obs]))
     slope = obs.content[0].fields["trend_slope_per_min"]
     assert f"rising, +{slope:g} °C/min over the last 30 min" in answer
     assert ungrounded(answer, collect_evidence([obs], question, plc_tool.devices)) == []
@@ -299,7 +299,7 @@ def test_the_chinese_answer_says_the_value_is_falling_and_passes_the_grounding_c
     plc_sim.set_value("press-3", "coolant_level", 50.0)
     obs = read(plc_registry, "coolant_level")
     question = "3号液压机的冷却液液位是多少？"
-    answer = compose_answer(question, [obs], degraded=True)
+    answer = render_text(build_document(question, [obs]))
     slope = obs.content[0].fields["trend_slope_per_min"]
     assert math.isclose(slope, -0.25, rel_tol=0.02)
     assert f"近 40 min 持续下降（每分钟 {slope:g} %）" in answer
@@ -318,6 +318,6 @@ def test_a_steady_value_is_said_steady_in_both_languages(plc_tool, plc_registry,
         ("oil temperature of press-3?", "steady over the last 59 min"),
         ("3号液压机油温多少？", "近 59 min 保持平稳"),
     ):
-        answer = compose_answer(question, [obs], degraded=True)
+        answer = render_text(build_document(question, [obs]))
         assert words in answer
         assert ungrounded(answer, collect_evidence([obs], question, plc_tool.devices)) == []

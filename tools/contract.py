@@ -72,6 +72,11 @@ class ToolContext:
     # MES alarms carry their own occurrence identity (event id, time) for idempotency.
     alarm: dict[str, Any] | None = None
     evidence: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    # The devices the request is about (those its question names, else the tablet's or the session's): a
+    # side effect for another device is refused. Empty: not known (a CLI call, an MCP client).
+    devices: tuple[str, ...] = ()
+    # The technician said not to open a work order in this request.
+    orders_declined: bool = False
 
 
 class Tool:

@@ -183,6 +183,20 @@ def find_device(devices: dict[str, DeviceConfig], name: str) -> str | None:
     return None
 
 
+_PUNCTUATION = re.compile(r"[^\w\s-]")
+
+
+def devices_named(devices: Mapping[str, DeviceConfig], text: str) -> list[str]:
+    """The configured devices a text names by id, name or synonym, whole words only, in the plant's order."""
+    wanted = " " + normalize_name(_PUNCTUATION.sub(" ", text)) + " "
+    named = []
+    for device_id, device in devices.items():
+        names = {normalize_name(n) for n in (device_id, device.name, device.name_zh, *device.synonyms) if n}
+        if any(f" {n} " in wanted or (not n.isascii() and n in wanted) for n in names):
+            named.append(device_id)
+    return named
+
+
 def unknown_device(devices: dict[str, DeviceConfig], name: str, source: str) -> ToolOutput:
     known = ", ".join(devices) or "(none configured)"
     return ToolOutput.error(

@@ -30,8 +30,9 @@ from edge.run import (
     RunState,
     SessionContext,
     ToolCall,
-    compose_answer,
+    build_document,
     language_of,
+    render_text,
     supporting_ids,
 )
 from knowledge.codes import code_key, lookup_keys
@@ -213,11 +214,18 @@ class RulesPlanner:
         for call in self._calls(intent, state):
             if call.key() not in done:
                 return Decision(action=call)
-        answer = compose_answer(
-            state.question, state.observations, self.degraded, self.missing(intent, state), self.notes(intent, state)
+        document = build_document(
+            state.question, state.observations, self.notes(intent, state), self.missing(intent, state)
         )
         thought = PHRASES[language_of(state.question)]["thought_done"]
-        return Decision(action=FinalAnswer(thought=thought, text=answer, evidence=supporting_ids(state.observations)))
+        return Decision(
+            action=FinalAnswer(
+                thought=thought,
+                text=render_text(document),
+                evidence=supporting_ids(state.observations),
+                document=document,
+            )
+        )
 
     def _calls(self, intent: Intent, state: RunState):
         if intent.blank or (intent.unknown_devices and not intent.device_id):

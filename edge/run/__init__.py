@@ -1,5 +1,7 @@
 """One run, from question to answer: the loop, what a planner sees and decides (`planner`, `actions`), the
-composed answer, the checks an answer must pass (`verification`, `grounding`, `sentence_support`), the run's
+answer as a typed document (`document`) built by code from the observations (`compose`, `verdicts`), a
+planner's prose checked sentence by sentence (`prose`, `claims`, `trust`) and rendered as text (`render`,
+`phrases`), the checks an answer must pass (`verification`, `grounding`, `sentence_support`), the run's
 record and its store, the events the tablet streams, and the session summary a follow-up starts from.
 
 The names below are the package's API, each imported from its module on first use. The run never imports a
@@ -14,10 +16,12 @@ from knowledge.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from edge.run.actions import FinalAnswer, FormatError, ToolCall, action_of, decode_object, strip_stop_residue
-    from edge.run.answer import PHRASES, compose_answer, language_of, supporting_ids
+    from edge.run.compose import build_document, supporting_ids
+    from edge.run.document import AnswerDocument
     from edge.run.events import LAST_EVENTS, RUN_EVENT, ErrorEvent, RunEvent, events_from_record, stored_event
     from edge.run.grounding import Evidence, collect_evidence, ungrounded
     from edge.run.loop import AgentLoop, EventSink, RunRequest, evidence_of, new_id
+    from edge.run.phrases import PHRASES, language_of
     from edge.run.planner import (
         ContextFull,
         Decision,
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
         SessionContext,
     )
     from edge.run.record import LlmUsage, RunRecord, TerminationReason, cap_text
+    from edge.run.render import render_text
     from edge.run.sentence_support import UNSUPPORTED
     from edge.run.sessions import session_context
     from edge.run.store import (
@@ -45,6 +50,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "AgentLoop": "edge.run.loop",
+    "AnswerDocument": "edge.run.document",
     "AnswerVerifier": "edge.run.verification",
     "Confirmation": "edge.run.store",
     "ContextFull": "edge.run.planner",
@@ -61,7 +67,7 @@ _EXPORTS = {
     "LlmCircuitOpen": "edge.run.planner",
     "LlmUnavailable": "edge.run.planner",
     "LlmUsage": "edge.run.record",
-    "PHRASES": "edge.run.answer",
+    "PHRASES": "edge.run.phrases",
     "Planner": "edge.run.planner",
     "RUN_EVENT": "edge.run.events",
     "RunEvent": "edge.run.events",
@@ -80,17 +86,18 @@ _EXPORTS = {
     "cap_text": "edge.run.record",
     "collect_evidence": "edge.run.grounding",
     "device_of": "edge.run.store",
-    "compose_answer": "edge.run.answer",
+    "build_document": "edge.run.compose",
+    "render_text": "edge.run.render",
     "decode_object": "edge.run.actions",
     "events_from_record": "edge.run.events",
     "evidence_of": "edge.run.loop",
     "fault_codes_of": "edge.run.store",
-    "language_of": "edge.run.answer",
+    "language_of": "edge.run.phrases",
     "new_id": "edge.run.loop",
     "session_context": "edge.run.sessions",
     "stored_event": "edge.run.events",
     "strip_stop_residue": "edge.run.actions",
-    "supporting_ids": "edge.run.answer",
+    "supporting_ids": "edge.run.compose",
     "ungrounded": "edge.run.grounding",
     "work_order_ref": "edge.run.store",
 }
@@ -102,6 +109,7 @@ __all__ = [
     "UNSUPPORTED",
     "WORK_ORDER_TOOL",
     "AgentLoop",
+    "AnswerDocument",
     "AnswerVerifier",
     "Confirmation",
     "ContextFull",
@@ -129,9 +137,9 @@ __all__ = [
     "TerminationReason",
     "ToolCall",
     "action_of",
+    "build_document",
     "cap_text",
     "collect_evidence",
-    "compose_answer",
     "decode_object",
     "device_of",
     "events_from_record",
@@ -139,6 +147,7 @@ __all__ = [
     "fault_codes_of",
     "language_of",
     "new_id",
+    "render_text",
     "session_context",
     "stored_event",
     "strip_stop_residue",

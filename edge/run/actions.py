@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from edge.run.document import AnswerDocument
 
 _TRAILING_OBSERVATION = re.compile(r"\s*Observ(?:ation)?:?\s*$")
 # A server that ignores the stop sequence goes on to invent the tool's reply: never ours to read.
@@ -42,6 +45,9 @@ class FinalAnswer:
     thought: str
     text: str
     evidence: list[str] = field(default_factory=list)
+    # A planner that writes no prose of its own (the rules planner) hands over the document it built from
+    # the observations; a model's `text` is its prose, checked sentence by sentence (`edge.run.prose`).
+    document: AnswerDocument | None = None
 
 
 Action = ToolCall | FinalAnswer

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from edge.run.answer import language_of
+from edge.run.phrases import language_of
 from knowledge.code_mentions import CodeMentions
 from knowledge.codes import canonical_id
 from tools.observation import Observation

@@ -36,8 +36,12 @@ from typing import Any
 from edge.config import LoopConfig
 from edge.run import events
 from edge.run.actions import FinalAnswer, ToolCall
-from edge.run.answer import PHRASES, compose_answer, language_of, supporting_ids
+from edge.run.claims import forbidden
+from edge.run.compose import build_document, supporting_ids
+from edge.run.document import AnswerDocument, Mode
+from edge.run.phrases import PHRASES, language_of
 from edge.run.planner import ContextFull, Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
+from edge.run.prose import check_prose, trusted_texts
 from edge.run.record import (
     COMPOSER,
     FALLBACK_SEPARATOR,
@@ -49,10 +53,14 @@ from edge.run.record import (
     TerminationReason,
     cap_text,
 )
+from edge.run.render import render_text
+from edge.run.sentence_support import split_sentences
 from edge.run.verification import AnswerVerifier
 from tools.contract import ToolContext
 from tools.observation import Observation, now_ms
+from tools.plant import devices_named
 from tools.registry import ToolRegistry
+from tools.work_orders.requested import declines_order
 
 EventSink = Callable[[events.RunEvent], None]
 
@@ -142,6 +150,12 @@ class _Run:
         self.calls: Counter[str] = Counter()
         self.unknown_tools = 0
         self.step_limit = loop.limits.max_steps
+        # Why the model could not be reached, for the mode line.
+        self.unavailable: str | None = None
+        # The devices this request is about: those its question names, else the tablet's or the session's.
+        named = devices_named(loop.verifier.devices, request.question)
+        fallback_device = request.device_id or request.session.device_id
+        self.devices = tuple(named or ([fallback_device] if fallback_device else []))
 
     def emit(self, event: Callable[..., events.RunEvent], **fields: Any) -> None:
         self.emit_raw(event(run_id=self.record.run_id, **fields))
@@ -189,23 +203,26 @@ class _Run:
                     self.fall_back("format_errors")
                 continue
             format_errors = 0
-            step.thought = action.thought
-            if action.thought:
-                self.emit(events.ThoughtEvent, step=n, planner=step.planner, text=action.thought)
+            step.thought = self.shown_thought(action)
+            if step.thought:
+                self.emit(events.ThoughtEvent, step=n, planner=step.planner, text=step.thought)
             if isinstance(action, FinalAnswer):
                 answer = step.final_answer = cap_text(action.text, limits.answer_max_chars)
                 self.add(step, step_started)
-                problems = (
-                    self.loop.verifier.unbacked(answer, self.state)
-                    if self.planner is self.loop.fallback
-                    # the rules planner composes from whatever the tools said, not-found and errors too
-                    else self.loop.verifier.problems(answer, action.evidence, self.state)
-                )
-                if not problems:
-                    return self.finish("final_answer", answer=answer, evidence=action.evidence)
-                self.reject(step, answer, problems)
-                if self.planner is self.loop.fallback:
-                    return self.finish("final_answer", answer=self.fact_free_answer())
+                if action.document is not None:  # built by code from the observations (the rules planner)
+                    problems = self.loop.verifier.unbacked(answer, self.state)
+                    if not problems:
+                        return self.finish("final_answer", document=action.document, evidence=action.evidence)
+                    self.reject(step, answer, problems)
+                    return self.finish("final_answer", document=self.fact_free())
+                document = build_document(self.request.question, self.state.observations)
+                prose = check_prose(answer, document, lambda s: self.loop.verifier.sentence_problems(s, self.state))
+                problems = self.loop.verifier.structural_problems(action.evidence, self.state)
+                if not problems and prose.sentences:
+                    document.prose = prose
+                    return self.finish("final_answer", document=document, evidence=action.evidence)
+                reasons = [f"{r.text}: {'; '.join(r.reasons)}" for r in prose.rejected]
+                self.reject(step, answer, problems or [f"no sentence could be shown ({' | '.join(reasons)})"])
                 self.fall_back("answer_rejected")
                 continue
             step.action, step.args = action.tool, action.args
@@ -261,10 +278,23 @@ class _Run:
                 return None
             return self.planner.decide(self.state)
 
+    def shown_thought(self, action: ToolCall | FinalAnswer) -> str:
+        """A model's thought as the technician may read it: only when it passes the checks a sentence of
+        its answer passes; otherwise the action it led to (the record keeps the raw reply)."""
+        if self.planner is self.loop.fallback or not action.thought:
+            return action.thought  # the rules planner's thoughts are its phrase table's
+        document = build_document(self.request.question, self.state.observations)
+        sources = trusted_texts(document)
+        for sentence in split_sentences(action.thought):
+            if forbidden(sentence, document, sources) or self.loop.verifier.sentence_problems(sentence, self.state):
+                return "" if isinstance(action, FinalAnswer) else self.words["thought_action"].format(tool=action.tool)
+        return action.thought
+
     def fall_back(self, reason: FallbackReason, why: str | None = None) -> None:
         """Go on with the rules planner: degraded, and said in the warnings and the answer."""
         if self.planner is self.loop.fallback:
             return
+        self.unavailable = why if reason in ("llm_unavailable", "circuit_open") else None
         why = why or self.words["set_aside"].format(why=self.words[f"fallback_{reason}"])
         warning = self.words["handover"].format(why=why)
         limits = self.loop.limits
@@ -283,10 +313,10 @@ class _Run:
         self.record.warnings.append(rejected.warning)
         self.emit(events.AnswerRejectedEvent, step=step.n, problems=problems)
 
-    def fact_free_answer(self) -> str:
+    def fact_free(self) -> AnswerDocument:
         """What the technician reads when even an answer composed from the observations fails the check
         (a bug in the composer, never the model's doing): that nothing could be found, and no facts."""
-        return compose_answer(self.request.question, [], self.record.degraded)
+        return build_document(self.request.question, [])
 
     def count_tokens(self, decision: Decision) -> None:
         if decision.usage:
@@ -314,6 +344,8 @@ class _Run:
             require_confirmation=self.request.require_confirmation,
             alarm=self.request.alarm,
             evidence=tuple(evidence_of(self.state.observations)),
+            devices=self.devices,
+            orders_declined=declines_order(self.request.question),
         )
         observation = self.loop.registry.call(
             action.tool, action.args, ctx, observation_id=f"obs-{n}", time_left_s=self.state.time_left()
@@ -331,7 +363,7 @@ class _Run:
     def finish(
         self,
         reason: TerminationReason,
-        answer: str | None = None,
+        document: AnswerDocument | None = None,
         evidence: list[str] | None = None,
         pending: ToolCall | None = None,
     ) -> RunRecord:
@@ -341,10 +373,12 @@ class _Run:
         missing = (
             [] if reason == "final_answer" else [self.words["stopped_early"].format(why=self.words[f"stop_{reason}"])]
         )
-        if answer is None:
-            answer = self.composed(missing)
+        if document is None:
+            document = self.composed(missing)
+        document.mode, document.mode_reason = self.mode()
         if any(rejected.planner == LLM_PLANNER for rejected in self.record.rejected_answers):
-            answer = f"{self.words['unverified']}\n{answer}"
+            document.notices.insert(0, self.words["unverified"])
+        answer = document.text = cap_text(render_text(document), self.loop.limits.answer_max_chars)
         confidences = [obs.confidence for obs in observations if obs.id in supporting]
         confidence = sum(confidences) / len(confidences) if confidences else 0.0
         if reason != "final_answer":
@@ -358,25 +392,33 @@ class _Run:
             pending_action={"tool": pending.tool, "args": pending.args, "thought": pending.thought}
             if pending
             else None,
+            answer=document,
         )
         self.record.elapsed_ms = (time.perf_counter() - self.started) * 1000
         self.emit(events.FinalAnswerEvent, text=answer)
         self.emit(events.TerminationEvent, termination=self.record.termination)
         return self.record
 
-    def composed(self, missing: list[str]) -> str:
+    def composed(self, missing: list[str]) -> AnswerDocument:
         """The answer of a run stopped early, from its observations; it passes the same check."""
-        answer = cap_text(
-            compose_answer(self.request.question, self.state.observations, self.record.degraded, missing),
-            self.loop.limits.answer_max_chars,
-        )
+        document = build_document(self.request.question, self.state.observations, missing=missing)
+        answer = render_text(document)
         problems = self.loop.verifier.unbacked(answer, self.state)
         if not problems:
-            return answer
+            return document
         self.record.rejected_answers.append(
             RejectedAnswer(step=len(self.record.steps), planner=COMPOSER, text=answer, problems=problems)
         )
-        return self.fact_free_answer()
+        return self.fact_free()
+
+    def mode(self) -> tuple[Mode, str | None]:
+        """What really planned this answer, for its mode line."""
+        fallback = self.record.fallback
+        if fallback is None:
+            return ("no_model", None) if self.loop.planner is self.loop.fallback else ("model", None)
+        if fallback in ("llm_unavailable", "circuit_open"):
+            return "model_unavailable", self.unavailable or self.words["fallback_llm_unavailable"]
+        return "handed_over", self.words[f"fallback_{fallback}"]
 
 
 def evidence_of(observations: list[Observation]) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from edge.run.document import AnswerDocument
 from tools.observation import Observation
 
 # Why a run went on with the rules planner (the answer then says it is degraded).
@@ -76,6 +77,9 @@ class Termination(BaseModel):
     confidence: float = 0.0
     missing: list[str] = Field(default_factory=list)
     pending_action: dict[str, Any] | None = None
+    # The answer as a typed document (`edge.run.document`); `final_answer` is its plain-text rendering.
+    # None in records from before it was stored.
+    answer: AnswerDocument | None = None
 
 
 # Between the planners of `RunRecord.planner` when a run fell back: "llm->rules".

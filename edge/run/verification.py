@@ -7,8 +7,9 @@ plant's own names: `edge.run.grounding`), each sentence is said by an
 observation item in so many words (`edge.run.sentence_support`), each cited
 observation id exists, a claimed work order was created or found by a
 work-order call, and a question that needs a tool result has at least one.
-The loop answers from the observations instead of showing an answer that
-fails. An answer composed from the observations (`edge.run.answer`) passes the
+A model's answer is its prose section: each sentence that fails is not shown (`edge.run.prose`), and
+an answer that fails as a whole (`structural_problems`) is not shown at all. An answer composed from the
+observations (`edge.run.compose`) passes the
 checks of its facts only: its own template words ("too little history for
 a trend", "处理步骤") are no observation's, and measured it fails the
 sentence check (scripts/bench_sentence_support.py).
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from edge.run.grounding import WORK_ORDER_TOOL, collect_evidence, ungrounded
 from edge.run.planner import RunState
+from edge.run.prose import supporting
 from edge.run.sentence_support import plant_vocabulary, sentence_problems
 from tools.observation import Observation
 from tools.plant import DeviceConfig
@@ -42,12 +44,12 @@ NeedsEvidence = Callable[[RunState], bool]
 
 class AnswerVerifier:
     def __init__(self, devices: dict[str, DeviceConfig], needs_evidence: NeedsEvidence):
-        self._devices = devices
+        self.devices = devices
         self._needs_evidence = needs_evidence
         self._vocabulary = plant_vocabulary(devices)
 
-    def problems(self, answer: str, cited: Sequence[str], state: RunState) -> list[str]:
-        """What is wrong with a planner's `answer` as the final answer of the run in `state`; [] = it may be shown."""
+    def structural_problems(self, cited: Sequence[str], state: RunState) -> list[str]:
+        """What makes a planner's answer unusable as a whole, whatever its sentences say."""
         problems: list[str] = []
         known = {obs.id for obs in state.observations}
         unknown = [e for e in cited if e not in known]
@@ -55,20 +57,25 @@ class AnswerVerifier:
             problems.append(f"cites observations that do not exist: {', '.join(unknown)}")
         if not any(obs.status in USABLE for obs in state.observations) and self._needs_evidence(state):
             problems.append("answers a question that needs a tool result without any usable observation")
+        return problems
+
+    def sentence_problems(self, sentence: str, state: RunState) -> list[str]:
+        """What is wrong with one sentence of a planner's prose: facts the run does not back, words no
+        trusted observation item says (`edge.run.prose.supporting`); [] = it may be shown."""
+        observations = supporting(state.observations)
         told = [state.question, *state.session.summary]
-        return (
-            problems
-            + self.unbacked(answer, state)
-            + sentence_problems(answer, state.observations, told, self._vocabulary)
+        return self.unbacked(sentence, state, observations) + sentence_problems(
+            sentence, observations, told, self._vocabulary
         )
 
-    def unbacked(self, answer: str, state: RunState) -> list[str]:
-        """The facts in `answer` that this run does not back (the check an answer composed from the
-        observations must pass too)."""
+    def unbacked(self, answer: str, state: RunState, observations: Sequence[Observation] | None = None) -> list[str]:
+        """The facts in `answer` that this run's `observations` (all of them by default) do not back (the
+        check an answer composed from the observations must pass too)."""
+        observations = state.observations if observations is None else list(observations)
         problems: list[str] = []
-        if claims_an_order(answer) and not _order_made(state.observations):
+        if claims_an_order(answer) and not _order_made(observations):
             problems.append("claims a work order that no work-order call created or found")
-        evidence = collect_evidence(state.observations, state.question, self._devices, state.session.summary)
+        evidence = collect_evidence(observations, state.question, self.devices, state.session.summary)
         problems.extend(f"not in any observation: {fact}" for fact in ungrounded(answer, evidence))
         return problems
 
@@ -77,7 +84,7 @@ def claims_an_order(answer: str) -> bool:
     return any(_ORDER_WORD.search(s) and _ORDER_DONE.search(s) for s in _SENTENCE.findall(answer))
 
 
-def _order_made(observations: list[Observation]) -> bool:
+def _order_made(observations: Sequence[Observation]) -> bool:
     return any(
         obs.tool == WORK_ORDER_TOOL
         and obs.status == "ok"

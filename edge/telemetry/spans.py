@@ -17,7 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from edge.config import LlmConfig
-from edge.run.answer import language_of
+from edge.run.phrases import language_of
 from edge.run.record import FALLBACK_SEPARATOR, LlmUsage, RunRecord, Step
 from tools.observation import Observation
 

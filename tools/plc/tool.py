@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.contract import Item, Status, Tool, ToolContext, ToolOutput
-from tools.plant import DeviceConfig, find_device, unknown_device
+from tools.plant import DeviceConfig, SensorConfig, find_device, unknown_device
 from tools.plc.config import PlcConfig
 from tools.plc.errors import MalformedReply, ModbusExceptionReply
 from tools.plc.gateway import PlcGateway
@@ -76,6 +76,9 @@ class PlcReadTool(Tool):
             "is_outlier",
             "alarm",
             "plausible_range",
+            "alarm_low",
+            "alarm_high",
+            "zero_energy",
             "fallback_reason",
             "trend",
             "trend_slope_per_min",
@@ -163,7 +166,12 @@ class PlcReadTool(Tool):
         item = Item(
             kind="ref",
             text=describe(reading, trend),
-            fields={**_fields(reading), **_trend_fields(trend), "label_zh": sensor.label_zh},
+            fields={
+                **_fields(reading),
+                **_trend_fields(trend),
+                **_limit_fields(self.devices[reading.device_id], sensor, reading),
+                "label_zh": sensor.label_zh,
+            },
         )
         source = self._source(reading.device_id)
         if reading.quality == "BadNoCommunication":
@@ -201,6 +209,20 @@ def _fields(reading: Reading) -> dict[str, Any]:
         "plausible_range": [reading.plausible_min, reading.plausible_max],
         "fallback_reason": reading.fallback_reason,
     }
+
+
+def _limit_fields(device: DeviceConfig, sensor: SensorConfig, reading: Reading) -> dict[str, Any]:
+    """The limits the reading is judged by, so an answer can say them beside its verdict; for the device's
+    zero-energy signal, the plant's rule and whether this value meets it (None without a usable value)."""
+    fields: dict[str, Any] = {"alarm_low": sensor.alarm_low, "alarm_high": sensor.alarm_high, "zero_energy": None}
+    signal = device.isolation.zero_energy if device.isolation else None
+    if signal is not None and signal.sensor == sensor.id:
+        usable = reading.value is not None and not reading.is_outlier
+        fields["zero_energy"] = {
+            **({"below": signal.below} if signal.below is not None else {"equals": signal.equals}),
+            "met": signal.de_energised(reading.value) if usable and reading.value is not None else None,
+        }
+    return fields
 
 
 def _trend_fields(trend: Trend | None) -> dict[str, Any]:

@@ -85,6 +85,9 @@ class WorkOrderTool(Tool):
             if isinstance(bound, ToolOutput):
                 return bound
             args = bound
+        refused = _refusal(args, ctx)
+        if refused is not None:
+            return refused
         device = self.devices[device_id]
         priority = args.priority or SEVERITY_PRIORITY.get(str((ctx.alarm or {}).get("severity", "")).lower(), "medium")
         title = _title(device, args.fault_code, args.summary)
@@ -138,6 +141,47 @@ class WorkOrderTool(Tool):
         if ctx.confirmed:
             return False
         return ctx.require_confirmation or (self.config.require_confirmation and ctx.actor == "technician")
+
+
+def _refusal(args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput | None:
+    """An order only where the technician asked: for the device the request is about, not after "don't open
+    a ticket", and on a code a manual search of this run listed for that device (a planner cannot open
+    one on a code it made up). An MES alarm names its own device and code (`_bind_to_alarm`)."""
+    if ctx.alarm:
+        return None
+    if ctx.orders_declined:
+        return ToolOutput.error(
+            "order_not_requested",
+            "The technician said not to open a work order in this request.",
+            "Do not call generate_work_order again; give the final answer.",
+            source=SOURCE,
+        )
+    if ctx.devices and args.device_id not in ctx.devices:
+        return ToolOutput.error(
+            "device_mismatch",
+            f"This request is about {', '.join(ctx.devices)}, not {args.device_id}: no work order for {args.device_id}.",
+            f"Use device_id {ctx.devices[0]!r}, or give the final answer.",
+            source=SOURCE,
+        )
+    if ctx.actor == "technician" and not _listed(args, ctx.evidence):
+        return ToolOutput.error(
+            "code_not_listed",
+            f"No manual search of this run lists {args.fault_code} for {args.device_id}.",
+            f"Search the manual for {args.fault_code} on {args.device_id} first, or give the final answer.",
+            source=SOURCE,
+        )
+    return None
+
+
+def _listed(args: WorkOrderArgs, evidence: tuple[dict[str, Any], ...]) -> bool:
+    key = fault_key(args.fault_code)
+    return any(
+        ref.get("manual")
+        and fault_key(str(ref.get("fault_code") or "")) == key
+        and ref.get("applies_to_device") is not False
+        and ref.get("device_id", args.device_id) in (None, args.device_id)
+        for ref in evidence
+    )
 
 
 def _bind_to_alarm(args: WorkOrderArgs, alarm: dict[str, Any]) -> WorkOrderArgs | ToolOutput:
