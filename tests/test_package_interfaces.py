@@ -73,6 +73,7 @@ EXPORTED = {
         "device_of",
         "build_document",
         "render_text",
+        "refusal_kind",
         "AnswerDocument",
         "decode_object",
         "events_from_record",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         SessionContext,
     )
     from edge.run.record import LlmUsage, RunRecord, TerminationReason, cap_text
+    from edge.run.prose import refusal_kind
     from edge.run.render import render_text
     from edge.run.sentence_support import UNSUPPORTED
     from edge.run.sessions import session_context
@@ -88,6 +89,7 @@ _EXPORTS = {
     "device_of": "edge.run.store",
     "build_document": "edge.run.compose",
     "render_text": "edge.run.render",
+    "refusal_kind": "edge.run.prose",
     "decode_object": "edge.run.actions",
     "events_from_record": "edge.run.events",
     "evidence_of": "edge.run.loop",
@@ -147,6 +149,7 @@ __all__ = [
     "fault_codes_of",
     "language_of",
     "new_id",
+    "refusal_kind",
     "render_text",
     "session_context",
     "stored_event",

@@ -46,7 +46,7 @@ def build_document(
 ) -> AnswerDocument:
     """`notes` are what the rules planner tells the technician instead of a tool result (ask a question,
     an unknown machine), in the question's language (`PHRASES`)."""
-    language = "zh" if language_of(question) == "zh" else "en"
+    language: Literal["en", "zh"] = "zh" if language_of(question) == "zh" else "en"
     words = PHRASES[language]
     doc = AnswerDocument(language=language, notes=list(notes), missing=list(missing))
     shown = [obs for obs in observations if obs.error_code not in PLANNER_ONLY and not obs.no_new_information]

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from edge.run.claims import forbidden
+from edge.run.claims import CLAIMED_ACTION, CONTRADICTS_VERDICT, SOFTENED_WAIT, WEAKENS_SAFETY, forbidden
 from edge.run.document import AnswerDocument, Prose, RejectedSentence, Source
-from edge.run.sentence_support import split_sentences
+from edge.run.sentence_support import UNSUPPORTED, split_sentences
 from edge.run.trust import may_support
 from tools.observation import Observation
+
+_KINDS = {
+    WEAKENS_SAFETY: "weakens_safety",
+    SOFTENED_WAIT: "softened_wait",
+    CONTRADICTS_VERDICT: "contradicts_verdict",
+    CLAIMED_ACTION: "claimed_action",
+}
 
 # The checks one sentence must pass before a technician reads it: [] = it may be shown.
 SentenceCheck = Callable[[str], list[str]]
@@ -32,6 +39,13 @@ def check_prose(text: str, doc: AnswerDocument, check: SentenceCheck, source: So
         else:
             prose.sentences.append(sentence)
     return prose
+
+
+def refusal_kind(reason: str) -> str:
+    """A refused sentence's reason as one word, for `/metrics`."""
+    if reason in _KINDS:
+        return _KINDS[reason]
+    return "unsupported" if reason.startswith(UNSUPPORTED) else "ungrounded"
 
 
 def trusted_texts(doc: AnswerDocument) -> list[str]:

@@ -61,6 +61,8 @@ def alarm_handler(runs: RunManager, limit: int, retry_after_s: int) -> Callable[
             "work_order": ref[1] if ref else None,
             "termination": termination.reason if termination else None,
             "answer": termination.final_answer if termination else None,
+            # The same answer as a typed document: safety, isolation, readings with verdicts, the order.
+            "answer_document": termination.answer.model_dump(mode="json") if termination and termination.answer else None,
         }
 
     return handle

@@ -16,7 +16,7 @@ from collections import Counter as Tally
 from prometheus_client import Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from edge.run import UNSUPPORTED, RunRecord, ToolCall
+from edge.run import UNSUPPORTED, RunRecord, ToolCall, refusal_kind
 
 REQUESTS = Counter(
     "fixloop_http_requests_total", "HTTP requests by endpoint and status.", ["method", "endpoint", "status"]
@@ -68,6 +68,13 @@ UNSUPPORTED_SENTENCES = Counter(
     "safety claims), by the planner that wrote them.",
     ["planner"],
 )
+PROSE_SENTENCES_REFUSED = Counter(
+    "fixloop_prose_sentences_refused_total",
+    "Sentences of a planner's prose not shown, by reason: unsupported (no trusted observation says it), "
+    "ungrounded (a fact no observation backs), weakens_safety, softened_wait, contradicts_verdict, "
+    "claimed_action (edge/run/claims.py).",
+    ["reason"],
+)
 FEEDBACK = Counter(
     "fixloop_answer_feedback_total",
     "Technicians' feedback on answers, by whether the answer helped and whether they said what fixed it.",
@@ -108,6 +115,10 @@ def observe_run(record: RunRecord) -> None:
     for rejected in record.rejected_answers:
         REJECTED_ANSWERS.labels(rejected.planner).inc()
         UNSUPPORTED_SENTENCES.labels(rejected.planner).inc(sum(p.startswith(UNSUPPORTED) for p in rejected.problems))
+    document = record.termination.answer if record.termination else None
+    for sentence in document.prose.rejected if document and document.prose else ():
+        for reason in sentence.reasons:
+            PROSE_SENTENCES_REFUSED.labels(refusal_kind(reason)).inc()
     seen: Tally[str] = Tally()
     for step in record.steps:
         PLANNER_STEPS.labels(step.planner).inc()
