@@ -31,8 +31,8 @@ if TYPE_CHECKING:
         RunState,
         SessionContext,
     )
-    from edge.run.record import LlmUsage, RunRecord, TerminationReason, cap_text
     from edge.run.prose import refusal_kind
+    from edge.run.record import LlmUsage, RunRecord, TerminationReason, cap_text
     from edge.run.render import render_text
     from edge.run.sentence_support import UNSUPPORTED
     from edge.run.sessions import session_context

@@ -62,7 +62,9 @@ def alarm_handler(runs: RunManager, limit: int, retry_after_s: int) -> Callable[
             "termination": termination.reason if termination else None,
             "answer": termination.final_answer if termination else None,
             # The same answer as a typed document: safety, isolation, readings with verdicts, the order.
-            "answer_document": termination.answer.model_dump(mode="json") if termination and termination.answer else None,
+            "answer_document": termination.answer.model_dump(mode="json")
+            if termination and termination.answer
+            else None,
         }
 
     return handle
