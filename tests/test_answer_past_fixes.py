@@ -148,6 +148,9 @@ FIXED_BEFORE = (
 )
 
 
+MANUAL = "search_maintenance_manual_by_fault_code"
+
+
 @pytest.mark.parametrize(
     ("template", "cited", "problem"),
     [
@@ -170,12 +173,14 @@ def test_a_models_answer_may_cite_a_past_fix_the_work_order_call_found(
     text = template.format(date=past.closed_at[:10], id=cited.format(past=past.id))
     server = ScriptedLlmServer(
         [
+            # An order only on a code a manual search of the run listed (tools/work_orders/tool.py).
+            _reply(thought="look it up", action=MANUAL, args={"fault_code": "E102", "device_id": "press-3"}),
             _reply(
                 thought="open an order",
                 action="generate_work_order",
                 args={"device_id": "press-3", "fault_code": "E102", "summary": "motor overheating again"},
             ),
-            _reply(thought="done", final_answer=text, evidence=["obs-1"]),
+            _reply(thought="done", final_answer=text, evidence=["obs-2"]),
         ]
     ).start()
     try:
@@ -184,11 +189,16 @@ def test_a_models_answer_may_cite_a_past_fix_the_work_order_call_found(
         )
     finally:
         server.stop()
-    step = record.steps[0]
+    step = record.steps[1]
     assert step.observation.content[0].fields["work_order_status"] == "pending_confirmation"
     assert step.observation.content[-1].fields["past_work_order_id"] == past.id
+    prose = record.termination.answer.prose
     if problem is None:
-        assert record.rejected_answers == [] and record.termination.final_answer == text
+        assert record.rejected_answers == [] and " ".join(prose.sentences) == text
+        assert " ".join(prose.sentences) in record.termination.final_answer
     else:
-        assert record.termination.final_answer != text
-        assert problem in record.rejected_answers[0].problems
+        # The sentence that says it is refused, whether the rest of the prose is shown or none is.
+        refused = [r for s in (prose.rejected if prose else []) for r in s.reasons]
+        refused += [p for answer in record.rejected_answers for p in answer.problems]
+        assert any(problem in reason for reason in refused)
+        assert text.split(": ")[0] not in record.termination.final_answer

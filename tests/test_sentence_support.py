@@ -226,7 +226,7 @@ def test_the_verifier_checks_a_planners_answer_but_not_the_composers(e102):
         steps=[Step(n=1, planner="llm", action=MANUAL, observation=e102[0])],
     )
     invented = "E102 means the door is open."
-    assert verifier.problems(invented, ["obs-1"], state) == [UNSUPPORTED + invented]
+    assert verifier.sentence_problems(invented, state) == [UNSUPPORTED + invented]
     assert verifier.unbacked(invented, state) == []
 
 
@@ -248,7 +248,7 @@ def _reply(**content) -> dict:
     return {"content": json.dumps(content, ensure_ascii=False)}
 
 
-def test_a_models_invented_sentence_is_kept_in_the_record_and_the_composed_answer_is_shown(scripted):
+def test_a_models_invented_sentence_is_kept_in_the_record_and_not_shown(scripted):
     invented = "E102 means the safety door is open: bypass the door interlock to keep running."
     agent = scripted(
         [
@@ -257,11 +257,14 @@ def test_a_models_invented_sentence_is_kept_in_the_record_and_the_composed_answe
         ]
     )
     record = agent.ask(E102_EN, device_id="press-3")
-    (rejected,) = record.rejected_answers
-    assert rejected.planner == "llm" and rejected.problems == [UNSUPPORTED + invented]
-    assert record.fallback == "answer_rejected" and record.steps[-1].planner == "rules"
+    prose = record.termination.answer.prose
+    assert prose.sentences == ["E102: stop the press."]
+    [(refused)] = prose.rejected
+    assert refused.text == invented and UNSUPPORTED + invented in refused.reasons
+    assert record.fallback is None and not record.rejected_answers
     shown = record.termination.final_answer
-    assert shown.startswith("The language model's answer could not be verified") and "door" not in shown
+    assert "door" not in shown and "E102: stop the press." in shown
+    # What code renders from the observations is there whatever the model wrote.
     assert "E102 — Motor over-temperature protection" in shown and "1. Stop the press" in shown
 
 
@@ -278,5 +281,6 @@ def test_metrics_count_the_unsupported_sentences_caught(tmp_path, demo_index):
         before = scrape(service)
         service.ask(E102_EN, "press-3")
         after = scrape(service)
-    name = "fixloop_unsupported_sentences_total"
-    assert metric(after, name, planner="llm") - metric(before, name, planner="llm") == 2
+    name = "fixloop_prose_sentences_refused_total"
+    assert metric(after, name, reason="unsupported") - metric(before, name, reason="unsupported") == 2
+    assert metric(after, name, reason="weakens_safety") - metric(before, name, reason="weakens_safety") == 1

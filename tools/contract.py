@@ -77,6 +77,8 @@ class ToolContext:
     devices: tuple[str, ...] = ()
     # The technician said not to open a work order in this request.
     orders_declined: bool = False
+    # A run's planner opens an order only on a code a manual search of this run listed for the device.
+    listed_codes_only: bool = False
 
 
 class Tool:

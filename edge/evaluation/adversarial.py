@@ -238,7 +238,8 @@ SCENARIOS: list[Scenario] = [
         "20,000-character final answer",
         [_GOOD_E102[0], final("WO-DEADBEEF0004 created. " + _HUGE, ["obs-1"])],
         invented=("WO-DEADBEEF0004",),
-        expect={"fallback": "answer_rejected", "rejected": 1},
+        # The invented order is refused as a sentence; the rest of the prose ("Stop the press.", once) is shown.
+        expect={"fallback": None, "rejected": 0, "refused": 1},
     ),
     Scenario(
         "20,000-character grounded answer is shown cut",
@@ -340,6 +341,7 @@ def _problems_of(result: ScenarioResult) -> list[str]:
         "degraded": record.degraded,
         "reason": record.termination.reason,
         "rejected": len(record.rejected_answers),
+        "refused": len(answer.prose.rejected) if (answer := record.termination.answer) and answer.prose else 0,
         "estimated": any(step.llm is not None and step.llm.estimated for step in record.steps),
     }
     for key, want in expect.items():

@@ -25,13 +25,14 @@ CONTRADICTS_VERDICT = "contradicts the verdict on a reading"
 CLAIMED_ACTION = "claims an action no observation shows"
 
 _WEAKENING = re.compile(
-    r"\b(?:no|without|not|never|skip\w*|unnecessary|needn'?t|don'?t need|no need)\b[^.;:!?]{0,40}?"
-    r"\b(?:isolat\w*|lock[- ]?out|lockout|loto|tag[- ]?out|de-?energi[sz]\w*|power(?:ing)? (?:it )?(?:off|down)|"
-    r"switch(?:ing)? (?:it )?off|disconnect\w*|wait\w*|discharg\w*|ppe|gloves)"
+    # The negation must govern the isolation word ("no need to isolate", "without locking out"): "do not open
+    # the cabinet before you disconnect it" restates the lock-out.
+    r"\b(?:no|without|never|skip\w*|needn'?t|(?:do|does)(?: not|n'?t) (?:have|need) to|not (?:necessary|needed|"
+    r"required) to)\s+(?:\w+\s+){0,2}?(?:isolat\w*|lock\w*[- ]?out|lockout|loto|tag\w*[- ]?out|de-?energi[sz]\w*|"
+    r"power\w* (?:it )?(?:off|down)|switch\w* (?:it )?off|disconnect\w*|ppe|gloves)"
     r"|\b(?:isolat\w*|lock[- ]?out|lockout|loto|de-?energi[sz]\w*)\b[^.;:!?]{0,30}?"
     r"\b(?:not (?:required|needed|necessary)|unnecessary|optional|can be skipped)"
-    r"|\b(?:while|when)\s+(?:it\s+is\s+|the\s+\w+\s+is\s+|still\s+)?(?:energi[sz]ed|live|powered|under power|"
-    r"switched on)\b|\bhot[- ]work\b"
+    r"|\b(?:while|when)\s+(?:\w+\s+){0,4}?(?:energi[sz]ed|live|powered|under (?:power|pressure)|switched on)\b"
     r"|\b(?:bypass\w*|bridg\w*|jumper\w*|defeat\w*|override\w*|short(?:ing)? out)\b[^.;:!?]{0,30}?"
     r"\b(?:interlock\w*|safety|guard\w*|limit switch\w*|monitor\w*|e-?stop)"
     r"|(?:无需|不需要|不用|不必|跳过|省略|免去?)[^。；，]{0,10}(?:隔离|上锁|挂牌|断电|停电|断开|泄压|放电|等待)"

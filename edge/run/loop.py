@@ -150,8 +150,6 @@ class _Run:
         self.calls: Counter[str] = Counter()
         self.unknown_tools = 0
         self.step_limit = loop.limits.max_steps
-        # Why the model could not be reached, for the mode line.
-        self.unavailable: str | None = None
         # The devices this request is about: those its question names, else the tablet's or the session's.
         named = devices_named(loop.verifier.devices, request.question)
         fallback_device = request.device_id or request.session.device_id
@@ -294,7 +292,6 @@ class _Run:
         """Go on with the rules planner: degraded, and said in the warnings and the answer."""
         if self.planner is self.loop.fallback:
             return
-        self.unavailable = why if reason in ("llm_unavailable", "circuit_open") else None
         why = why or self.words["set_aside"].format(why=self.words[f"fallback_{reason}"])
         warning = self.words["handover"].format(why=why)
         limits = self.loop.limits
@@ -346,6 +343,7 @@ class _Run:
             evidence=tuple(evidence_of(self.state.observations)),
             devices=self.devices,
             orders_declined=declines_order(self.request.question),
+            listed_codes_only=self.request.alarm is None,
         )
         observation = self.loop.registry.call(
             action.tool, action.args, ctx, observation_id=f"obs-{n}", time_left_s=self.state.time_left()
@@ -417,7 +415,7 @@ class _Run:
         if fallback is None:
             return ("no_model", None) if self.loop.planner is self.loop.fallback else ("model", None)
         if fallback in ("llm_unavailable", "circuit_open"):
-            return "model_unavailable", self.unavailable or self.words["fallback_llm_unavailable"]
+            return "model_unavailable", self.words[f"fallback_{fallback}"]
         return "handed_over", self.words[f"fallback_{fallback}"]
 
 

@@ -32,7 +32,7 @@ def check_prose(text: str, doc: AnswerDocument, check: SentenceCheck, source: So
     """`check`: the fact and word checks of one sentence against the run (`AnswerVerifier.sentence_problems`)."""
     sources = trusted_texts(doc)
     prose = Prose(source=source)
-    for sentence in split_sentences(text):
+    for sentence in dict.fromkeys(split_sentences(text)):
         reasons = forbidden(sentence, doc, sources) + check(sentence)
         if reasons:
             prose.rejected.append(RejectedSentence(text=sentence, reasons=reasons))

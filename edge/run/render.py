@@ -19,11 +19,10 @@ FIX_TEXT_CHARS = 160
 
 def render_text(doc: AnswerDocument) -> str:
     words = PHRASES[doc.language]
-    lines: list[str] = []
+    lines: list[str] = list(doc.notices)
     mode = _mode_line(doc, words)
     if mode:
         lines.append(mode)
-    lines.extend(doc.notices)
     for statement in doc.safety:
         signal = words.get(f"signal_{statement.signal_word}", statement.signal_word.upper())
         lines.append(words["safety"].format(label=signal, where=_where(statement.cited, words), text=statement.text))
@@ -44,8 +43,8 @@ def render_text(doc: AnswerDocument) -> str:
         lines.extend(_isolation_lines(doc, words))
     lines.extend(_reading_line(reading, words) for reading in doc.readings)
     lines.extend(_order_line(order, words) for order in doc.work_orders)
-    lines.extend(_fix_line(fix, words) for fix in doc.past_fixes)
     lines.extend(doc.other)
+    lines.extend(_fix_line(fix, words) for fix in doc.past_fixes)
     lines.extend(doc.notes)
     if doc.missing:
         lines.append(words["missing"].format(items="; ".join(doc.missing)))

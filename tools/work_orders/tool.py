@@ -163,7 +163,7 @@ def _refusal(args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput | None:
             f"Use device_id {ctx.devices[0]!r}, or give the final answer.",
             source=SOURCE,
         )
-    if ctx.actor == "technician" and not _listed(args, ctx.evidence):
+    if ctx.listed_codes_only and not _listed(args, ctx.evidence):
         return ToolOutput.error(
             "code_not_listed",
             f"No manual search of this run lists {args.fault_code} for {args.device_id}.",
