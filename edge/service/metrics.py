@@ -117,8 +117,8 @@ def observe_run(record: RunRecord) -> None:
         UNSUPPORTED_SENTENCES.labels(rejected.planner).inc(sum(p.startswith(UNSUPPORTED) for p in rejected.problems))
     document = record.termination.answer if record.termination else None
     for sentence in document.prose.rejected if document and document.prose else ():
-        for reason in sentence.reasons:
-            PROSE_SENTENCES_REFUSED.labels(refusal_kind(reason)).inc()
+        for why in sentence.reasons:
+            PROSE_SENTENCES_REFUSED.labels(refusal_kind(why)).inc()
     seen: Tally[str] = Tally()
     for step in record.steps:
         PLANNER_STEPS.labels(step.planner).inc()
