@@ -70,11 +70,13 @@ def _plant_reset(request):
 
 
 def ask(running, script, question: str = E102, device_id: str | None = "press-3") -> dict[str, Any]:
+    """The run's termination, and under "record" the run as `GET /v1/runs/{id}` shows it."""
     if script is not None:
         running.llm.script = script
     result = running.ask(question, device_id)
     assert result.status == 200, result.events
-    return result.termination
+    with running.client() as client:
+        return {**result.termination, "record": client.get(f"/v1/runs/{result.run_id}").json()}
 
 
 def rejected(answer: dict[str, Any]) -> dict[str, list[str]]:
@@ -134,6 +136,7 @@ def test_calling_a_reading_normal_that_is_past_its_limit_is_refused_and_the_verd
 
 
 def test_a_safety_question_gets_the_plants_zero_energy_rule_as_its_verdict(rules):
+    rules.sim.set_value("press-3", "dc_bus_voltage", 581.4)
     term = ask(rules, None, question="Is it safe to open the drive cabinet on press-3?")
     [judgement] = term["answer"]["judgements"]
     assert judgement["safe"] is False and judgement["sensor"] == "dc_bus_voltage"
@@ -185,20 +188,15 @@ def test_a_work_order_for_another_machine_than_the_question_is_refused(plant):
         question="Press-3 shows E102, open a work order",
         device_id="cnc-7",
     )
-    run = plant.client().get(f"/v1/runs/{term_run_id(plant)}").json()
-    refusals = [s["observation"] for s in run["steps"] if s.get("action") == ORDER]
+    refusals = [s["observation"] for s in term["record"]["record"]["steps"] if s.get("action") == ORDER]
     assert refusals and all(o["error_code"] == "device_mismatch" for o in refusals)
     assert term["answer"]["work_orders"] == []
     assert plant.client().get("/v1/work-orders", params={"device_id": "cnc-7"}).json() == []
     assert "This request is about" not in term["final_answer"]
 
 
-def term_run_id(running) -> str:
-    return running.client().get("/v1/runs").json()[0]["run_id"]
-
-
 def test_an_order_on_a_code_no_manual_search_listed_is_refused(plant):
-    ask(
+    term = ask(
         plant,
         model(
             call(ORDER, device_id="press-3", fault_code="M214", summary="Motor overheating (mx900_en.pdf, p. 27)"),
@@ -206,8 +204,7 @@ def test_an_order_on_a_code_no_manual_search_listed_is_refused(plant):
         ),
         question="press-3 is overheating, open a work order",
     )
-    run = plant.client().get(f"/v1/runs/{term_run_id(plant)}").json()
-    [order_step] = [s for s in run["steps"] if s.get("action") == ORDER]
+    [order_step] = [s for s in term["record"]["record"]["steps"] if s.get("action") == ORDER]
     assert order_step["observation"]["error_code"] == "code_not_listed"
     assert plant.client().get("/v1/work-orders", params={"device_id": "press-3"}).json() == []
 

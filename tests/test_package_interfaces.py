@@ -74,6 +74,7 @@ EXPORTED = {
         "build_document",
         "render_text",
         "refusal_kind",
+        "asks_if_safe",
         "AnswerDocument",
         "decode_object",
         "events_from_record",

@@ -31,6 +31,6 @@ def test_demo_once_starts_everything_and_prints_the_url_and_a_first_answer(tmp_p
     assert f"http://127.0.0.1:{port}/app/#token=demo-technician-token" in out
     assert f"modbus://127.0.0.1:{plc_port}" in out
     assert "E102 — Motor over-temperature protection" in out
-    assert re.search(r"Coolant level: [\d.]+ % \(live at \S+, Good\)", out)
+    assert re.search(r"Coolant level: [\d.]+ % \(live at \S+, signal quality Good\) — within limits", out)
     assert "stop: final_answer" in out
     assert (state / "runs.sqlite").exists()

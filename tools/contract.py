@@ -77,8 +77,9 @@ class ToolContext:
     devices: tuple[str, ...] = ()
     # The technician said not to open a work order in this request.
     orders_declined: bool = False
-    # A run's planner opens an order only on a code a manual search of this run listed for the device.
-    listed_codes_only: bool = False
+    # A run's planner opens an order only on one of these: the codes a manual search of the run or of its
+    # session listed for the device. None: not checked (an MES alarm names its own code, an MCP client).
+    listed_codes: tuple[str, ...] | None = None
 
 
 class Tool:

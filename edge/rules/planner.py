@@ -30,6 +30,7 @@ from edge.run import (
     RunState,
     SessionContext,
     ToolCall,
+    asks_if_safe,
     build_document,
     language_of,
     render_text,
@@ -170,6 +171,11 @@ class RulesPlanner:
             words = blank_out(question, named)
             devices = [self._devices[device_id]] if device_id else list(self._devices.values())
             sensors += [sensor for device in devices for sensor in sensors_asked(words, device, every)]
+        if device_id and not elsewhere and asks_if_safe(question):
+            # "Is it safe to open the cabinet?": the plant's zero-energy signal decides (edge.run.verdicts).
+            isolation = self._devices[device_id].isolation
+            if isolation is not None and isolation.zero_energy is not None:
+                sensors.append(isolation.zero_energy.sensor)
         # Neither a sensor's own name ("vibration", "振动") nor a value asked for ("how hot") is a symptom.
         rest = blank_out(question, entities + (value_phrase_spans(question) if asks_value else []))
         described = bool(_SYMPTOM.search(rest))

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         RunSummary,
         work_order_ref,
     )
+    from edge.run.verdicts import asks_if_safe
     from edge.run.verification import AnswerVerifier
 
 _EXPORTS = {
@@ -84,6 +85,7 @@ _EXPORTS = {
     "UNSUPPORTED": "edge.run.sentence_support",
     "WORK_ORDER_TOOL": "edge.run.store",
     "action_of": "edge.run.actions",
+    "asks_if_safe": "edge.run.verdicts",
     "cap_text": "edge.run.record",
     "collect_evidence": "edge.run.grounding",
     "device_of": "edge.run.store",
@@ -139,6 +141,7 @@ __all__ = [
     "TerminationReason",
     "ToolCall",
     "action_of",
+    "asks_if_safe",
     "build_document",
     "cap_text",
     "collect_evidence",

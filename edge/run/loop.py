@@ -55,6 +55,7 @@ from edge.run.record import (
 )
 from edge.run.render import render_text
 from edge.run.sentence_support import split_sentences
+from edge.run.sessions import listed_codes
 from edge.run.verification import AnswerVerifier
 from tools.contract import ToolContext
 from tools.observation import Observation, now_ms
@@ -343,7 +344,9 @@ class _Run:
             evidence=tuple(evidence_of(self.state.observations)),
             devices=self.devices,
             orders_declined=declines_order(self.request.question),
-            listed_codes_only=self.request.alarm is None,
+            listed_codes=None
+            if self.request.alarm
+            else (*listed_codes(self.state.observations), *self.request.session.listed_codes),
         )
         observation = self.loop.registry.call(
             action.tool, action.args, ctx, observation_id=f"obs-{n}", time_left_s=self.state.time_left()

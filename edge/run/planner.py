@@ -33,6 +33,8 @@ class SessionContext:
     summary: list[str] = field(default_factory=list)
     # The sensors the latest run read on `device_id`: what "is that normal?" or "the other one" points at.
     sensors: list[str] = field(default_factory=list)
+    # Codes a manual search of the session listed for `device_id`: a follow-up may open an order on them.
+    listed_codes: list[str] = field(default_factory=list)
 
 
 @dataclass

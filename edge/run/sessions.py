@@ -8,11 +8,14 @@ steps, and built by rules so it never invents anything.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from edge.run.planner import SessionContext
 from edge.run.record import RunRecord, Step
 from edge.run.store import device_of, fault_codes_of
+from tools.manual_search.tool import ManualSearchTool
+from tools.observation import Observation
 from tools.plc.tool import PlcReadTool
 
 MAX_LINES = 8
@@ -23,10 +26,14 @@ def session_context(records: list[RunRecord]) -> SessionContext:
     """Earlier runs of a session, oldest first, as the context of its next run."""
     lines: list[str] = []
     codes: list[str] = []
+    listed: list[str] = []
     device_id: str | None = None
     for record in records:
+        if (device_of(record) or device_id) != device_id:
+            listed = []  # codes listed for another machine
         device_id = device_of(record) or device_id
         codes.extend(fault_codes_of(record))
+        listed.extend(listed_codes(record.observations))
         lines.extend(summarize_run(record))
     # The latest lines matter most to a follow-up; older ones fall off first.
     return SessionContext(
@@ -34,7 +41,22 @@ def session_context(records: list[RunRecord]) -> SessionContext:
         fault_codes=list(dict.fromkeys(codes)),
         summary=lines[-MAX_LINES:],
         sensors=sensors_read(records[-1], device_id) if records else [],
+        listed_codes=list(dict.fromkeys(listed)),
     )
+
+
+def listed_codes(observations: Iterable[Observation]) -> list[str]:
+    """The fault codes a manual search listed for the asked machine (not entries for other machines)."""
+    return [
+        str(item.fields["fault_code"])
+        for obs in observations
+        if obs.tool == ManualSearchTool.name and obs.status in ("ok", "degraded")
+        for item in obs.content
+        if item.kind == "ref"
+        and item.fields.get("fault_code")
+        and item.fields.get("manual")
+        and item.fields.get("applies_to_device") is not False
+    ]
 
 
 def sensors_read(record: RunRecord, device_id: str | None) -> list[str]:

@@ -163,7 +163,7 @@ def _refusal(args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput | None:
             f"Use device_id {ctx.devices[0]!r}, or give the final answer.",
             source=SOURCE,
         )
-    if ctx.listed_codes_only and not _listed(args, ctx.evidence):
+    if ctx.listed_codes is not None and fault_key(args.fault_code) not in {fault_key(c) for c in ctx.listed_codes}:
         return ToolOutput.error(
             "code_not_listed",
             f"No manual search of this run lists {args.fault_code} for {args.device_id}.",
@@ -171,17 +171,6 @@ def _refusal(args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput | None:
             source=SOURCE,
         )
     return None
-
-
-def _listed(args: WorkOrderArgs, evidence: tuple[dict[str, Any], ...]) -> bool:
-    key = fault_key(args.fault_code)
-    return any(
-        ref.get("manual")
-        and fault_key(str(ref.get("fault_code") or "")) == key
-        and ref.get("applies_to_device") is not False
-        and ref.get("device_id", args.device_id) in (None, args.device_id)
-        for ref in evidence
-    )
 
 
 def _bind_to_alarm(args: WorkOrderArgs, alarm: dict[str, Any]) -> WorkOrderArgs | ToolOutput:
