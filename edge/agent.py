@@ -50,7 +50,12 @@ def build_registry(config: Config) -> ToolRegistry:
 
 
 def work_order_store(config: Config) -> WorkOrderStore:
-    return WorkOrderStore(config.state_path(config.work_orders.store_file), config.work_orders.busy_timeout_ms)
+    """The plant's work-order store. A config requiring isolation records the rule in it, so every process
+    sharing the file enforces it; a config without it leaves the rule as the file has it."""
+    store = WorkOrderStore(config.state_path(config.work_orders.store_file), config.work_orders.busy_timeout_ms)
+    if config.work_orders.require_isolation:
+        store.require_isolation(f"[work_orders] require_isolation in {config.source}")
+    return store
 
 
 def plc_gateway(config: Config) -> PlcGateway:

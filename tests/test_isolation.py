@@ -211,7 +211,7 @@ def test_require_isolation(tmp_path, demo_index, required):
         with running.client() as client:
             response = _start(client, order.id)
         if required:
-            assert response.status_code == 422 and "require_isolation is on" in response.json()["detail"]
+            assert response.status_code == 422 and "this plant requires isolation" in response.json()["detail"]
             assert running.service.work_orders.get(order.id).status == "acknowledged"
         else:
             assert response.status_code == 200 and response.json()["isolation_confirmed_by"] is None

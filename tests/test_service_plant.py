@@ -218,7 +218,7 @@ def current(service: RunningService, order_id: str) -> dict[str, Any]:
         (
             {"status": "done", "parts": [{"part": " ", "quantity": 1}]},
             ["body", "parts", 0, "part"],
-            "at least 1 character",
+            "is blank: it has no visible character",
         ),
         ({"status": "done", "remedy": "x" * 2001}, ["body", "remedy"], "at most 2000 characters"),
         ([{"status": "done"}], ["body"], "Input should be an object"),

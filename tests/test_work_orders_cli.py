@@ -128,6 +128,11 @@ def test_set_status_done_records_the_fix_and_show_prints_it(cli):
     [
         ("cancelled", ["--part", "seal=two"], "--part 'seal=two': the quantity after '=' must be a number"),
         ("cancelled", ["--part", "=2"], "--part '=2': String should have at least 1 character"),
+        (
+            "cancelled",
+            ["--part", "\u200b =2"],
+            "--part '\\u200b =2': Value error, is blank: it has no visible character",
+        ),
         ("cancelled", ["--part", "seal=0"], "--part 'seal=0': Value error, quantity must be a positive number"),
         ("cancelled", ["--cause", "x" * 2001], "--cause: String should have at most 2000 characters"),
         (

@@ -144,7 +144,7 @@ def test_a_fix_on_a_move_that_closes_nothing_is_refused_and_changes_nothing(stor
 @pytest.mark.parametrize(
     ("fix", "where", "message"),
     [
-        ({"parts": [{"part": "  "}]}, ("parts", 0, "part"), "at least 1 character"),
+        ({"parts": [{"part": "  "}]}, ("parts", 0, "part"), "is blank: it has no visible character"),
         (
             {"parts": [{"part": "bearing", "quantity": 0}]},
             ("parts", 0, "quantity"),

@@ -6,11 +6,14 @@ import argparse
 import json
 
 from rich.console import Console
+from rich.markup import escape
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
+from edge.cli.terminal import console
 from edge.config import Config
 from edge.run import RunRecord
+from tools.text_fields import BlankText, stored_text
 
 STATUS_STYLE = {"ok": "green", "not_found": "yellow", "degraded": "yellow", "error": "red"}
 
@@ -33,13 +36,17 @@ def run_ask(args: argparse.Namespace, config: Config) -> int:
     from knowledge.search import IndexMissing
     from tools.plant import UnknownDevice
 
+    try:
+        question = stored_text(args.question)
+    except BlankText as exc:
+        raise CliError(f"question {exc}") from None
     ensure_index(config)
     agent = Agent(config)
     try:
         # A one-shot command has no background to warm in: what this question needs loads now (the SBERT
         # model for a symptom; nothing for a fault code, which is an exact lookup).
-        agent.warm_for(args.question, args.device, actor="operator")
-        record = agent.ask(args.question, device_id=args.device, actor="operator")
+        agent.warm_for(question, args.device, actor="operator")
+        record = agent.ask(question, device_id=args.device, actor="operator")
     except (UnknownDevice, IndexMissing) as exc:  # IndexMissing: there, but unreadable or embedded with another model
         raise CliError(str(exc)) from None
     finally:
@@ -47,34 +54,38 @@ def run_ask(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(record.model_dump_json(indent=2))
     else:
-        print_trace(record, Console())
+        print_trace(record, console())
     return 0
 
 
 def print_trace(record: RunRecord, console: Console) -> None:
-    """Each step with the planner that took it; where the model handed the run over, and why."""
+    """Each step with the planner that took it; where the model handed the run over, and why. What the model
+    and the tools wrote is shown as text, never read as markup (`edge.cli.terminal.console` shows any
+    control character in it)."""
     previous = None
     for step in record.steps:
         if previous is not None and step.planner != previous:
-            console.print(f"[yellow]handed over to the {step.planner} planner:[/] {record.fallback or 'fallback'}")
+            console.print(
+                f"[yellow]handed over to the {step.planner} planner:[/] {escape(record.fallback or 'fallback')}"
+            )
         previous = step.planner
         tag = f"[dim]{step.n} {step.planner}[/]"
         if step.format_error:
-            console.print(f"{tag} [red]format error[/] {step.format_error}")
+            console.print(f"{tag} [red]format error[/] {escape(step.format_error)}")
             continue
         if step.thought:
-            console.print(f"{tag} [dim]thought:[/] {step.thought}")
+            console.print(f"{tag} [dim]thought:[/] {escape(step.thought)}")
         if step.action:
-            console.print(f"{tag} [bold]{step.action}[/] {json.dumps(step.args, ensure_ascii=False)}")
+            console.print(f"{tag} [bold]{escape(step.action)}[/] {escape(json.dumps(step.args, ensure_ascii=False))}")
         if step.observation:
             obs = step.observation
             style = STATUS_STYLE.get(obs.status, "white")
             console.print(
-                f"   [{style}]{obs.status}[/] from {obs.source} ({obs.elapsed_ms:.0f} ms)"
-                + (f" — {obs.suggestion}" if obs.suggestion else "")
+                f"   [{style}]{obs.status}[/] from {escape(obs.source)} ({obs.elapsed_ms:.0f} ms)"
+                + (f" — {escape(obs.suggestion)}" if obs.suggestion else "")
             )
     for warning in record.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     term = record.termination
     if term:
         console.rule("answer")

@@ -16,11 +16,12 @@ import time
 from datetime import datetime
 from typing import get_args
 
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
+from edge.cli.terminal import console as terminal
 from edge.config import Config
 from edge.run import FeedbackFilter, RunFilter, RunStore, TerminationReason
 
@@ -119,16 +120,16 @@ def run_list(args: argparse.Namespace, config: Config) -> int:
         table.add_row(
             _when(row.started_ms),
             row.run_id,
-            row.device_id or "-",
+            escape(row.device_id or "-"),
             row.actor,
             f"[bold red]{row.steps}[/]" if row.steps > 5 else str(row.steps),
             f"[{stop_style}]{row.reason}[/]" + (" [yellow](degraded)[/]" if row.degraded else ""),
             f"{row.elapsed_ms:.0f}",
-            ",".join(row.fault_codes) or "-",
+            escape(",".join(row.fault_codes) or "-"),
             f"{row.work_order_id or '-'} {row.work_order_status or ''}".strip(),
-            row.question,
+            escape(row.question),
         )
-    Console().print(table)
+    terminal().print(table)
     return 0
 
 
@@ -149,10 +150,10 @@ def run_show(args: argparse.Namespace, config: Config) -> int:
             )
         )
         return 0
-    console = Console()
+    console = terminal()
     console.print(
-        f"[bold]{record.question}[/]  [dim]{_when(record.started_ms)} · {record.actor} · "
-        f"device {record.device_id or '-'} · session {record.session_id or '-'} · "
+        f"[bold]{escape(record.question)}[/]  [dim]{_when(record.started_ms)} · {record.actor} · "
+        f"device {escape(record.device_id or '-')} · session {escape(record.session_id or '-')} · "
         f"tokens {record.prompt_tokens}+{record.completion_tokens}[/]"
     )
     print_trace(record, console)
@@ -163,7 +164,8 @@ def run_show(args: argparse.Namespace, config: Config) -> int:
         )
     if record.termination and record.termination.pending_action:
         console.print(
-            f"[yellow]pending action at takeover:[/] {json.dumps(record.termination.pending_action, ensure_ascii=False)}"
+            "[yellow]pending action at takeover:[/] "
+            + escape(json.dumps(record.termination.pending_action, ensure_ascii=False))
         )
     for confirmation in confirmations:
         console.print(
@@ -184,14 +186,14 @@ def run_codes(args: argparse.Namespace, config: Config) -> int:
         table.add_column(column, justify="left" if column == "code" else "right")
     for row in rows:
         table.add_row(
-            row.fault_code,
+            escape(row.fault_code),
             str(row.runs),
             f"{row.mean_steps:.1f}",
             str(row.max_steps),
             f"[red]{row.over_five}[/]" if row.over_five else "0",
             str(row.not_answered),
         )
-    Console().print(table)
+    terminal().print(table)
     return 0
 
 
@@ -215,13 +217,13 @@ def run_feedback(args: argparse.Namespace, config: Config) -> int:
             _when(row.given_ms),
             row.run_id,
             row.device_id or "-",
-            ",".join(row.fault_codes) or "-",
-            row.actor,
+            escape(",".join(row.fault_codes) or "-"),
+            escape(row.actor),
             "[green]yes[/]" if row.helpful else "[red]no[/]",
-            row.fix or "-",
-            row.question,
+            escape(row.fix or "-"),
+            escape(row.question),
         )
-    Console().print(table)
+    terminal().print(table)
     return 0
 
 

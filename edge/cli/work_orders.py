@@ -6,6 +6,8 @@
     fixloop work-orders set-status WO-3F9A1C2B7D4E5F60 in_progress --isolation-confirmed --by "J. Weber"
     fixloop work-orders set-status WO-3F9A1C2B7D4E5F60 done --cause "coolant filter clogged" \
         --remedy "replaced the filter" --part FLT-200=1 --note "filter was 2 months overdue"
+    fixloop work-orders isolation-rule on --by "J. Weber"    # every move to in_progress needs isolation confirmed
+    fixloop work-orders isolation-rule off --by "J. Weber"
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
+from edge.cli.terminal import console as terminal
 from edge.config import Config
+from tools.text_fields import person_name
 from tools.work_orders.model import CLOSED_STATUSES, ISOLATING_STATUS, TRANSITIONS, Fix, WorkOrder, WorkOrderError
 from tools.work_orders.store import WorkOrderStore
 
@@ -76,6 +81,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_status.add_argument("--by", help="who confirmed the isolation (a name or badge number)")
     set_status.set_defaults(func=run_orders_set_status)
 
+    rule = order_actions.add_parser(
+        "isolation-rule",
+        help="the plant's rule that every move to in_progress confirms the device isolated: show, on, off",
+    )
+    rule.add_argument("switch", nargs="?", choices=["show", "on", "off"], default="show")
+    rule.add_argument("--by", help="who turns it on or off (a name or badge number)")
+    rule.set_defaults(func=run_isolation_rule)
+
 
 def order_store(config: Config) -> WorkOrderStore:
     """The plant's work-order store (imported late: the agent's imports are not cheap)."""
@@ -89,7 +102,7 @@ def run_orders_list(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(json.dumps([order.model_dump(mode="json") for order in orders], indent=2, ensure_ascii=False))
         return 0
-    console = Console()
+    console = terminal()
     if not orders:
         console.print("No work orders" + (f" with status {args.status}" if args.status else "") + ".")
         return 0
@@ -101,13 +114,13 @@ def run_orders_list(args: argparse.Namespace, config: Config) -> int:
     for order in orders:
         style = STATUS_STYLE.get(order.status, "white")
         table.add_row(
-            order.id,
-            order.device_id,
-            order.fault_code,
+            escape(order.id),
+            escape(order.device_id),
+            escape(order.fault_code),
             order.priority,
             f"[{style}]{order.status}[/]",
             order.created_at[5:16].replace("T", " "),
-            order.summary,
+            escape(order.summary),
         )
     console.print(table)
     return 0
@@ -120,21 +133,24 @@ def run_orders_show(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(order.model_dump_json(indent=2))
         return 0
-    _print_order(order, Console())
+    _print_order(order, terminal())
     return 0
 
 
 def _print_order(order: WorkOrder, console: Console) -> None:
     style = STATUS_STYLE.get(order.status, "white")
-    console.print(f"[bold]{order.id}[/]  [{style}]{order.status}[/]  {order.priority}")
-    console.print(f"{order.title}\n{order.summary}")
+    console.print(f"[bold]{escape(order.id)}[/]  [{style}]{order.status}[/]  {order.priority}")
+    console.print(f"{order.title}\n{order.summary}", markup=False, highlight=False)
     console.print(
-        f"[dim]device {order.device_id} · fault {order.fault_code} · by {order.created_by} · "
-        f"run {order.source_run_id} · {order.occurrence} · created {order.created_at} · "
-        f"updated {order.updated_at}[/]"
+        escape(
+            f"device {order.device_id} · fault {order.fault_code} · by {order.created_by} · "
+            f"run {order.source_run_id} · {order.occurrence} · created {order.created_at} · "
+            f"updated {order.updated_at}"
+        ),
+        style="dim",
     )
     if order.alarm:
-        console.print(f"MES alarm: {json.dumps(order.alarm, ensure_ascii=False)}")
+        console.print(f"MES alarm: {json.dumps(order.alarm, ensure_ascii=False)}", markup=False)
     if order.isolation_confirmed_at:
         reading = order.isolation_reading
         seen = f" ({reading.label} {reading.value:g} {reading.unit}, {reading.quality})" if reading else ""
@@ -150,13 +166,13 @@ def _print_order(order: WorkOrder, console: Console) -> None:
             f"  [{mark}] {tick.step_key} {tick.text}{read} · {tick.by} {tick.at}", markup=False, highlight=False
         )
     if order.closed_at:
-        console.print(f"closed {order.closed_at} by {order.closed_by}")
+        console.print(f"closed {order.closed_at} by {order.closed_by}", markup=False, highlight=False)
     parts = ", ".join(part.label() for part in order.parts)
     for label, value in (("cause", order.cause), ("remedy", order.remedy), ("parts", parts), ("note", order.note)):
         if value:
             console.print(f"  {label}: {value}", markup=False, highlight=False)
     for number, evidence in enumerate(order.evidence, start=1):
-        console.print(f"  evidence {number}: {json.dumps(evidence, ensure_ascii=False)}")
+        console.print(f"  evidence {number}: {json.dumps(evidence, ensure_ascii=False)}", markup=False)
 
 
 def run_orders_set_status(args: argparse.Namespace, config: Config) -> int:
@@ -164,17 +180,55 @@ def run_orders_set_status(args: argparse.Namespace, config: Config) -> int:
 
     change = _change(args)
     with _plc_reads(config) as read:
-        gate = IsolationGate(order_store(config), config.devices, read, config.work_orders.require_isolation)
+        gate = IsolationGate(order_store(config), config.devices, read)
         try:
             order = gate.move(args.work_order_id, change, args.actor)
         except WorkOrderError as exc:
             raise CliError(str(exc)) from None
-    Console().print(f"{order.id} is now [bold]{order.status}[/]; the MES is told through the outbox.")
+    console = terminal()
+    console.print(f"{escape(order.id)} is now [bold]{order.status}[/]; the MES is told through the outbox.")
     if order.status == ISOLATING_STATUS and order.isolation_confirmed_by:
         reading = order.isolation_reading
         seen = f": {reading.label} {reading.value:g} {reading.unit} ({reading.quality})" if reading else ""
-        Console().print(f"isolation confirmed by {order.isolation_confirmed_by}{seen}", markup=False, highlight=False)
+        console.print(f"isolation confirmed by {order.isolation_confirmed_by}{seen}", markup=False, highlight=False)
     return 0
+
+
+def run_isolation_rule(args: argparse.Namespace, config: Config) -> int:
+    """Show or switch the rule kept in the plant's store. A config requiring isolation records it whenever
+    it opens the store, so turning it off while this config says `require_isolation = true` is refused."""
+    store = order_store(config)
+    if args.switch == "on":
+        store.require_isolation(_switched_by(args))
+    elif args.switch == "off":
+        if config.work_orders.require_isolation:
+            raise CliError(
+                f"[work_orders] require_isolation = true in {config.source} turns the rule on again whenever "
+                "it is loaded: set it to false there (and in every config sharing this store) first"
+            )
+        by = _switched_by(args)
+        if store.release_isolation() is not None:
+            terminal().print(f"isolation rule turned off by {by}", markup=False, highlight=False)
+    rule = store.isolation_rule()
+    if rule is None:
+        print("isolation rule: off; an order may enter in_progress without its isolation confirmed")
+    else:
+        terminal().print(
+            f"isolation rule: on since {rule.set_at} ({rule.set_by}); an order enters in_progress only with "
+            "--isolation-confirmed --by NAME (the tablet, the MES and the CLI alike)",
+            markup=False,
+            highlight=False,
+        )
+    return 0
+
+
+def _switched_by(args: argparse.Namespace) -> str:
+    if args.by is None:
+        raise CliError(f"--by: who turns the isolation rule {args.switch} (a name or badge number)")
+    try:
+        return person_name(args.by)
+    except ValueError as exc:
+        raise CliError(f"--by: {exc}") from None
 
 
 @contextmanager
@@ -216,7 +270,10 @@ def _change(args: argparse.Namespace) -> StatusChange:
         )
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        option = "--isolation-confirmed" if "isolation" in error["msg"] else f"--{args.status}"
+        if error["loc"]:
+            option = f"--{error['loc'][0]}"
+        else:
+            option = "--isolation-confirmed" if "isolation" in error["msg"] else f"--{args.status}"
         raise CliError(f"{option}: {error['msg'].removeprefix('Value error, ')}") from None
 
 

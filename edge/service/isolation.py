@@ -4,6 +4,8 @@ and, where the plant maps a zero-energy signal for the device, only while that s
 The plant is read here, through the agent's PLC tool (its read budget, breakers and cache), and the
 reading is handed to the work-order store to keep with the confirmation: the store holds no PLC code.
 Every way in moves orders through `IsolationGate.move`: the tablet's route, the MES webhook and the CLI.
+Whether the plant requires the confirmation is a rule kept in the work-order store, which refuses a move
+to in_progress without one while it is on (`WorkOrderStore.isolation_rule`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from tools.work_orders.model import (
     IsolationConfirmation,
     RecordedReading,
     WorkOrder,
-    WorkOrderError,
     WorkOrderNotFound,
 )
 from tools.work_orders.store import WorkOrderStore
@@ -43,10 +44,6 @@ class SensorRead(BaseModel):
     status: str
     error_code: str | None = None
     is_outlier: bool = False
-
-
-class IsolationRequired(WorkOrderError):
-    """`[work_orders] require_isolation` is on and the move to in_progress did not confirm isolation."""
 
 
 class StillEnergised(IllegalTransition):
@@ -94,12 +91,10 @@ class IsolationGate:
         store: WorkOrderStore,
         devices: Mapping[str, DeviceConfig] | None = None,
         read: Reader | None = None,
-        require: bool = False,
     ):
         self.store = store
         self.devices = devices or {}
         self.read = read
-        self.require = require
 
     @classmethod
     def of(cls, service: Service, actor: Actor = "technician") -> IsolationGate:
@@ -108,23 +103,17 @@ class IsolationGate:
             service.work_orders,
             service.config.devices,
             lambda device_id, sensor: read_sensor(registry, device_id, sensor, actor),
-            service.config.work_orders.require_isolation,
         )
 
     def move(self, work_order_id: str, change: StatusChange, actor: str) -> WorkOrder:
         """Move the order as `change` says; into in_progress only with isolation confirmed when the plant
-        requires it, and only while the device's zero-energy signal reads de-energised when it maps one.
-        A refusal writes nothing."""
+        requires it (the store's rule, whatever this process's config says), and only while the device's
+        zero-energy signal reads de-energised when it maps one. A refusal writes nothing."""
         isolation = self._confirmation(work_order_id, change) if change.status == ISOLATING_STATUS else None
         return self.store.set_status(work_order_id, change.status, actor, change.fix(), isolation)
 
     def _confirmation(self, work_order_id: str, change: StatusChange) -> IsolationConfirmation | None:
         if not change.isolation_confirmed or change.by is None:
-            if self.require:
-                raise IsolationRequired(
-                    f"work order {work_order_id} cannot move to {ISOLATING_STATUS} without isolation_confirmed: true "
-                    "and by (who isolated the device): [work_orders] require_isolation is on"
-                )
             return None
         order = self.store.get(work_order_id)
         if order is None:

@@ -14,16 +14,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 from functools import partial
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from edge.service.isolation import IsolationGate
 from edge.service.schemas import StatusChange
 from edge.service.webhooks import SignedWebhooks
 from tools.plant import UnknownDevice
+from tools.text_fields import printable, stored_text
 from tools.work_orders.model import FaultCode
 from tools.work_orders.store import WorkOrderStore
 
@@ -35,12 +36,14 @@ class MesAlarm(BaseModel):
     # MES vendors add their own fields; ignoring them keeps the integration from breaking on an upgrade.
     model_config = ConfigDict(extra="ignore")
 
-    event_id: str = Field(min_length=1, max_length=200, description="the MES's id of this alarm occurrence")
+    event_id: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(stored_text)] = Field(
+        description="the MES's id of this alarm occurrence"
+    )
     device_id: str = Field(min_length=1, description="device id as configured, e.g. press-3")
     fault_code: FaultCode
     occurred_at: AwareDatetime = Field(description="when the alarm was raised, ISO 8601 with a UTC offset")
     severity: Literal["low", "medium", "high", "critical"] = "medium"
-    message: str = Field(default="", max_length=2000)
+    message: Annotated[str, Field(max_length=2000), AfterValidator(printable)] = ""
 
     @field_validator("device_id")
     @classmethod
@@ -60,8 +63,8 @@ class MesStatusChange(StatusChange):
 
     model_config = ConfigDict(extra="ignore")
 
-    work_order_id: str = Field(
-        min_length=1, max_length=64, description="the order's id as fixloop gave it, e.g. WO-3F9A1C2B7D4E5F60"
+    work_order_id: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(stored_text)] = Field(
+        description="the order's id as fixloop gave it, e.g. WO-3F9A1C2B7D4E5F60"
     )
 
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from edge.run import Confirmation, Feedback, RunRecord
 from tools.plant import Isolation
+from tools.text_fields import PersonName, stored_text
 from tools.work_orders.model import (
     CLIENT_TICK_ID_PATTERN,
     ISOLATING_STATUS,
     STEP_KEY_PATTERN,
     Fix,
-    Name,
     OrderStatus,
     WorkOrder,
     check_fix,
@@ -27,9 +27,7 @@ CLIENT_REQUEST_ID_PATTERN = r"^[A-Za-z0-9_.:-]{8,64}$"
 class AskBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(
-        min_length=1,
-        max_length=2000,
+    question: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(stored_text)] = Field(
         description="what the technician asks, in English or Chinese",
         examples=["Press-3 shows E102, what should I do?"],
     )
@@ -52,14 +50,6 @@ class AskBody(BaseModel):
         examples=["lx3k9f2a-8c1e4b7d90af12c3"],
     )
 
-    @field_validator("question")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        value = value.strip()
-        if not value:
-            raise ValueError("question is blank")
-        return value
-
 
 class StatusChange(Fix):
     """A work order's next status; closing it (done, cancelled) may say what was found and done (`Fix`).
@@ -74,7 +64,7 @@ class StatusChange(Fix):
         description="with in_progress: the device is isolated (the plant's lock-out steps done); refused while "
         "its zero-energy signal reads energised or cannot be read. Required by [work_orders] require_isolation",
     )
-    by: Name | None = Field(default=None, description="who confirmed the isolation: a name or badge number")
+    by: PersonName | None = Field(default=None, description="who confirmed the isolation: a name or badge number")
 
     @model_validator(mode="after")
     def _fix_only_when_closing(self) -> StatusChange:
@@ -109,11 +99,11 @@ class ChecklistTickBody(BaseModel):
         description="which step: isolation:<n> (the plant's isolation steps) or step:<n> (the manual's)",
         examples=["step:4"],
     )
-    text: str = Field(
-        min_length=1, max_length=500, description="the step as shown", examples=["Read the motor temperature"]
+    text: Annotated[str, Field(min_length=1, max_length=500), AfterValidator(stored_text)] = Field(
+        description="the step as shown", examples=["Read the motor temperature"]
     )
     done: bool = Field(strict=True, description="ticked (true) or unticked (false)")
-    by: Name = Field(description="who ticked it: a name or badge number")
+    by: PersonName = Field(description="who ticked it: a name or badge number")
     ticked_at: AwareDatetime | None = Field(
         default=None, description="the tablet's time of the tick (a queued offline tick reaches the service later)"
     )

@@ -13,7 +13,9 @@ class WorkOrderConfig(BaseModel):
     # Tablet flow: park new orders until a technician confirms them.
     require_confirmation: bool = False
     # Lock-out: an order enters in_progress only with the device's isolation confirmed (who, and the
-    # zero-energy reading where the device maps one); off, a confirmation is recorded when one is given.
+    # zero-energy reading where the device maps one). On, it is recorded in the store as the plant's rule,
+    # binding every process sharing it; off leaves the store's rule as it is (`fixloop work-orders
+    # isolation-rule off` turns it off). Without the rule a confirmation is recorded when one is given.
     require_isolation: bool = False
     store_file: str = "work_orders.sqlite"
     # Several workers, the service and the CLI share the file; wait this long for its write lock.

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from knowledge.codes import fault_key, reported_code
+from tools.text_fields import BlankText, PersonName, stored_text
 
 Priority = Literal["low", "medium", "high", "urgent"]
 OrderStatus = Literal["open", "acknowledged", "in_progress", "done", "cancelled"]
@@ -55,6 +56,10 @@ class IllegalTransition(WorkOrderError):
     pass
 
 
+class IsolationRequired(WorkOrderError):
+    """The plant requires isolation (`IsolationRule`) and the move to in_progress did not confirm it."""
+
+
 class ChecklistConflict(IllegalTransition):
     """A tick the order's state or its recorded ticks do not allow: on a closed order, or a client_tick_id
     already applied with another step or state."""
@@ -63,7 +68,10 @@ class ChecklistConflict(IllegalTransition):
 def _blank_is_none(value: Any) -> Any:
     # Forms and MES payloads send "" for a field nobody filled in; that is "not recorded", not a value.
     if isinstance(value, str):
-        return value.strip() or None
+        try:
+            return stored_text(value)
+        except BlankText:
+            return None
     return value
 
 
@@ -96,7 +104,7 @@ FixText = Annotated[Annotated[str, StringConstraints(max_length=2000)] | None, B
 class Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    part: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] = Field(
+    part: Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(stored_text)] = Field(
         description="part number or name, e.g. 6205-2RS bearing"
     )
     quantity: PartQuantity | None = Field(
@@ -130,7 +138,6 @@ def check_fix(status: str, fix: Fix | None) -> None:
         )
 
 
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 # Unique across the plant, as a question's client_request_id: a tablet's random id, not a counter.
 CLIENT_TICK_ID_PATTERN = r"^[A-Za-z0-9_.:-]{8,64}$"
 # What a checklist step is: one of the plant's isolation steps or one of the manual entry's remedy steps.
@@ -159,8 +166,19 @@ class IsolationConfirmation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    by: Name
+    by: PersonName
     reading: RecordedReading | None = None
+
+
+class IsolationRule(BaseModel):
+    """The plant's rule that an order enters in_progress only with its device's isolation confirmed, kept with
+    the orders so that every process moving them enforces it, whatever its own config says; when it was
+    turned on, and by what: a config's `[work_orders] require_isolation`, or a person with the CLI."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    set_by: str
+    set_at: str
 
 
 class ChecklistTick(BaseModel):
@@ -170,9 +188,11 @@ class ChecklistTick(BaseModel):
 
     client_tick_id: str = Field(pattern=CLIENT_TICK_ID_PATTERN)
     step_key: str = Field(pattern=STEP_KEY_PATTERN, description="isolation:<n> or step:<n>, e.g. step:4")
-    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+    # As stored: the store checked them on the way in (`WorkOrderStore.tick`), and a tick kept under older
+    # rules must still read back.
+    text: str
     done: bool = Field(strict=True)
-    by: Name
+    by: str
     at: str  # when the service applied it
     ticked_at: str | None = None  # the tablet's clock when ticked, which differs from `at` for a tick queued offline
     reading: RecordedReading | None = None

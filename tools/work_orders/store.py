@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.codes import fault_key
+from tools.text_fields import person_name, stored_text
 from tools.work_orders.model import (
     ACTIVE_STATUSES,
     CLOSED_STATUSES,
@@ -37,6 +38,8 @@ from tools.work_orders.model import (
     FixHistory,
     IllegalTransition,
     IsolationConfirmation,
+    IsolationRequired,
+    IsolationRule,
     OutboxRow,
     Part,
     PastFix,
@@ -91,6 +94,7 @@ ISOLATION_COLUMNS = {
     "isolation_confirmed_by": "TEXT",
     "isolation_reading": "TEXT",
 }
+ISOLATION_RULE = "isolation"
 RECENT_ORDERS_SQL = "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_key = ? AND created_at >= ?"
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
@@ -154,6 +158,12 @@ CREATE TABLE IF NOT EXISTS checklist_ticks (
     reading TEXT
 );
 CREATE INDEX IF NOT EXISTS checklist_ticks_by_order ON checklist_ticks (work_order_id, seq);
+-- The plant's rules on moving orders, one row each while on (`isolation`: see `IsolationRule`).
+CREATE TABLE IF NOT EXISTS plant_rules (
+    name TEXT PRIMARY KEY,
+    set_by TEXT NOT NULL,
+    set_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS inbound_webhooks (
     webhook_id TEXT PRIMARY KEY,
     state TEXT NOT NULL CHECK (state IN ('processing', 'done')),
@@ -237,6 +247,7 @@ class WorkOrderStore:
         """
         fault_code = normalize_fault_code(fault_code)
         key = fault_key(fault_code)
+        title, summary = _checked("title", stored_text, title), _checked("summary", stored_text, summary)
         if priority not in PRIORITIES:
             raise WorkOrderError(f"priority {priority!r} is not one of {', '.join(PRIORITIES)}")
         stamp = self._iso_now()
@@ -325,7 +336,8 @@ class WorkOrderStore:
         keeps `fix` (cause, remedy, parts, note; closing without one stays allowed); a fix on any other move
         is refused (`check_fix`). Entering in_progress may record `isolation` (who confirmed the device
         isolated, and its zero-energy reading), stamped with the move's time; on any other move it is refused.
-        Whether isolation must be confirmed, and whether the reading allows it, is the caller's to decide."""
+        Without it the move is refused while the plant's isolation rule is on (`isolation_rule`), checked in
+        the move's transaction; whether the reading allows the confirmation is the caller's to decide."""
         if status not in TRANSITIONS:
             raise WorkOrderError(f"status {status!r} is not one of {', '.join(TRANSITIONS)}")
         check_fix(status, fix)
@@ -343,6 +355,8 @@ class WorkOrderStore:
                 raise IllegalTransition(
                     f"work order {work_order_id} is {current}; it cannot move to {status} (allowed: {allowed})"
                 )
+            if status == ISOLATING_STATUS and isolation is None:
+                _check_isolation_rule(con, work_order_id)
             stamp = self._iso_now()
             con.execute(
                 "UPDATE work_orders SET status = ?, updated_at = ? WHERE id = ?", (status, stamp, work_order_id)
@@ -392,6 +406,7 @@ class WorkOrderStore:
         sensor the step names). Applied once per `client_tick_id`: sent again (an offline tablet's queue after
         a lost reply) it changes nothing and returns the order (False); the same id with another order, step
         or state is refused (`ChecklistConflict`), as is a tick on a closed order."""
+        text, by = _checked("text", stored_text, text), _checked("by", person_name, by)
         with self._write() as con:
             row = con.execute("SELECT status FROM work_orders WHERE id = ?", (work_order_id,)).fetchone()
             if row is None:
@@ -490,6 +505,32 @@ class WorkOrderStore:
                 (fix.id, run_id, device_id, fault_code, fault_key(fault_code), remedy, fix.closed_at, actor),
             )
         return fix
+
+    # -- the plant's rules -------------------------------------------------
+
+    def isolation_rule(self) -> IsolationRule | None:
+        """The plant's isolation rule while it is on; None while off."""
+        with self._read() as con:
+            return _isolation_rule(con)
+
+    def require_isolation(self, by: str) -> IsolationRule:
+        """Turn the isolation rule on for every process sharing this file, `by` a person or a config file; on
+        already, it stays as first set."""
+        with self._write() as con:
+            con.execute(
+                "INSERT INTO plant_rules (name, set_by, set_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (ISOLATION_RULE, _checked("by", stored_text, by), self._iso_now()),
+            )
+            rule = _isolation_rule(con)
+        assert rule is not None  # written just now, or before, in this transaction
+        return rule
+
+    def release_isolation(self) -> IsolationRule | None:
+        """Turn the isolation rule off; the rule as it was (None: it was off)."""
+        with self._write() as con:
+            rule = _isolation_rule(con)
+            con.execute("DELETE FROM plant_rules WHERE name = ?", (ISOLATION_RULE,))
+        return rule
 
     # -- outbox ----------------------------------------------------------
 
@@ -691,6 +732,29 @@ def _upgraded_meanwhile(con: sqlite3.Connection, version: int) -> bool:
         return False
     con.execute("COMMIT")
     return True
+
+
+def _checked(field: str, check: Callable[[str], str], value: str) -> str:
+    """`value` as `check` keeps it, or the refusal naming `field`."""
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise WorkOrderError(f"{field}: {exc}") from None
+
+
+def _isolation_rule(con: sqlite3.Connection) -> IsolationRule | None:
+    row = con.execute("SELECT set_by, set_at FROM plant_rules WHERE name = ?", (ISOLATION_RULE,)).fetchone()
+    return IsolationRule.model_validate(dict(row)) if row else None
+
+
+def _check_isolation_rule(con: sqlite3.Connection, work_order_id: str) -> None:
+    rule = _isolation_rule(con)
+    if rule is not None:
+        raise IsolationRequired(
+            f"work order {work_order_id} cannot move to {ISOLATING_STATUS} without isolation_confirmed: true and "
+            f"by (who isolated the device): this plant requires isolation (turned on {rule.set_at} by "
+            f"{rule.set_by}; `fixloop work-orders isolation-rule off` turns it off)"
+        )
 
 
 def _iso(epoch: float) -> str:
