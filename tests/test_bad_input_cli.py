@@ -128,6 +128,19 @@ def test_work_orders_show_and_list_print_stored_controls_and_brackets_as_text(cl
     assert ESC not in out and "\x07" not in out and "\r" not in out
 
 
+def test_outbox_prints_the_mes_error_text_as_text(cli, state):
+    store = _store(state)
+    _order(store)
+    row = store.outbox()[0]
+    store.record_attempt(
+        row.row_id, status="failed", next_attempt_at=0, status_code=500, error=f"HTTP 500: {ATTACK} [/]", now=0
+    )
+    code, out, err = cli("outbox")
+    assert code == 0, err
+    _shown(out)
+    assert "[/]" in out
+
+
 # -- names and questions that show nothing ------------------------------------------------------------------
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from edge.cli.options import json_option
+from edge.cli.terminal import console as terminal
 from edge.config import Config
 
 _STATUS_STYLE = {"ok": "green", "notice": "cyan", "warning": "yellow", "failure": "bold red"}
@@ -29,7 +29,7 @@ def run_doctor(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(as_json(checks))
         return 1 if failed(checks) else 0
-    console = Console()
+    console = terminal()
     table = Table(title="fixloop doctor", show_lines=True)
     table.add_column("check", no_wrap=True)
     table.add_column("status", no_wrap=True)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.markup import escape
+
+from edge.cli.terminal import console as terminal
 
 
 class CliError(Exception):
@@ -16,4 +17,4 @@ class CliError(Exception):
 
 def print_error(command: str, message: str) -> None:
     # soft_wrap: one line however long the path in it, so logs and `2>&1 | grep` keep it whole.
-    Console(stderr=True).print(f"[red]{escape(command)}:[/] {escape(message)}", soft_wrap=True)
+    terminal(stderr=True).print(f"[red]{escape(command)}:[/] {escape(message)}", soft_wrap=True)

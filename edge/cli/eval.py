@@ -16,6 +16,7 @@ from rich.table import Table
 
 from edge.cli.errors import CliError
 from edge.cli.options import case_options, json_option
+from edge.cli.terminal import console as terminal
 from edge.config import Config
 
 MARK = {True: "[green]✓[/]", False: "[red]✗[/]", None: "[dim]·[/]"}
@@ -43,8 +44,8 @@ def run_eval(args: argparse.Namespace, config: Config) -> int:
         baseline = load_baseline(args.baseline) if args.baseline else None
     except (CaseFileError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    err = Console(stderr=True)
-    console = Console()
+    err = terminal(stderr=True)
+    console = terminal()
     show = None if args.json else (lambda report: _print_case(console, report, args.quiet))
     with run_workdir(args.workdir) as workdir, progress(err, len(cases), "eval") as tick:
         report = evaluate(config, cases, workdir, on_case=_both(show, tick))

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
+from edge.cli.terminal import console as terminal
 from edge.config import Config
 from edge.manual_index import ensure_index
 from knowledge.models import Scope, SearchResult
@@ -91,7 +92,7 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
         raise CliError(f"no such file or folder: {', '.join(missing)}")
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
     with Progress(
         TextColumn("{task.description:<11}"),
         BarColumn(),
@@ -125,7 +126,7 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
             raise CliError(f"{exc}; the live index is unchanged") from None
         for stage in ("pages", "records"):
             progress.update(tasks[stage], total=progress.tasks[tasks[stage]].completed)
-    _print_build(Console(), report)
+    _print_build(terminal(), report)
     return 1 if report.failed else 0
 
 
@@ -198,7 +199,7 @@ def run_index_status(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(status.model_dump_json(indent=2))
         return 0
-    console = Console()
+    console = terminal()
     table = Table(
         title=f"{status.index} · built {status.built_at} · {status.size_bytes / 1e6:.1f} MB · model {status.model}",
         title_justify="left",
@@ -266,7 +267,7 @@ def run_search(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
-        _print_result(Console(), result)
+        _print_result(terminal(), result)
     return 0 if result.status == "ok" else 1
 
 
@@ -291,10 +292,10 @@ def _batch(index: ManualIndex, args: argparse.Namespace, config: Config) -> int:
         if args.json:
             print(json.dumps([hit.model_dump() for hit in result.hits], ensure_ascii=False), flush=True)
         else:
-            Console().rule(escape(spec["query"]))
-            _print_result(Console(), result)
+            terminal().rule(escape(spec["query"]))
+            _print_result(terminal(), result)
         if result.status != "ok":
-            Console(stderr=True).print(f"line {number}: {escape(result.message)}")
+            terminal(stderr=True).print(f"line {number}: {escape(result.message)}")
     return 0
 
 

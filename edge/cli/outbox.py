@@ -15,11 +15,12 @@ import signal
 import threading
 import time
 
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
+from edge.cli.terminal import console as terminal
 from edge.cli.work_orders import order_store
 from edge.config import Config
 from tools.work_orders.model import OutboxRow, WorkOrderError
@@ -53,7 +54,7 @@ def run_outbox_list(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(json.dumps([row.model_dump(exclude={"body"}) for row in rows], indent=2))
         return 0
-    console = Console()
+    console = terminal()
     target = config.mes.url or "[yellow]no \\[mes] url set: rows wait here[/]"
     if not rows:
         console.print(f"Outbox empty: nothing waiting for the MES ({target}).")
@@ -81,7 +82,7 @@ def _outbox_table(rows: list[OutboxRow], now: float) -> Table:
             f"[{style}]{row.status}[/]",
             str(row.attempts),
             due,
-            result,
+            escape(result),  # the MES's own words: text, not markup
         )
     return table
 
@@ -99,7 +100,7 @@ def run_outbox_retry(args: argparse.Namespace, config: Config) -> int:
         count = order_store(config).requeue(args.row_ids or None)
     except WorkOrderError as exc:
         raise CliError(str(exc)) from None
-    Console().print(f"Requeued {count} row(s); `fixloop outbox deliver` posts them.")
+    terminal().print(f"Requeued {count} row(s); `fixloop outbox deliver` posts them.")
     return 0
 
 
@@ -110,7 +111,7 @@ def run_outbox_deliver(args: argparse.Namespace, config: Config) -> int:
 
     if not config.mes.url:
         raise CliError("set [mes] url (or FIXLOOP__MES__URL) to deliver work orders")
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
     store = order_store(config)
     if args.once:
         with httpx.Client() as client:

@@ -19,11 +19,11 @@ import logging
 import signal
 import threading
 
-from rich.console import Console
 from rich.table import Table
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
+from edge.cli.terminal import console as terminal
 from edge.config import Config
 from tools import plant
 
@@ -110,7 +110,7 @@ def run_plc_sim(args: argparse.Namespace, config: Config) -> int:
         for handle in handles:
             handle.stop()
         raise CliError(str(exc), exit_code=1) from None
-    console = Console()
+    console = terminal()
     table = Table(title="Simulated plant", show_lines=False)
     for column in ("device", "endpoint", "unit", "sensors"):
         table.add_column(column)
@@ -156,7 +156,7 @@ def run_plc_fault(args: argparse.Namespace, config: Config) -> int:
         ) from None
     if response.status_code != 200:
         raise CliError(response.json().get("error", response.text))
-    Console().print_json(json.dumps(response.json(), ensure_ascii=False))
+    terminal().print_json(json.dumps(response.json(), ensure_ascii=False))
     return 0
 
 
@@ -164,7 +164,7 @@ def run_plc_read(args: argparse.Namespace, config: Config) -> int:
     from tools.contract import ToolContext
     from tools.plc.tool import PlcReadArgs, PlcReadTool
 
-    console = Console()
+    console = terminal()
     tool = PlcReadTool(config.devices, config.plc, config.state_path(config.plc.cache_file))
     try:
         output = tool.run(
@@ -197,7 +197,7 @@ def run_poller(args: argparse.Namespace, config: Config) -> int:
     from tools.plc.poller import Poller, PollReport, poll_once
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    console = Console()
+    console = terminal()
     gateway = plc_gateway(config)
 
     def show(report: PollReport) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from edge.cli.errors import CliError
+from edge.cli.terminal import console as terminal
 from edge.config import Config, with_model
 from tools import plant
 
@@ -57,7 +58,7 @@ def run_serve(args: argparse.Namespace, config: Config) -> int:
     from edge.service.service import Service
 
     config = _listening_on(config, args.host, args.port)
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
     if not config.service.technician_tokens:
         console.print("[yellow]warning:[/] [service] technician_tokens is empty: no tablet can use the API")
     service = Service(config, poller=args.poller)
@@ -85,7 +86,7 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     from knowledge.demo import build_demo_index
     from tools.plc.simulator import start_simulator
 
-    console = Console()
+    console = terminal()
     config = _listening_on(config, args.host, args.port)
     model_server = None
     if args.llm == "local":

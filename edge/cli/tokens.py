@@ -10,6 +10,7 @@ from rich.table import Table
 from edge.cli.errors import CliError
 from edge.cli.eval import progress, run_workdir, selected_cases
 from edge.cli.options import case_options, json_option
+from edge.cli.terminal import console as terminal
 from edge.config import Config
 
 
@@ -30,13 +31,13 @@ def run_tokens(args: argparse.Namespace, config: Config) -> int:
         cases = selected_cases(args, config)
     except CaseFileError as exc:
         raise CliError(str(exc)) from None
-    err = Console(stderr=True)
+    err = terminal(stderr=True)
     with run_workdir(args.workdir) as workdir, progress(err, len(cases), "tokens") as tick:
         _, report = measure_tokens(config, cases, workdir, on_case=tick)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
-        print_token_report(Console(), report)
+        print_token_report(terminal(), report)
     return 0
 
 
