@@ -62,7 +62,8 @@ class StatusChange(Fix):
         default=None,
         strict=True,
         description="with in_progress: the device is isolated (the plant's lock-out steps done); refused while "
-        "its zero-energy signal reads energised or cannot be read. Required by [work_orders] require_isolation",
+        "its zero-energy signal reads energised or cannot be read. Required while the plant requires isolation "
+        "(a rule kept with the work orders: `fixloop work-orders isolation-rule`)",
     )
     by: PersonName | None = Field(default=None, description="who confirmed the isolation: a name or badge number")
 

@@ -127,8 +127,9 @@ def work_order(service: ServiceDep, work_order_id: OrderId) -> WorkOrder:
         },
         422: {
             "description": "A bad body: malformed JSON, an unknown status or field, or a fix (cause, remedy, parts, "
-            "note) on a move that does not close the order; or a move to in_progress without isolation_confirmed "
-            "while [work_orders] require_isolation is on."
+            "note) on a move that does not close the order; a name (by) that shows nothing or holds a control "
+            "or bidirectional control character; or a move to in_progress without isolation_confirmed while the "
+            "plant requires isolation (`fixloop work-orders isolation-rule`)."
         },
     },
 )
@@ -151,7 +152,10 @@ async def set_work_order_status(
     responses={
         404: {"description": "No such work order."},
         409: {"description": "The order is closed, or the client_tick_id was applied with another step or state."},
-        422: {"description": "A bad body, or a sensor the order's device does not have."},
+        422: {
+            "description": "A bad body (a text or name that shows nothing, a name holding a control or "
+            "bidirectional control character), or a sensor the order's device does not have."
+        },
     },
 )
 async def tick_checklist_step(
