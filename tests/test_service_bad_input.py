@@ -162,6 +162,11 @@ def test_a_rule_recorded_by_one_process_binds_a_service_whose_config_says_nothin
             assert "this plant requires isolation" in refused.json()["detail"]
             assert "isolation-rule off" in refused.json()["detail"]
             assert running.service.work_orders.get(order.id).status == "acknowledged"
+            body = json.dumps({"work_order_id": order.id, "status": "in_progress"})
+            secret = running.config.mes.secrets[0]
+            from_mes = client.post(STATUS_PATH, content=body, headers=signed(body, "msg_no_isolation", secret=secret))
+            assert from_mes.status_code == 422 and "this plant requires isolation" in from_mes.json()["detail"]
+            assert running.service.work_orders.get(order.id).status == "acknowledged"
             confirmed = client.post(
                 f"/v1/work-orders/{order.id}/status",
                 json={"status": "in_progress", "isolation_confirmed": True, "by": "A. Li"},
