@@ -205,3 +205,24 @@ def test_a_technicians_fix_is_shown_as_an_unverified_report_and_a_handed_over_ru
     page.get_by_test_id("lang-switch").click()
     expect(banner.get_by_test_id("degraded-title")).to_have_text("降级模式：语言模型已把本次运行移交给规则规划器。")
     page.context.close()
+
+
+def test_a_run_stored_before_the_answer_document_shows_its_plain_text(browser, app_service):
+    page = open_app(browser, app_service.url)
+    with page.expect_response(lambda r: r.url.endswith("/v1/runs") and r.request.method == "POST") as posted:
+        answered(page, "Press-3 shows E102 once more")
+    record = app_service.service.run_store.get(posted.value.headers["x-run-id"])
+    # The same run as a record from before the document was stored: its termination has no `answer`.
+    old = record.model_copy(
+        update={"run_id": "run-00000000beef", "termination": record.termination.model_copy(update={"answer": None})}
+    )
+    app_service.service.run_store.save(old)
+    page.evaluate(
+        "id => sessionStorage.setItem('fixloop.run', JSON.stringify({runId: id, question: 'E102', deviceId: 'press-3'}))",
+        old.run_id,
+    )
+    page.reload()
+    answer = page.get_by_test_id("answer")
+    expect(answer).to_have_text(record.termination.final_answer)
+    expect(answer.get_by_test_id("answer-safety")).to_have_count(0)
+    page.context.close()
