@@ -139,7 +139,11 @@ def test_take_over_mid_run_shows_the_pending_action_and_the_llm_failing_shows_th
     expect(page.get_by_test_id("reason")).to_have_text("taken over")
     ask(page, "press-3", "Press-3 shows E110")
     expect(page.get_by_test_id("degraded-banner")).to_be_visible()
-    expect(page.get_by_test_id("answer")).to_contain_text("Degraded mode")
+    expect(page.get_by_test_id("degraded-title")).to_have_text(
+        "Degraded mode: the language model was unavailable; the rules planner answered."
+    )
+    expect(page.get_by_test_id("answer-mode")).to_have_attribute("data-mode", "model_unavailable")
+    expect(page.get_by_test_id("answer")).to_contain_text("Degraded mode: the language model was unavailable (")
     page.context.close()
 
 
@@ -358,13 +362,15 @@ def test_a_technician_closes_an_order_with_the_fix_and_the_next_occurrence_shows
     assert closed["parts"] == [{"part": "seal kit", "quantity": 1}, {"part": "hydraulic oil", "quantity": 2}]
     expect(page.get_by_test_id("orders")).not_to_contain_text(order_id)
 
-    # The fault comes back: the proposal carries the fix just recorded.
+    # The fault comes back: the answer carries the fix just recorded, as a recorded fix.
     ask(page, "press-3", "Press-3 shows E103 again")
-    fix = order.get_by_test_id("past-fix")
-    expect(fix).to_contain_text(f"Last fix on this machine {order_id}")
+    fix = page.get_by_test_id("answer").get_by_test_id("past-fix").first
+    expect(fix).to_have_attribute("data-source", "recorded_fix")
+    expect(fix).to_contain_text(f"Last fix on this machine {order_id}, closed")
     expect(fix).to_contain_text("Cause: worn pump seal")
     expect(fix).to_contain_text("Parts: seal kit ×1, hydraulic oil ×2")
-    expect(order.get_by_test_id("recurring")).to_have_count(0)  # two orders in 30 days: not yet recurring
+    # two orders in 30 days: not yet recurring
+    expect(page.get_by_test_id("answer")).not_to_contain_text("root-cause analysis")
 
     # Closed from the side list this time; the card of the run follows.
     order.get_by_test_id("confirm").click()

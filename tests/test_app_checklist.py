@@ -23,6 +23,11 @@ QUESTIONS = {
     "zh": ("zh-CN", "3号压机显示E102，怎么处理？", "王伟"),
 }
 RUN_TIMEOUT_MS = 60_000
+# This plant has no language model: the banner says so, not that one is offline.
+NO_MODEL = {
+    "en": "Degraded mode: no language model is configured; the rules planner answers.",
+    "zh": "降级模式：未配置语言模型，由规则规划器回答。",
+}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +78,8 @@ def test_the_checklist_records_ticks_readings_prefills_the_close_form_and_gates_
     plant.sim.set_value("press-3", "dc_bus_voltage", 560)
     page = open_app(browser, plant.url, locale=locale, viewport=SIZES[size])
     order_id = ask_and_confirm(page, question)
+    expect(page.get_by_test_id("degraded-title")).to_have_text(NO_MODEL[lang])
+    expect(page.get_by_test_id("answer-mode")).to_have_attribute("data-mode", "no_model")
 
     checklist = page.get_by_test_id("checklist")
     expect(checklist).to_be_visible()

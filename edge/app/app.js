@@ -15,6 +15,9 @@
     run: null, // {runId, question, deviceId, events, running, order, takeover}
     lastAsk: null,
     reconnecting: false, // a run's stream dropped and is being picked up again
+    // What the degraded banner says: the mode and why from the latest run the rules planner answered,
+    // else the service's readiness (degraded, maybe a breaker open), which knows no more than that.
+    banner: { on: false, mode: null, why: null, whyLang: null, breaker: null },
   };
   const Connection = window.FixloopConnection;
 
@@ -104,17 +107,36 @@
       const response = await fetch("/readyz");
       const report = await response.json();
       if (raiseOnly && !report.degraded) return;
-      setDegraded(Boolean(report.degraded), report.checks && report.checks.llm && report.checks.llm.breaker);
+      setDegraded(Boolean(report.degraded), { breaker: (report.checks && report.checks.llm && report.checks.llm.breaker) || null });
     } catch (_) { /* the next run will say */ }
   }
 
+  // `what`: the fields of state.banner to change; a run's answer brings its mode and why.
+  function setDegraded(on, what) {
+    Object.assign(state.banner, what || {}, { on });
+    renderBanner();
+  }
+
   // An open LLM circuit breaker says why the banner is up and when the model is tried again.
-  function setDegraded(on, breaker) {
-    $("degraded-banner").hidden = !on;
+  function renderBanner() {
+    const banner = state.banner;
+    $("degraded-banner").hidden = !banner.on;
+    $("degraded-title").textContent = t(banner.mode ? "banner_" + banner.mode : "degraded_title");
+    const why = $("degraded-why");
+    why.hidden = !banner.why;
+    why.textContent = banner.why ? t("banner_why", { why: banner.why }) : "";
+    why.lang = banner.whyLang === "zh" ? "zh-CN" : "en";
     const note = $("breaker-note");
-    const open = Boolean(on && breaker && breaker.state !== "closed");
+    const breaker = banner.breaker;
+    const open = Boolean(banner.on && breaker && breaker.state !== "closed");
     note.hidden = !open;
     note.textContent = open ? t("breaker_text", { n: breaker.consecutive_failures, s: Math.ceil(breaker.retry_in_s) }) : "";
+  }
+
+  // The answer document of a run's termination (null for records from before it was stored).
+  function answerOf(run) {
+    const termination = run && run.events.filter((e) => e.type === "termination").pop();
+    return (termination && termination.termination.answer) || null;
   }
 
   // -- token ----------------------------------------------------------------
@@ -351,7 +373,11 @@
   function onEvent(run, event, n) {
     if (!applyEvent(run, event, n)) return;
     if ((event.type === "run_started" && event.degraded) || event.type === "warning") setDegraded(true);
-    if (event.type === "termination") checkReady(true);
+    if (event.type === "termination") {
+      const doc = answerOf(run);
+      if (doc && window.FixloopAnswer.DEGRADED.has(doc.mode)) setDegraded(true, { mode: doc.mode, why: doc.mode_reason, whyLang: doc.language });
+      checkReady(true);
+    }
     if (state.run === run) renderRun();
   }
 
@@ -591,7 +617,10 @@
     const observations = run ? run.events.filter((e) => e.type === "observation").map((e) => e.observation) : [];
     panel.hidden = !(run && (final || observations.length || run.takeover));
     if (panel.hidden) return;
-    $("answer").textContent = final ? final.text : "";
+    const doc = answerOf(run);
+    $("answer").replaceChildren(...(doc
+      ? window.FixloopAnswer.render(doc, addOnUi(), { device: deviceName, age })
+      : [el("div", { class: "answer-text", text: final ? final.text : "" })]));
     const chips = [];
     if (termination) {
       const term = termination.termination;
@@ -622,42 +651,30 @@
   function evidenceCards(observations, run) {
     const cards = [];
     const seenManual = new Set();
-    let past = { fixes: [], recurrence: null }; // the fault's history, from the latest work-order result
     for (const obs of observations) {
-      if (orderOf(obs)) past = pastOf(obs);
-      const steps = (obs.content || []).filter((i) => i.kind === "step");
       for (const item of refs(obs)) {
         if (item.work_order_status !== undefined) continue; // the order card below shows the latest state
         if (item.manual !== undefined && item.fault_code !== undefined) {
           const key = `${item.manual}|${item.page}|${item.fault_code}`;
           if (seenManual.has(key)) continue;
           seenManual.add(key);
-          cards.push(manualCard(item, seenManual.size === 1 ? steps : []));
+          cards.push(manualCard(item));
         } else if (item.sensor !== undefined) {
           cards.push(sensorCard(item));
         }
       }
     }
-    if (run.order) cards.push(orderCard(run.order, run, past));
+    if (run.order) cards.push(orderCard(run.order, run));
     return cards;
   }
 
-  // The work-order tool adds the fault's past fixes (refs) and, when it keeps coming back, a recurrence item.
-  function pastOf(observation) {
-    const fields = (observation.content || []).map((i) => i.fields || {});
-    return {
-      fixes: fields.filter((f) => f.past_work_order_id !== undefined),
-      recurrence: fields.find((f) => f.root_cause_candidate) || null,
-    };
-  }
-
-  function manualCard(item, steps) {
+  // The page a run cited; its steps are in the answer, after the plant's isolation.
+  function manualCard(item) {
     const where = t("manual_where", { manual: item.manual, version: item.version, page: item.page });
     return el("article", { class: "card manual", "data-testid": "manual-card" },
       el("div", { class: "card-kind", text: t("manual_card") }),
       el("h4", { text: `${item.fault_code} — ${item.title}` }),
       el("div", { class: "muted", "data-testid": "manual-where", text: where }),
-      steps.length ? el("ol", { class: "remedy" }, steps.map((s) => el("li", { text: s.text }))) : null,
       item.manual_id && item.page ? pageButton(item, where) : null);
   }
 
@@ -692,12 +709,12 @@
       el("h4", { text: `${sensorName(item.device_id, item.sensor, item.label)} · ${deviceName(item.device_id)}` }),
       el("div", { class: "value", "data-testid": "sensor-value", text: value }),
       el("div", { class: "badges" }, badges, el("span", { class: "muted", text: t("age", { age: age(item.age_s) }) })),
-      el("div", { class: "muted small", text: item.quality || "" }),
+      item.quality ? el("div", { class: "muted small", "data-testid": "signal-quality", text: t("signal_quality", { quality: item.quality }) }) : null,
       window.FixloopSparkline.element({ deviceId: item.device_id, sensor: item.sensor, key: `${item.device_id}|${item.sensor}|${item.ts_ms}`,
         label: sensorName(item.device_id, item.sensor, item.label), token: state.token, ui: addOnUi() }));
   }
 
-  function orderCard(order, run, past) {
+  function orderCard(order, run) {
     const pending = order.work_order_status === "pending_confirmation";
     let note = null;
     if (order.confirmedHere) note = el("div", { class: "ok-text", text: t(order.created ? "confirmed" : "confirmed_existing", { id: order.work_order_id }) });
@@ -710,7 +727,6 @@
           text: pending ? t("order_pending") : t("order_status", { status: order.work_order_status }) }),
         el("span", { class: "chip", text: t("priority", { priority: order.priority }) })),
       note,
-      pastFixes(past),
       pending && run.stored && !run.running
         ? el("button", { type: "button", id: "confirm", class: "primary", "data-testid": "confirm", onclick: confirmOrder, text: t("confirm") })
         : null,
@@ -723,33 +739,6 @@
         ? window.FixloopOrderClose.control({ order: { id: order.work_order_id, status: order.work_order_status, device_id: order.device_id },
           place: "card", token: state.token, ui: addOnUi(), onClosed: orderClosed, isolation: (device(order.device_id) || {}).isolation })
         : null);
-  }
-
-  function pastFixes(past) {
-    if (!past.fixes.length && !past.recurrence) return null;
-    const here = past.fixes.filter((f) => f.same_device);
-    const model = past.fixes.filter((f) => !f.same_device);
-    return el("section", { class: "fixes", "data-testid": "past-fixes" },
-      past.recurrence ? el("div", { class: "recurring", "data-testid": "recurring",
-        text: t("recurring", { count: past.recurrence.recent_orders, days: past.recurrence.window_days }) }) : null,
-      past.fixes.length ? el("h5", { text: t("fixes_title") }) : null,
-      here.length ? fixGroup(here, t("fix_here")) : null,
-      model.length ? fixGroup(model, t("fix_model", { device: deviceName(model[0].device_id) })) : null);
-  }
-
-  // The newest fix in full, the earlier ones by id and date. Dates as ISO days: the same on every tablet.
-  function fixGroup(fixes, heading) {
-    const [last, ...earlier] = fixes;
-    const day = (iso) => (iso || "?").slice(0, 10);
-    const lines = [["fix_cause", last.cause], ["fix_remedy", last.remedy], ["fix_parts", (last.parts || []).join(", ")], ["fix_note", last.note]]
-      .filter(([, text]) => text);
-    return el("div", { class: "fix", "data-testid": "past-fix" },
-      el("div", {}, el("strong", { text: heading }), " ",
-        el("span", { class: "muted", text: t("fix_meta", { id: last.past_work_order_id, date: day(last.closed_at) }) })),
-      lines.length ? el("ul", { class: "fix-lines" }, lines.map(([key, text]) => el("li", { text: t(key, { text }) })))
-        : el("div", { class: "muted", text: t("fix_unrecorded") }),
-      earlier.length ? el("div", { class: "muted small", text: t("fix_earlier", {
-        list: earlier.map((f) => `${f.past_work_order_id} (${day(f.closed_at)})`).join(", ") }) }) : null);
   }
 
   // From the card or the side list: the order shown for the run takes its new status, the list drops it.
@@ -783,6 +772,7 @@
     for (const node of document.querySelectorAll("[data-i18n-placeholder]")) node.placeholder = t(node.dataset.i18nPlaceholder);
     $("lang-switch").textContent = state.lang === "zh" ? "English" : "中文";
     renderDevices();
+    renderBanner();
     if (state.run) {
       state.run.lang = state.lang; // picked by the technician: it wins over the question's language
       renderRun();
