@@ -209,10 +209,8 @@ def test_a_finished_run_and_the_open_manual_page_fit_the_tablet_and_every_charac
     expect(page.get_by_test_id("manual-card").first).to_be_visible()
     expect(page.get_by_test_id("sensor-card").get_by_test_id("spark-line")).to_have_count(1)
     answer = page.get_by_test_id("answer")
-    # The newest fix on this machine. (A run the rules planner took over has the order tool's result twice,
-    # and the answer each of its fixes: edge/run/compose.py keeps the newest per observation.)
-    expect(answer.get_by_test_id("fix-heading").first).to_be_visible()
-    assert len(set(answer.get_by_test_id("fix-heading").all_inner_texts())) == 1
+    # The newest fix on this machine, once, however many calls of the order tool returned it.
+    expect(answer.get_by_test_id("fix-heading")).to_have_count(1)
     expect(answer.get_by_test_id("answer-other").first).to_contain_text(RECURRING[lang])
     expect(page.get_by_test_id("order-item").get_by_test_id("close-open")).to_have_count(2)
     page.evaluate("document.fonts.ready")

@@ -82,7 +82,6 @@ def _add(doc: AnswerDocument, obs: Observation, words: dict[str, str], context: 
         doc.other.append(words["not_found"].format(what=what))
         return
     entry: FaultEntry | None = None
-    fix_groups: set[bool | None] = set()
     for item in obs.content:
         f = item.fields
         if item.kind == "step":
@@ -124,9 +123,7 @@ def _add(doc: AnswerDocument, obs: Observation, words: dict[str, str], context: 
         elif "work_order_status" in f:
             doc.work_orders.append(_order(obs, f))
         elif "past_work_order_id" in f:
-            if f.get("same_device") not in fix_groups:  # the newest fix of each group; the rest stay in the trace
-                fix_groups.add(f.get("same_device"))
-                doc.past_fixes.append(_past_fix(obs, f))
+            _add_fix(doc, _past_fix(obs, f))
         elif f.get("root_cause_candidate"):
             doc.other.append(
                 words["root_cause"].format(
@@ -167,7 +164,8 @@ def _evidence_text(kind: str, f: dict[str, Any], words: dict[str, str], language
     label = _label(f, language)
     if kind == "reading_against":
         return words["cause_reading_against"].format(label=label, value=f.get("value"), unit=f.get("unit", ""))
-    why = words["alarm"].format(side=f["alarm"]) if f.get("alarm") else trend_note(f, words, f.get("unit", ""))
+    side = words.get(f"side_{f.get('alarm')}", str(f.get("alarm")))
+    why = words["alarm"].format(side=side) if f.get("alarm") else trend_note(f, words, f.get("unit", ""))
     return words["cause_reading_for"].format(label=label, value=f.get("value"), unit=f.get("unit", ""), why=why)
 
 
@@ -219,6 +217,14 @@ def _order(obs: Observation, f: dict[str, Any]) -> WorkOrderSection:
         kind=kind,
         cited=_cited(obs, "work_order_tool"),
     )
+
+
+def _add_fix(doc: AnswerDocument, fix: PastFix) -> None:
+    """The newest fix of each group (this machine or its model; recorded or reported) once, however many
+    calls returned it: the rest stay in the trace, and a report never hides a recorded fix."""
+    group = (fix.same_device, fix.cited.source)
+    if all(f.id != fix.id and (f.same_device, f.cited.source) != group for f in doc.past_fixes):
+        doc.past_fixes.append(fix)
 
 
 def _past_fix(obs: Observation, f: dict[str, Any]) -> PastFix:
