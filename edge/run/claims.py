@@ -46,10 +46,11 @@ _SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1, "�
 _SECONDS.update({k: 60 for k in ("min", "mins", "minute", "minutes", "分钟", "分")})
 _SECONDS.update({k: 3600 for k in ("h", "hr", "hrs", "hour", "hours", "小时")})
 _WAIT = re.compile(
-    r"\bwait\w*|\blet (?:it|the \w+) (?:discharge|cool|settle)|\bfor a (?:moment|while|bit|second|minute)\b"
-    r"|\bbriefly\b|\bshortly\b|等待|稍等|等一会|等一下|片刻",
+    r"\bwait\w*|\bfor a (?:moment|while|bit|second|minute)\b|\bbriefly\b|\bshortly\b|等待|稍等|等一会|等一下|片刻",
     re.I,
 )
+# A wait for a condition ("until the DC bus reads below 30 V") is no duration to compare.
+_UNTIL = re.compile(r"\b(?:until|till)\b|直到|直至|至.{0,12}(?:以下|以上|低于|高于)", re.I)
 _NORMAL = re.compile(
     r"\b(?:normal|fine|ok(?:ay)?|within (?:its |the )?(?:limits?|range)|acceptable|in range|no problem|nothing wrong|"
     r"as expected|healthy)\b|正常|没问题|在范围内|在限值以内|合格",
@@ -97,7 +98,7 @@ def required_wait_s(doc: AnswerDocument) -> float | None:
 
 
 def _softens_wait(sentence: str, doc: AnswerDocument) -> bool:
-    if not _WAIT.search(sentence):
+    if not _WAIT.search(sentence) or (_UNTIL.search(sentence) and not _DURATION.search(sentence)):
         return False
     needed = required_wait_s(doc)
     if needed is None:

@@ -18,9 +18,11 @@ planner answers from the question and whatever did work. A hand-over brings
 its own steps and time (`[loop] handover_steps`, `handover_wall_s`): the
 model's format errors and slow steps must not eat the answer that can be
 given. The wall budget is a deadline every LLM request and tool call is held
-to. Every final answer is verified (`edge.run.verification`) before it is shown:
-an LLM answer that fails is kept in the record, and the rules planner answers
-from the observations instead.
+to. Every answer is a document code builds from the observations
+(`edge.run.compose`); a model's final answer is only its prose, shown sentence
+by sentence as each passes the checks (`edge.run.prose`). A model answer none of
+whose sentences may be shown, or that cites observations that do not exist, is
+kept in the record, and the rules planner answers instead.
 """
 
 from __future__ import annotations
@@ -36,12 +38,11 @@ from typing import Any
 from edge.config import LoopConfig
 from edge.run import events
 from edge.run.actions import FinalAnswer, ToolCall
-from edge.run.claims import forbidden
 from edge.run.compose import build_document, supporting_ids
-from edge.run.document import AnswerDocument, Mode
+from edge.run.document import AnswerDocument, Mode, Prose
 from edge.run.phrases import PHRASES, language_of
 from edge.run.planner import ContextFull, Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
-from edge.run.prose import check_prose, trusted_texts
+from edge.run.prose import check_prose
 from edge.run.record import (
     COMPOSER,
     FALLBACK_SEPARATOR,
@@ -54,7 +55,6 @@ from edge.run.record import (
     cap_text,
 )
 from edge.run.render import render_text
-from edge.run.sentence_support import split_sentences
 from edge.run.sessions import listed_codes
 from edge.run.verification import AnswerVerifier
 from tools.contract import ToolContext
@@ -215,7 +215,7 @@ class _Run:
                     self.reject(step, answer, problems)
                     return self.finish("final_answer", document=self.fact_free())
                 document = build_document(self.request.question, self.state.observations)
-                prose = check_prose(answer, document, lambda s: self.loop.verifier.sentence_problems(s, self.state))
+                prose = self.checked(answer, document)
                 problems = self.loop.verifier.structural_problems(action.evidence, self.state)
                 if not problems and prose.sentences:
                     document.prose = prose
@@ -282,12 +282,12 @@ class _Run:
         its answer passes; otherwise the action it led to (the record keeps the raw reply)."""
         if self.planner is self.loop.fallback or not action.thought:
             return action.thought  # the rules planner's thoughts are its phrase table's
-        document = build_document(self.request.question, self.state.observations)
-        sources = trusted_texts(document)
-        for sentence in split_sentences(action.thought):
-            if forbidden(sentence, document, sources) or self.loop.verifier.sentence_problems(sentence, self.state):
-                return "" if isinstance(action, FinalAnswer) else self.words["thought_action"].format(tool=action.tool)
+        if self.checked(action.thought, build_document(self.request.question, self.state.observations)).rejected:
+            return "" if isinstance(action, FinalAnswer) else self.words["thought_action"].format(tool=action.tool)
         return action.thought
+
+    def checked(self, text: str, document: AnswerDocument) -> Prose:
+        return check_prose(text, document, lambda sentence: self.loop.verifier.sentence_problems(sentence, self.state))
 
     def fall_back(self, reason: FallbackReason, why: str | None = None) -> None:
         """Go on with the rules planner: degraded, and said in the warnings and the answer."""
