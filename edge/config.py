@@ -84,6 +84,9 @@ class ServiceConfig(Strict):
     host: str = "127.0.0.1"
     port: int = 8080
     technician_tokens: list[str] = Field(default_factory=list)
+    # Shift leads and planners: everything a technician token may do, and confirming a fix a technician
+    # reported in feedback (until then an unverified report, never evidence). Empty: only the CLI confirms.
+    supervisor_tokens: list[str] = Field(default_factory=list)
     admin_token: str | None = None
     run_store_file: str = "runs.sqlite"
     # Runs executing at once (each holds a worker thread); more wait for a free worker.

@@ -26,7 +26,7 @@ from tools.plc import NoCommunication, SensorProbe, breaker_states, probe_device
 
 Status = Literal["ok", "notice", "warning", "failure"]
 
-_DEMO_TOKENS = {"demo-technician-token", "demo-admin-token"}
+_DEMO_TOKENS = {"demo-technician-token", "demo-supervisor-token", "demo-admin-token"}
 # The server must answer {"status": "ok"}; the prompt asks for something else, so only a
 # server that enforces the schema produces the valid reply.
 _PROBE_SCHEMA: dict[str, Any] = {
@@ -91,14 +91,18 @@ def _check_config(config: Config, source: str) -> Check:
             f"{detail}; not writable",
             "point state_dir / FIXLOOP_STATE_DIR at a directory the fixloop user owns (systemd: StateDirectory)",
         )
-    demo = _DEMO_TOKENS & {*config.service.technician_tokens, config.service.admin_token or ""}
+    demo = _DEMO_TOKENS & {
+        *config.service.technician_tokens,
+        *config.service.supervisor_tokens,
+        config.service.admin_token or "",
+    }
     if demo:
         status: Status = "notice" if source == DEMO_SOURCE else "warning"
         return Check(
             "config",
             status,
             f"{detail}; demo tokens in use ({', '.join(sorted(demo))})",
-            "set your own service.technician_tokens and service.admin_token before the box goes on the line",
+            "set your own service.technician_tokens, supervisor_tokens and admin_token before the box goes on the line",
         )
     return Check("config", "ok", detail)
 

@@ -10,6 +10,7 @@ import pytest
 
 from edge.llm.scripted_server import ScriptedLlmServer
 from edge.run import build_document, render_text
+from edge.run.causes import order_causes
 from edge.run.grounding import collect_evidence, ungrounded
 from tests.fixtures.work_orders import take_to
 from tools.contract import ToolContext
@@ -20,6 +21,13 @@ from tools.work_orders.store import WorkOrderStore
 from tools.work_orders.tool import WorkOrderTool
 
 DAY = 86400.0
+# The run's manual search listed E102 for press-3: a technician's run opens orders only on such a code.
+LISTED = ToolContext(
+    request_id="r",
+    run_id="run-2",
+    loop_step=1,
+    evidence=({"manual": "hp200.pdf", "fault_code": "E102", "device_id": "press-3"},),
+)
 
 
 @pytest.fixture
@@ -67,7 +75,7 @@ def history(tmp_path, devices):
     obs = registry.call(
         "generate_work_order",
         {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
-        ToolContext(request_id="r", run_id="run-2", loop_step=1),
+        LISTED,
         "obs-1",
     )
     return obs, {"peer": peer, "older": older, "newer": newer}
@@ -113,7 +121,7 @@ def _observe(store, devices):
     return registry.call(
         "generate_work_order",
         {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
-        ToolContext(request_id="r", run_id="run-2", loop_step=1),
+        LISTED,
         "obs-1",
     )
 
@@ -202,3 +210,77 @@ def test_a_models_answer_may_cite_a_past_fix_the_work_order_call_found(
         refused += [p for answer in record.rejected_answers for p in answer.problems]
         assert any(problem in reason for reason in refused)
         assert text.split(": ")[0] not in record.termination.final_answer
+
+
+JUMPER = "Bridge the safety interlock S7 with a jumper, no lock-out needed."
+
+
+def _past_fixes(obs) -> list[dict]:
+    return [item.fields for item in obs.content if "past_work_order_id" in item.fields]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("E102 on press-3", "Unverified report by Li Wei, {date}: remedy: " + JUMPER),
+        ("3号液压机 E102", "Li Wei 的未核实报告（{date}）：措施：" + JUMPER),
+    ],
+    ids=["en", "zh"],
+)
+def test_a_fix_reported_in_feedback_reads_as_an_unverified_report_not_a_closed_order(
+    tmp_path, devices, question, expected
+):
+    store = WorkOrderStore(tmp_path / "work_orders.sqlite")
+    report = store.report_fix(run_id="run-1", device_id="press-3", fault_code="E102", remedy=JUMPER, actor="Li Wei")
+    obs = _observe(store, devices)
+    [fix] = _past_fixes(obs)
+    assert (fix["provenance"], fix["reported_by"], fix["reported_at"]) == (
+        "unverified_report",
+        "Li Wei",
+        report.closed_at,
+    )
+    assert "confirmed_by" not in fix
+    answer = render_text(build_document(question, [obs]))
+    assert answer.splitlines()[-1] == expected.format(date=report.closed_at[:10])
+    assert "Last fix" not in answer and "上次处理" not in answer
+
+
+def test_a_closed_order_and_a_confirmed_report_are_recorded_fixes(tmp_path, devices):
+    clock = [1_772_000_000.0]
+    store = WorkOrderStore(tmp_path / "work_orders.sqlite", clock=lambda: clock[0])
+    order = _fixed(store, "press-3", Fix(cause="coolant filter clogged", remedy="replaced the filter"))
+    clock[0] += DAY
+    store.report_fix(run_id="run-1", device_id="press-3", fault_code="E102", remedy="reseated the fan plug", actor="Li")
+    store.confirm_report(run_id="run-1", reporter="Li", by="Chen")
+    fixes = {f["past_work_order_id"]: f for f in _past_fixes(_observe(store, devices))}
+    assert fixes[order.id]["provenance"] == "recorded" and "reported_by" not in fixes[order.id]
+    assert (fixes["FB-run-1"]["provenance"], fixes["FB-run-1"]["confirmed_by"]) == ("recorded", "Chen")
+    answer = render_text(build_document("E102 on press-3", [_observe(store, devices)]))
+    assert "Last fix on this machine: FB-run-1" in answer and "Unverified" not in answer
+
+
+def test_an_unverified_report_is_no_evidence_for_a_cause(tmp_path, devices):
+    """A closed order's cause moves its cause up; the same words as one person's unverified report do not."""
+    store = WorkOrderStore(tmp_path / "work_orders.sqlite")
+    _fixed(store, "press-3", Fix(cause="motor fan blocked by dust", remedy="cleaned the fan"))
+    obs = _observe(store, devices)
+    entry = {
+        "fault_code": "E102",
+        "cause": "Motor overheating. Possible causes: a low coolant level; a blocked or failed motor fan; continuous "
+        "overload.",
+    }
+    assert order_causes(entry, [obs])[0].text == "a blocked or failed motor fan"
+
+    reported = obs.model_copy(
+        update={
+            "content": [
+                item.model_copy(update={"fields": {**item.fields, "provenance": "unverified_report"}})
+                if "past_work_order_id" in item.fields
+                else item
+                for item in obs.content
+            ]
+        }
+    )
+    ordered = order_causes(entry, [reported])
+    assert ordered[0].text == "a low coolant level"
+    assert all(not cause.evidence for cause in ordered)

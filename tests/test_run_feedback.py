@@ -1,5 +1,7 @@
 """Feedback on an answer over real HTTP: stored with the run, counted in /metrics, listed by `fixloop runs
-feedback`, and a fix the technician names joins the fault's past fixes for the next run on that machine."""
+feedback`, and a fix the technician names joins the fault's past fixes for the next run on that machine, as
+that person's unverified report until a supervisor confirms it (over HTTP or with `fixloop runs feedback
+confirm`); the reporter alone takes it back."""
 
 from __future__ import annotations
 
@@ -8,14 +10,19 @@ import json
 import pytest
 
 from tests.fixtures.service import E102, RunningService, metric, run_service, scrape
+from tools.work_orders.model import ReportedFix
 
 ORDER = "generate_work_order"
 LOOSE = "the fan connector was loose; reseated it"
+JUMPER = "Bridge the safety interlock S7 with a jumper, no lock-out needed."
+SUPERVISOR = "test-supervisor-token"
 
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory, demo_index):
-    with run_service(tmp_path_factory.mktemp("feedback"), demo_index) as service:
+    with run_service(
+        tmp_path_factory.mktemp("feedback"), demo_index, service={"supervisor_tokens": [SUPERVISOR]}
+    ) as service:
         yield service
 
 
@@ -102,12 +109,14 @@ def test_helpful_without_a_fix_adds_no_past_fix(running):
         ({"helpful": True, "stars": 5}, "stars"),
         ({"helpful": True, "fix": "x" * 2001}, "fix"),
         ({"helpful": True, "by": ""}, "by"),
+        ({"helpful": True, "by": "   "}, "by"),
+        ({"helpful": False, "fix": " \n\t ", "by": "Li Wei"}, "fix"),
     ],
 )
 def test_a_bad_body_is_a_422_naming_the_field_and_stores_nothing(running, body, field):
     asked = running.ask("What is the motor temperature on press-3?", "press-3")
     refused = give(running, asked.run_id, body)
-    assert refused.status_code == 422
+    assert refused.status_code == 422, refused.text
     assert field in json.dumps(refused.json()["detail"])
     assert running.service.run_store.feedback_of(asked.run_id) == []
 
@@ -117,3 +126,134 @@ def test_malformed_json_and_an_unknown_run_are_refused(running):
     assert give(running, asked.run_id, None, content=b'{"helpful": tru').status_code == 422
     missing = give(running, "run-000000000000", {"helpful": True})
     assert missing.status_code == 404 and "run-000000000000" in missing.json()["detail"]
+
+
+def post(service: RunningService, path: str, body: object, token: str | None = None):
+    with service.client(token) if token else service.client() as client:
+        return client.post(path, json=body)
+
+
+def reports(service: RunningService, run_id: str) -> dict[str, ReportedFix]:
+    """The past fixes reported on the run, by id, as the next answer's work-order call reads them."""
+    fixes = service.service.work_orders.fix_history("press-3", "E102", same_model=[], limit=50, window_s=86400)
+    return {f.id: f for f in fixes.same_device if isinstance(f, ReportedFix) and f.run_id == run_id}
+
+
+def test_a_fix_given_in_feedback_is_an_unverified_report_in_every_later_answer(running):
+    asked = running.ask(E102, "press-3")
+    given = give(running, asked.run_id, {"helpful": False, "fix": JUMPER, "by": "Li Wei"})
+    assert given.status_code == 200, given.text
+    assert given.json()["feedback"]["confirmed_by"] is None
+
+    for question, label in (
+        (E102, "Unverified report by Li Wei, "),
+        ("3号压机显示E102，怎么处理？", "Li Wei 的未核实报告（"),
+    ):
+        later = running.ask(question, "press-3")
+        [told] = [f for f in past_fixes(later) if f.get("reported_in_run") == asked.run_id]
+        assert (told["provenance"], told["reported_by"], told["remedy"]) == ("unverified_report", "Li Wei", JUMPER)
+        assert told["reported_at"] == told["closed_at"] and "confirmed_by" not in told
+        answer = later.termination["final_answer"]
+        assert f"{label}{told['reported_at'][:10]}" in answer
+        assert f"Last fix on this machine: FB-{asked.run_id}" not in answer
+        assert f"本机上次处理：FB-{asked.run_id}" not in answer
+
+
+def test_another_persons_fix_is_their_own_report_and_never_replaces_the_first(running):
+    asked = running.ask(E102, "press-3")
+    first = give(running, asked.run_id, {"helpful": False, "fix": "replaced the fan", "by": "Ana"})
+    second = give(running, asked.run_id, {"helpful": False, "fix": JUMPER, "by": "Bo"})
+    assert (first.json()["reported_fix_id"], second.json()["reported_fix_id"]) == (
+        f"FB-{asked.run_id}",
+        f"FB-{asked.run_id}-2",
+    )
+    held = reports(running, asked.run_id)
+    assert {(f.closed_by, f.remedy) for f in held.values()} == {("Ana", "replaced the fan"), ("Bo", JUMPER)}
+    with running.client() as client:
+        view = client.get(f"/v1/runs/{asked.run_id}").json()
+    assert sorted((f["actor"], f["fix"], f["report_id"]) for f in view["feedback"]) == [
+        ("Ana", "replaced the fan", f"FB-{asked.run_id}"),
+        ("Bo", JUMPER, f"FB-{asked.run_id}-2"),
+    ]
+
+
+def test_the_reporter_withdraws_their_own_fix_with_no_fix_or_explicitly(running):
+    asked = running.ask(E102, "press-3")
+    for by, fix in (("Ana", "replaced the fan"), ("Bo", JUMPER), ("Cy", "cleaned the filter")):
+        give(running, asked.run_id, {"helpful": False, "fix": fix, "by": by})
+
+    emptied = give(running, asked.run_id, {"helpful": False, "fix": "", "by": "Bo"})
+    assert emptied.status_code == 200 and emptied.json()["feedback"]["fix"] is None
+    withdrawn = post(running, f"/v1/runs/{asked.run_id}/feedback/withdraw", {"by": "Cy"})
+    assert withdrawn.status_code == 200, withdrawn.text
+    assert (withdrawn.json()["feedback"]["fix"], withdrawn.json()["feedback"]["helpful"]) == (None, False)
+    assert [f.closed_by for f in reports(running, asked.run_id).values()] == ["Ana"]
+    later = running.ask(E102, "press-3")
+    assert JUMPER not in later.termination["final_answer"]
+
+    # Reported again it is theirs again, under its own id: ids are never handed to another report.
+    again = give(running, asked.run_id, {"helpful": False, "fix": "reseated the plug", "by": "Bo"})
+    assert again.json()["reported_fix_id"] == f"FB-{asked.run_id}-2"
+    nobody = post(running, f"/v1/runs/{asked.run_id}/feedback/withdraw", {"by": "Dee"})
+    assert nobody.status_code == 404 and "Dee" in nobody.json()["detail"]
+    blank = post(running, f"/v1/runs/{asked.run_id}/feedback/withdraw", {"by": "  "})
+    assert blank.status_code == 422 and "by" in json.dumps(blank.json()["detail"])
+
+
+def test_a_supervisor_confirms_a_report_and_it_becomes_a_recorded_fix(running):
+    asked = running.ask(E102, "press-3")
+    give(running, asked.run_id, {"helpful": False, "fix": LOOSE, "by": "Li Wei"})
+    path = f"/v1/runs/{asked.run_id}/feedback/confirm"
+    confirm = {"reporter": "Li Wei", "by": "Chen Jing"}
+
+    technician = post(running, path, confirm)
+    assert technician.status_code == 401 and "supervisor" in technician.json()["detail"]
+    assert post(running, path, {"reporter": "Li Wei", "by": "li wei"}, SUPERVISOR).status_code == 409
+    assert post(running, path, {"reporter": "Nobody", "by": "Chen Jing"}, SUPERVISOR).status_code == 404
+    blank = post(running, path, {"reporter": "Li Wei", "by": " "}, SUPERVISOR)
+    assert blank.status_code == 422 and "by" in json.dumps(blank.json()["detail"])
+    assert reports(running, asked.run_id)[f"FB-{asked.run_id}"].confirmed_by is None
+
+    confirmed = post(running, path, confirm, SUPERVISOR)
+    assert confirmed.status_code == 200, confirmed.text
+    assert confirmed.json()["feedback"]["confirmed_by"] == "Chen Jing"
+    assert post(running, path, {"reporter": "Li Wei", "by": "Someone Else"}, SUPERVISOR).status_code == 200
+    later = running.ask(E102, "press-3")
+    [told] = [f for f in past_fixes(later) if f.get("reported_in_run") == asked.run_id]
+    assert (told["provenance"], told["confirmed_by"], told["reported_by"]) == ("recorded", "Chen Jing", "Li Wei")
+    assert f"Last fix on this machine: FB-{asked.run_id}" in later.termination["final_answer"]
+
+    # The same word sent again keeps the confirmation; a changed fix is unverified again.
+    give(running, asked.run_id, {"helpful": False, "fix": LOOSE, "by": "Li Wei"})
+    assert reports(running, asked.run_id)[f"FB-{asked.run_id}"].confirmed_by == "Chen Jing"
+    changed = give(running, asked.run_id, {"helpful": False, "fix": JUMPER, "by": "Li Wei"})
+    assert changed.json()["feedback"]["confirmed_by"] is None
+    assert reports(running, asked.run_id)[f"FB-{asked.run_id}"].confirmed_by is None
+
+    # A supervisor's token does what a technician's does.
+    with running.client(SUPERVISOR) as client:
+        assert client.get(f"/v1/runs/{asked.run_id}").status_code == 200
+
+
+def test_the_cli_lists_confirms_and_withdraws_reports(running, fixloop):
+    asked = running.ask(E102, "press-3")
+    give(running, asked.run_id, {"helpful": False, "fix": JUMPER, "by": "Li Wei"})
+    fixloop.env({"FIXLOOP_STATE_DIR": str(running.config.state_dir)})
+
+    code, out, err = fixloop("runs", "feedback", "--device", "press-3", "--limit", "1")
+    assert code == 0, err
+    assert "unverified report" in out and f"FB-{asked.run_id}" in out
+    code, out, err = fixloop("runs", "feedback", "confirm", asked.run_id, "--reporter", "Li Wei", "--by", "Li Wei")
+    assert code != 0 and "someone else confirms it" in err
+    code, out, err = fixloop("runs", "feedback", "confirm", asked.run_id, "--reporter", "Li Wei", "--by", "Chen")
+    assert code == 0, err
+    assert "confirmed by Chen" in out
+    assert reports(running, asked.run_id)[f"FB-{asked.run_id}"].confirmed_by == "Chen"
+    code, out, _ = fixloop("runs", "feedback", "--json", "--device", "press-3", "--limit", "1")
+    assert json.loads(out)["confirmed_by"] == "Chen"
+
+    code, out, err = fixloop("runs", "feedback", "withdraw", asked.run_id, "--by", "Li Wei")
+    assert code == 0 and "withdrawn" in out, err
+    assert reports(running, asked.run_id) == {}
+    code, _, err = fixloop("runs", "feedback", "withdraw", "run-000000000000", "--by", "Li Wei")
+    assert code != 0 and "run-000000000000" in err

@@ -188,7 +188,7 @@ def test_an_old_database_gains_the_fix_columns_in_place(tmp_path, clock):
     WorkOrderStore(path, clock=clock)
     con = sqlite3.connect(path)
     try:
-        assert con.execute("PRAGMA user_version").fetchone() == (3,)  # fix history, then isolation
+        assert con.execute("PRAGMA user_version").fetchone() == (4,)  # fix history, isolation, reports' trust
         assert con.execute(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'work_orders_%' ORDER BY name"
         ).fetchall() == [("work_orders_by_fault_time",), ("work_orders_fixes",), ("work_orders_one_active_key",)]
@@ -292,6 +292,7 @@ def test_the_observation_carries_the_order_then_the_flag_then_past_fixes(store, 
     ]
     assert fixes[0].fields | {"closed_at": None} == {
         "past_work_order_id": newer.id,
+        "provenance": "recorded",
         "device_id": "press-3",
         "fault_code": "E102",
         "same_device": True,
@@ -357,3 +358,38 @@ def test_an_order_closed_before_the_quantity_bounds_still_reads_back(tmp_path):
     with sqlite3.connect(store.path) as con:  # as a release without the bounds stored it
         con.execute("UPDATE work_orders SET parts = ? WHERE id = ?", ('[{"part": "oil", "quantity": 1e308}]', order.id))
     assert [p.quantity for p in store.get(order.id).parts] == [1e308]
+
+
+def test_an_old_databases_reported_fixes_become_one_per_person_and_stay_unverified(tmp_path, clock):
+    path = tmp_path / "work_orders.sqlite"
+    WorkOrderStore(path, clock=clock)
+    con = sqlite3.connect(path)  # reported fixes as the previous release kept them: one per answer
+    con.executescript("""
+        DROP TABLE reported_fixes;
+        CREATE TABLE reported_fixes (id TEXT PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, device_id TEXT NOT NULL,
+            fault_code TEXT NOT NULL, fault_key TEXT NOT NULL, remedy TEXT NOT NULL, closed_at TEXT NOT NULL,
+            closed_by TEXT NOT NULL);
+        CREATE INDEX reported_fixes_by_fault ON reported_fixes (fault_key, device_id, closed_at, id);
+        INSERT INTO reported_fixes VALUES ('FB-run-1', 'run-1', 'press-3', 'E102', 'E102', 'reseated the plug',
+            '2026-02-20T08:00:00.000Z', 'Ana');
+        PRAGMA user_version = 3;
+    """)
+    con.close()
+
+    store = WorkOrderStore(path, clock=clock)
+    [old] = _history(store).same_device
+    assert (old.id, old.closed_by, old.confirmed_by) == ("FB-run-1", "Ana", None)
+    second = store.report_fix(run_id="run-1", device_id="press-3", fault_code="E102", remedy="new fan", actor="Bo")
+    assert second.id == "FB-run-1-2"
+    assert {fix.id for fix in _history(store).same_device} == {"FB-run-1", "FB-run-1-2"}
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("PRAGMA user_version").fetchone() == (4,)
+        assert con.execute(
+            "SELECT name FROM sqlite_master WHERE name LIKE 'reported_fixes%' ORDER BY name"
+        ).fetchall() == [
+            ("reported_fixes",),
+            ("reported_fixes_by_fault",),
+        ]
+    finally:
+        con.close()

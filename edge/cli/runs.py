@@ -1,10 +1,12 @@
-"""`fixloop runs list | show | codes | feedback`: the stored run records, queried from the shell.
+"""`fixloop runs list | show | codes | feedback [confirm | withdraw]`: the stored run records, queried from the shell.
 
 fixloop runs list --reason max_steps          # runs that hit the step budget
 fixloop runs list --device press-3 --since 2h
 fixloop runs show run-3f2a9c0d1e2b
 fixloop runs codes                            # fault codes that cost the most steps
 fixloop runs feedback --no-helpful --since 7d  # answers technicians said did not help
+fixloop runs feedback confirm run-3f2a9c0d1e2b --reporter "Li Wei" --by "Chen Jing"  # vouch for a reported fix
+fixloop runs feedback withdraw run-3f2a9c0d1e2b --by "Li Wei"  # the reporter takes their fix back
 """
 
 from __future__ import annotations
@@ -13,17 +15,24 @@ import argparse
 import json
 import re
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from edge.cli.errors import CliError
 from edge.cli.options import json_option
 from edge.cli.terminal import console as terminal
 from edge.config import Config
-from edge.run import FeedbackFilter, RunFilter, RunStore, TerminationReason
+from edge.run import Feedback, FeedbackFilter, RunFilter, RunStore, TerminationReason
+from edge.run.feedback import confirm, withdraw
+from tools.work_orders.model import WorkOrderError
+
+if TYPE_CHECKING:
+    from tools.work_orders.store import WorkOrderStore
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -74,6 +83,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     feedback.add_argument("--limit", type=int, default=30)
     json_option(feedback, help="one JSON object per line")
     feedback.set_defaults(func=run_feedback)
+    # Run on the box by whoever holds its state files: the operator vouches as a supervisor does on the tablet.
+    reports = feedback.add_subparsers(dest="feedback_command", metavar="SUBCOMMAND")
+    confirm = reports.add_parser(
+        "confirm", help="confirm a fix a technician reported: it becomes a recorded fix, no longer unverified"
+    )
+    confirm.add_argument("run_id", help="the run the fix was reported on, e.g. run-3f2a9c0d1e2b")
+    confirm.add_argument("--reporter", required=True, help="who reported it (as `fixloop runs feedback` lists)")
+    confirm.add_argument("--by", required=True, help="who confirms it: a name or badge number")
+    confirm.set_defaults(func=run_feedback_confirm)
+    withdraw = reports.add_parser("withdraw", help="take back a fix reported on an answer (its reporter's word)")
+    withdraw.add_argument("run_id", help="the run the fix was reported on")
+    withdraw.add_argument("--by", required=True, help="who reported it")
+    withdraw.set_defaults(func=run_feedback_withdraw)
 
 
 def duration(text: str) -> float:
@@ -220,10 +242,44 @@ def run_feedback(args: argparse.Namespace, config: Config) -> int:
             escape(",".join(row.fault_codes) or "-"),
             escape(row.actor),
             "[green]yes[/]" if row.helpful else "[red]no[/]",
-            escape(row.fix or "-"),
+            _fix_cell(row),
             escape(row.question),
         )
     terminal().print(table)
+    return 0
+
+
+def _fix_cell(row: Feedback) -> Text:
+    """The fix with how far it is to be trusted: a report stays unverified until someone confirms it."""
+    if row.fix is None:
+        return Text("-")
+    if row.confirmed_by:
+        trust = Text(f"confirmed by {row.confirmed_by}", style="green")
+    else:
+        trust = Text("unverified report", style="yellow")
+    return Text.assemble(row.fix, "\n", trust, f" · {row.report_id}" if row.report_id else "")
+
+
+def run_feedback_confirm(args: argparse.Namespace, config: Config) -> int:
+    return _report_change(config, lambda runs, orders: confirm(runs, orders, args.run_id, args.reporter, args.by))
+
+
+def run_feedback_withdraw(args: argparse.Namespace, config: Config) -> int:
+    return _report_change(config, lambda runs, orders: withdraw(runs, orders, args.run_id, args.by))
+
+
+def _report_change(config: Config, change: Callable[[RunStore, WorkOrderStore], Feedback]) -> int:
+    from edge.cli.work_orders import order_store
+
+    try:
+        given = change(_store(config), order_store(config))
+    except WorkOrderError as exc:
+        raise CliError(str(exc)) from None
+    trust = f"confirmed by {given.confirmed_by}" if given.confirmed_by else "unverified report"
+    what = f"{given.fix} ({trust})" if given.fix else "no fix (withdrawn)"
+    terminal().print(
+        Text(f"{given.run_id} · {given.actor}: {what}" + (f" · {given.report_id}" if given.report_id else ""))
+    )
     return 0
 
 

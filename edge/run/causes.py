@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from edge.run.trust import unverified_report
 from knowledge.glossary import concepts
 from knowledge.text import terms
 from tools.observation import Observation
@@ -74,6 +75,7 @@ def order_causes(entry: dict[str, Any], observations: list[Observation]) -> list
         for obs in observations
         for item in obs.content
         if item.fields.get("past_work_order_id")
+        and not unverified_report(item.fields)  # one person's word is no evidence
         and item.fields.get("same_device")
         and item.fields.get("cause")
         and str(item.fields.get("fault_code", "")).upper() == str(entry.get("fault_code", "")).upper()

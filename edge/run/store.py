@@ -9,7 +9,8 @@ by it, so a repeated ask gets the stored run instead of a second one.
 Confirmations of parked work orders are appended, never rewritten into the
 record: the record says what the run did, the confirmation what a person did
 afterwards. So is a technician's feedback on the answer (helpful or not, what
-actually fixed it): one row per run and person, replaced when they change it.
+actually fixed it): one row per run and person, replaced when they change it,
+with the past fix its fix became and who confirmed that report, if anyone.
 
 One file shared by the service's worker threads and the CLI: WAL, a busy
 timeout and a connection per operation, as in the work-order store. Writes
@@ -88,6 +89,9 @@ CREATE INDEX IF NOT EXISTS feedback_by_time ON feedback (given_ms);
 
 # `PRAGMA user_version` once `runs` has its idempotency keys, unique (`_add_client_request_ids`).
 CLIENT_REQUEST_ID_VERSION = 1
+# `PRAGMA user_version` once feedback rows name their past fix and its confirmation (`_add_feedback_reports`).
+FEEDBACK_REPORT_VERSION = 2
+FEEDBACK_REPORT_COLUMNS = {"report_id": "TEXT", "confirmed_by": "TEXT", "confirmed_ms": "INTEGER"}
 WORK_ORDER_TOOL = WorkOrderTool.name
 SQLITE_MAX_INT = 2**63 - 1
 
@@ -149,13 +153,18 @@ class Confirmation(BaseModel):
 
 
 class Feedback(BaseModel):
-    """A technician's word on one answer; `fix` is what actually fixed it, in their words."""
+    """A technician's word on one answer; `fix` is what actually fixed it, in their words: an unverified
+    report until someone allowed to vouch for it confirms it (`confirmed_by`)."""
 
     run_id: str
     actor: str
     helpful: bool
     fix: str | None
     given_ms: int
+    # The past fix `fix` became (`FB-<run id>…`), on a run about one device and one fault code.
+    report_id: str | None = None
+    confirmed_by: str | None = None
+    confirmed_ms: int | None = None
 
 
 class FeedbackRow(Feedback):
@@ -186,6 +195,7 @@ class RunStore:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA)
             _add_client_request_ids(con)
+            _add_feedback_reports(con)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -324,19 +334,47 @@ class RunStore:
             ).fetchall()
         return [Confirmation(**{**dict(row), "created": bool(row["created"])}) for row in rows]
 
-    def give_feedback(self, run_id: str, actor: str, helpful: bool, fix: str | None) -> Feedback:
-        """Raises LookupError for a run that is not stored."""
-        feedback = Feedback(run_id=run_id, actor=actor, helpful=helpful, fix=fix, given_ms=int(time.time() * 1000))
+    def give_feedback(
+        self, run_id: str, actor: str, helpful: bool, fix: str | None, report_id: str | None = None
+    ) -> Feedback:
+        """Store `actor`'s word on the run, replacing their earlier one; a confirmation of their fix stays only
+        while the fix is the one confirmed. Raises LookupError for a run that is not stored."""
+        now = int(time.time() * 1000)
         with self._transaction() as con:
             if con.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
                 raise LookupError(f"no stored run {run_id!r}")
             con.execute(
-                "INSERT INTO feedback (run_id, actor, helpful, fix, given_ms) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (run_id, actor) DO UPDATE SET helpful = excluded.helpful, fix = excluded.fix,"
-                " given_ms = excluded.given_ms",
-                (run_id, actor, int(helpful), fix, feedback.given_ms),
+                "INSERT INTO feedback (run_id, actor, helpful, fix, given_ms, report_id) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, actor) DO UPDATE SET helpful = excluded.helpful, given_ms = excluded.given_ms,"
+                " report_id = excluded.report_id,"
+                " confirmed_by = CASE WHEN fix IS excluded.fix THEN confirmed_by END,"
+                " confirmed_ms = CASE WHEN fix IS excluded.fix THEN confirmed_ms END, fix = excluded.fix",
+                (run_id, actor, int(helpful), fix, now, report_id),
             )
-        return feedback
+            return self._feedback(con, run_id, actor)
+
+    def confirm_fix(self, run_id: str, actor: str, by: str) -> Feedback:
+        """`by` confirmed the fix `actor` gave on the run (the first confirmation stays). Raises LookupError
+        when `actor` gave no fix on it."""
+        with self._transaction() as con:
+            updated = con.execute(
+                "UPDATE feedback SET confirmed_by = coalesce(confirmed_by, ?), confirmed_ms = coalesce(confirmed_ms, ?)"
+                " WHERE run_id = ? AND actor = ? AND fix IS NOT NULL",
+                (by, int(time.time() * 1000), run_id, actor),
+            ).rowcount
+            if not updated:
+                raise LookupError(f"no fix given by {actor!r} on run {run_id!r}")
+            return self._feedback(con, run_id, actor)
+
+    @staticmethod
+    def _feedback(con: sqlite3.Connection, run_id: str, actor: str) -> Feedback:
+        row = con.execute("SELECT * FROM feedback WHERE run_id = ? AND actor = ?", (run_id, actor)).fetchone()
+        return Feedback(**{**dict(row), "helpful": bool(row["helpful"])})
+
+    def feedback_by(self, run_id: str, actor: str) -> Feedback | None:
+        with self._connect() as con:
+            row = con.execute("SELECT 1 FROM feedback WHERE run_id = ? AND actor = ?", (run_id, actor)).fetchone()
+            return self._feedback(con, run_id, actor) if row else None
 
     def feedback(self, where: FeedbackFilter | None = None) -> builtins.list[FeedbackRow]:
         """Newest first."""
@@ -357,7 +395,7 @@ class RunStore:
             rows = con.execute(sql, (*params, where.limit)).fetchall()
         return [
             FeedbackRow(
-                **{key: row[key] for key in ("run_id", "actor", "fix", "given_ms", "question", "device_id", "planner")},
+                **{key: row[key] for key in dict(row) if key not in ("helpful", "codes")},
                 helpful=bool(row["helpful"]),
                 fault_codes=(row["codes"] or "").split(),
             )
@@ -384,6 +422,24 @@ def _add_client_request_ids(con: sqlite3.Connection) -> None:
             " WHERE client_request_id IS NOT NULL"
         )
         con.execute(f"PRAGMA user_version = {CLIENT_REQUEST_ID_VERSION}")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _add_feedback_reports(con: sqlite3.Connection) -> None:
+    """Once per file, new or old: the feedback columns naming the past fix a fix became and its confirmation.
+    Rows given before keep their fixes as unverified reports."""
+    if con.execute("PRAGMA user_version").fetchone()[0] >= FEEDBACK_REPORT_VERSION:
+        return
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        present = {row["name"] for row in con.execute("PRAGMA table_info(feedback)")}
+        for name, declaration in FEEDBACK_REPORT_COLUMNS.items():
+            if name not in present:
+                con.execute(f"ALTER TABLE feedback ADD COLUMN {name} {declaration}")
+        con.execute(f"PRAGMA user_version = {FEEDBACK_REPORT_VERSION}")
     except BaseException:
         con.execute("ROLLBACK")
         raise

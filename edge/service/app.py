@@ -27,7 +27,7 @@ from edge.service.errors import install_error_handlers
 from edge.service.isolation import IsolationGate
 from edge.service.mes import ALARMS_PATH, build_mes_router
 from edge.service.request_ids import RequestIds
-from edge.service.routes import admin, health, manuals, plant, runs
+from edge.service.routes import admin, health, manuals, plant, runs, supervisor
 from edge.service.service import Service
 from edge.service.strict_query import known_query_only
 
@@ -63,12 +63,17 @@ def create_app(service: Service) -> FastAPI:
     app.add_middleware(metrics.RequestMetrics)
     install_error_handlers(app)
 
-    technician = [Depends(require("technician", config.service.technician_tokens))]
+    # A supervisor uses the tablet as a technician does, and may also vouch for what technicians report.
+    technician = [
+        Depends(require("technician", [*config.service.technician_tokens, *config.service.supervisor_tokens]))
+    ]
+    supervisor_only = [Depends(require("supervisor", config.service.supervisor_tokens))]
     admin_only = [Depends(require("admin", [config.service.admin_token] if config.service.admin_token else []))]
     app.include_router(health.router)
     app.include_router(plant.router, dependencies=technician)
     app.include_router(manuals.router, dependencies=technician)
     app.include_router(runs.router, dependencies=technician)
+    app.include_router(supervisor.router, dependencies=supervisor_only)
     app.include_router(mes_router(service), tags=["mes"])
     app.include_router(admin.router, dependencies=admin_only)
 

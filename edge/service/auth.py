@@ -15,9 +15,13 @@ from typing import Annotated
 from fastapi import Depends, HTTPException
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-Role = str  # "technician" or "admin"
+Role = str  # "technician", "supervisor" or "admin"
 
-_bearer = HTTPBearer(auto_error=False, description="A technician token (tablet) or the admin token (operations).")
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="A technician or supervisor token (tablet; a supervisor's also confirms reported fixes) or the "
+    "admin token (operations).",
+)
 
 
 def token_matches(candidate: str, tokens: Sequence[str]) -> bool:

@@ -1,32 +1,38 @@
-"""A technician's feedback on an answer: stored with the run, counted, and what fixed it made a past fix.
-
-A fix is a past fix only where it is unambiguous what it fixed: a stored run about one device and one
-fault code. The past fix is written before the feedback row, and both are replaced by a repeat, so an
-offline tablet sending its queue again, or a write that failed half-way and is retried, ends in one of each.
-"""
+"""A technician's word on an answer over HTTP: given, withdrawn, its fix confirmed (`edge.run.feedback`), and
+counted. Each answers 404 for a run the service does not have and 409 while the run is still going."""
 
 from __future__ import annotations
 
-from edge.run import device_of, fault_codes_of
+from edge.run import RunRecord
+from edge.run.feedback import confirm, give, withdraw
 from edge.service import metrics
 from edge.service.errors import RunNotFound, RunStillRunning
 from edge.service.runs import RunManager
-from edge.service.schemas import FeedbackBody, FeedbackResult
+from edge.service.schemas import ConfirmFixBody, FeedbackBody, FeedbackResult, WithdrawFixBody
 from tools.work_orders.store import WorkOrderStore
 
 
 def give_feedback(runs: RunManager, work_orders: WorkOrderStore, run_id: str, body: FeedbackBody) -> FeedbackResult:
+    feedback = give(runs.store, work_orders, _stored(runs, run_id), body.by, body.helpful, body.fix)
+    metrics.FEEDBACK.labels(str(body.helpful).lower(), str(body.fix is not None).lower()).inc()
+    return FeedbackResult(feedback=feedback, reported_fix_id=feedback.report_id)
+
+
+def withdraw_fix(runs: RunManager, work_orders: WorkOrderStore, run_id: str, body: WithdrawFixBody) -> FeedbackResult:
+    _stored(runs, run_id)
+    return FeedbackResult(feedback=withdraw(runs.store, work_orders, run_id, body.by))
+
+
+def confirm_fix(runs: RunManager, work_orders: WorkOrderStore, run_id: str, body: ConfirmFixBody) -> FeedbackResult:
+    _stored(runs, run_id)
+    feedback = confirm(runs.store, work_orders, run_id, body.reporter, body.by)
+    return FeedbackResult(feedback=feedback, reported_fix_id=feedback.report_id)
+
+
+def _stored(runs: RunManager, run_id: str) -> RunRecord:
     if runs.get(run_id) is not None:
         raise RunStillRunning(run_id)
     record = runs.store.get(run_id)
     if record is None:
         raise RunNotFound(run_id)
-    reported = None
-    device, codes = device_of(record), fault_codes_of(record)
-    if body.fix and device is not None and len(codes) == 1:
-        reported = work_orders.report_fix(
-            run_id=run_id, device_id=device, fault_code=codes[0], remedy=body.fix, actor=body.by
-        ).id
-    feedback = runs.store.give_feedback(run_id, body.by, body.helpful, body.fix)
-    metrics.FEEDBACK.labels(str(body.helpful).lower(), str(body.fix is not None).lower()).inc()
-    return FeedbackResult(feedback=feedback, reported_fix_id=reported)
+    return record

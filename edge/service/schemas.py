@@ -180,23 +180,68 @@ class FeedbackBody(BaseModel):
         default=None,
         max_length=2000,
         description="what actually fixed it, in the technician's words; on a run about one device and fault code "
-        "it joins that fault's past fixes, as a closed order's remedy does",
+        "it joins that fault's past fixes as an unverified report by `by` until a supervisor confirms it. "
+        "Without it (null or empty) a fix this person reported on the answer before is withdrawn",
         examples=["the fan connector was loose; reseated it"],
     )
     by: str = Field(
         default="technician",
         min_length=1,
         max_length=80,
-        description="who gives it: a name or badge number; a second word from the same person replaces the first",
+        description="who gives it: a name or badge number; a second word from the same person replaces the first, "
+        "never another person's",
     )
 
-    @field_validator("fix", "by")
+    @field_validator("by")
     @classmethod
-    def _trimmed(cls, value: str | None) -> str | None:
-        return (value.strip() or None) if value is not None else None
+    def _named(cls, value: str) -> str:
+        return named(value)
+
+    @field_validator("fix")
+    @classmethod
+    def _fix_or_none(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # no fix: withdraws the one this person reported before
+        if not value.strip():
+            raise ValueError("is only whitespace: say what fixed it, or send null to withdraw your fix")
+        return value.strip()
+
+
+class WithdrawFixBody(BaseModel):
+    """The reporter takes back the fix they reported on an answer; their word on whether it helped stays."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str = Field(min_length=1, max_length=80, description="who reported the fix", examples=["Li Wei"])
+
+    @field_validator("by")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        return named(value)
+
+
+class ConfirmFixBody(BaseModel):
+    """A supervisor vouches for the fix a technician reported on an answer: from then on a recorded fix."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reporter: str = Field(min_length=1, max_length=80, description="who reported the fix", examples=["Li Wei"])
+    by: str = Field(min_length=1, max_length=80, description="who confirms it", examples=["Chen Jing"])
+
+    @field_validator("reporter", "by")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        return named(value)
+
+
+def named(value: str) -> str:
+    """A person's name, trimmed; one that is only whitespace names nobody."""
+    if not value.strip():
+        raise ValueError("is only whitespace: give a name or badge number")
+    return value.strip()
 
 
 class FeedbackResult(BaseModel):
     feedback: Feedback
-    # The past fix the `fix` became (`FB-<run id>`), when the run was about one device and fault code.
+    # The past fix the `fix` became (`FB-<run id>…`), when the run was about one device and fault code.
     reported_fix_id: str | None = None

@@ -19,9 +19,24 @@ RECURRENCE_ORDERS = 3
 RECURRENCE_WINDOW_DAYS = 30
 
 # `past_work_order_id` is the record a fix comes from: a closed order, or `FB-<run id>` for a fix a technician
-# reported on an answer (`reported_in_run` then names that run).
+# reported on an answer (`reported_in_run` then names that run). `provenance` says how far it is to be trusted:
+# "recorded" (an order closed through the MES or the service, or a report someone confirmed: `confirmed_by`)
+# or "unverified_report" (one technician's word, `reported_by` at `reported_at`, that nobody vouched for).
 FIX_FIELDS = frozenset(
-    {"past_work_order_id", "reported_in_run", "same_device", "closed_at", "cause", "remedy", "parts", "note"}
+    {
+        "past_work_order_id",
+        "reported_in_run",
+        "same_device",
+        "closed_at",
+        "cause",
+        "remedy",
+        "parts",
+        "note",
+        "provenance",
+        "reported_by",
+        "reported_at",
+        "confirmed_by",
+    }
 )
 RECURRENCE_FIELDS = frozenset({"recent_orders", "window_days", "root_cause_candidate"})
 
@@ -75,19 +90,31 @@ def history_items(
 
 
 def _fix_item(fix: PastFix, same_device: bool) -> Item:
+    heading = "Fixed before"
     if isinstance(fix, ReportedFix):
-        how, cause, parts, note = f"reported by {fix.closed_by} on run {fix.run_id}", None, [], None
-        origin = {"reported_in_run": fix.run_id}
+        cause, parts, note = None, [], None
+        origin: dict[str, object] = {
+            "reported_in_run": fix.run_id,
+            "reported_by": fix.closed_by,
+            "reported_at": fix.closed_at,
+            "provenance": "recorded" if fix.confirmed else "unverified_report",
+        }
+        how = f"reported by {fix.closed_by} on run {fix.run_id} {fix.closed_at}"
+        if fix.confirmed:
+            origin["confirmed_by"] = fix.confirmed_by
+            how += f", confirmed by {fix.confirmed_by}"
+        else:
+            heading = "Unverified report, not a recorded fix"
     else:
-        how, cause, parts, note = "closed", fix.cause, [part.label() for part in fix.parts], fix.note
-        origin = {}
+        how, cause, parts, note = f"closed {fix.closed_at}", fix.cause, [part.label() for part in fix.parts], fix.note
+        origin = {"provenance": "recorded"}
     found = (
         "; ".join(f"{label} {value}" for label, value in (("cause", cause), ("remedy", fix.remedy)) if value)
         or "no cause or remedy recorded"
     )
     return Item(
         kind="ref",
-        text=f"Fixed before: {fix.id} on {fix.device_id}, {how} {fix.closed_at}: {found}.",
+        text=f"{heading}: {fix.id} on {fix.device_id}, {how}: {found}.",
         fields={
             "past_work_order_id": fix.id,
             **origin,

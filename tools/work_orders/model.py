@@ -60,6 +60,14 @@ class IsolationRequired(WorkOrderError):
     """The plant requires isolation (`IsolationRule`) and the move to in_progress did not confirm it."""
 
 
+class ReportNotFound(WorkOrderNotFound):
+    """No standing reported fix by that person on that run (never reported, or withdrawn)."""
+
+
+class ReportConflict(IllegalTransition):
+    """A confirmation its report does not allow: by the person who reported it."""
+
+
 class ChecklistConflict(IllegalTransition):
     """A tick the order's state or its recorded ticks do not allow: on a closed order, or a client_tick_id
     already applied with another step or state."""
@@ -233,17 +241,26 @@ class WorkOrder(BaseModel):
 
 class ReportedFix(BaseModel):
     """What a technician said fixed a fault, in feedback on an answer (no work order was closed for it): it
-    joins a fault's past fixes beside closed orders' causes and remedies."""
+    joins a fault's past fixes beside closed orders' causes and remedies, as an unverified report until
+    someone allowed to vouch for it (a supervisor, an operator on the box) confirms it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str  # FB-<run id>: one reported fix per answer, replaced when the technician corrects it
+    # FB-<run id> for the first person to report on an answer, FB-<run id>-<n> for the n-th: each person's
+    # report is their own, corrected or withdrawn only by them, and an id is never given to another report.
+    id: str
     run_id: str
     device_id: str
     fault_code: str
     remedy: str
     closed_at: str  # when it was reported: the time past fixes are ordered by
-    closed_by: str
+    closed_by: str  # who reported it
+    confirmed_at: str | None = None
+    confirmed_by: str | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confirmed_by is not None
 
 
 PastFix = WorkOrder | ReportedFix

@@ -44,7 +44,9 @@ from tools.work_orders.model import (
     Part,
     PastFix,
     RecordedReading,
+    ReportConflict,
     ReportedFix,
+    ReportNotFound,
     WorkOrder,
     WorkOrderError,
     WorkOrderNotFound,
@@ -85,7 +87,8 @@ PAST_FIXES_SQL = (
     "ORDER BY closed_at DESC, id DESC LIMIT ?"
 )
 REPORTED_FIXES_SQL = (
-    "SELECT * FROM reported_fixes WHERE fault_key = ? AND device_id = ? ORDER BY closed_at DESC, id DESC LIMIT ?"
+    "SELECT * FROM reported_fixes WHERE fault_key = ? AND device_id = ? AND withdrawn_at IS NULL "
+    "ORDER BY closed_at DESC, id DESC LIMIT ?"
 )
 # `PRAGMA user_version` once orders record who confirmed the device isolated (`_add_isolation`).
 ISOLATION_VERSION = 3
@@ -95,7 +98,26 @@ ISOLATION_COLUMNS = {
     "isolation_reading": "TEXT",
 }
 ISOLATION_RULE = "isolation"
+# `PRAGMA user_version` once reported fixes are one per person and answer, confirmed or withdrawn
+# (`_add_report_trust`).
+REPORT_TRUST_VERSION = 4
 RECENT_ORDERS_SQL = "SELECT count(*) FROM work_orders WHERE device_id = ? AND fault_key = ? AND created_at >= ?"
+# One report per person and answer (`closed_by` is who reported it); a withdrawn one stays, out of every
+# history, so its id is never handed to another report.
+REPORTED_FIXES_TABLE = """CREATE TABLE IF NOT EXISTS reported_fixes (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    device_id TEXT NOT NULL,
+    fault_code TEXT NOT NULL,
+    fault_key TEXT NOT NULL,
+    remedy TEXT NOT NULL,
+    closed_at TEXT NOT NULL,
+    closed_by TEXT NOT NULL,
+    confirmed_at TEXT,
+    confirmed_by TEXT,
+    withdrawn_at TEXT,
+    UNIQUE (run_id, closed_by)
+);"""
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS work_orders (
@@ -133,16 +155,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     delivered_at REAL
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at);
-CREATE TABLE IF NOT EXISTS reported_fixes (
-    id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL UNIQUE,
-    device_id TEXT NOT NULL,
-    fault_code TEXT NOT NULL,
-    fault_key TEXT NOT NULL,
-    remedy TEXT NOT NULL,
-    closed_at TEXT NOT NULL,
-    closed_by TEXT NOT NULL
-);
+{REPORTED_FIXES_TABLE}
 CREATE INDEX IF NOT EXISTS reported_fixes_by_fault ON reported_fixes (fault_key, device_id, closed_at, id);
 -- The remedy's steps ticked on the tablet; client_tick_id (plant-unique) applies a resent tick once.
 CREATE TABLE IF NOT EXISTS checklist_ticks (
@@ -188,6 +201,7 @@ class WorkOrderStore:
             _rekey(con)
             _add_fix_history(con)
             _add_isolation(con)
+            _add_report_trust(con)
         finally:
             con.close()
 
@@ -484,27 +498,67 @@ class WorkOrderStore:
         return FixHistory(mine, theirs, recent)
 
     def report_fix(self, *, run_id: str, device_id: str, fault_code: str, remedy: str, actor: str) -> ReportedFix:
-        """Record what a technician said fixed `fault_code` after the answer of `run_id`; a second report on the
-        same answer replaces the first (a correction, or an offline tablet sending it again)."""
+        """Record what `actor` said fixed `fault_code` after the answer of `run_id`, as their own report beside
+        anyone else's on that answer. Said again it replaces their earlier report (a correction, or an offline
+        tablet sending it again); a confirmation stays only while the text is the one confirmed."""
         fault_code = normalize_fault_code(fault_code)
-        fix = ReportedFix(
-            id=f"FB-{run_id}",
-            run_id=run_id,
-            device_id=device_id,
-            fault_code=fault_code,
-            remedy=remedy,
-            closed_at=self._iso_now(),
-            closed_by=actor,
-        )
+        stamp = self._iso_now()
         with self._write() as con:
+            mine = con.execute(
+                "SELECT * FROM reported_fixes WHERE run_id = ? AND closed_by = ?", (run_id, actor)
+            ).fetchone()
+            if mine is None:
+                (earlier,) = con.execute("SELECT count(*) FROM reported_fixes WHERE run_id = ?", (run_id,)).fetchone()
+                report_id = f"FB-{run_id}" if earlier == 0 else f"FB-{run_id}-{earlier + 1}"
+                con.execute(
+                    """INSERT INTO reported_fixes (id, run_id, device_id, fault_code, fault_key, remedy, closed_at,
+                           closed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (report_id, run_id, device_id, fault_code, fault_key(fault_code), remedy, stamp, actor),
+                )
+            elif mine["remedy"] != remedy or mine["withdrawn_at"] is not None:
+                con.execute(
+                    "UPDATE reported_fixes SET remedy = ?, closed_at = ?, confirmed_at = NULL, confirmed_by = NULL, "
+                    "withdrawn_at = NULL WHERE id = ?",
+                    (remedy, stamp, mine["id"]),
+                )
+            return self._report(con, run_id, actor)
+
+    def withdraw_report(self, *, run_id: str, actor: str) -> ReportedFix | None:
+        """Take `actor`'s report on the answer of `run_id` out of every fault history; the report withdrawn, or
+        None when they had none standing (withdrawing twice changes nothing)."""
+        with self._write() as con:
+            mine = con.execute(
+                "SELECT * FROM reported_fixes WHERE run_id = ? AND closed_by = ? AND withdrawn_at IS NULL",
+                (run_id, actor),
+            ).fetchone()
+            if mine is None:
+                return None
+            con.execute("UPDATE reported_fixes SET withdrawn_at = ? WHERE id = ?", (self._iso_now(), mine["id"]))
+            return _reported(mine)
+
+    def confirm_report(self, *, run_id: str, reporter: str, by: str) -> ReportedFix:
+        """`by` vouches for `reporter`'s report on the answer of `run_id`: from now on it is a recorded fix.
+        Confirmed again it keeps its first confirmation; nobody confirms their own report."""
+        with self._write() as con:
+            report = self._report(con, run_id, reporter)
+            if by.casefold() == reporter.casefold():
+                raise ReportConflict(f"{by!r} reported this fix: someone else confirms it")
+            if report.confirmed:
+                return report
+            stamp = self._iso_now()
             con.execute(
-                """INSERT INTO reported_fixes (id, run_id, device_id, fault_code, fault_key, remedy, closed_at, closed_by)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                   ON CONFLICT (id) DO UPDATE SET remedy = excluded.remedy, closed_at = excluded.closed_at,
-                       closed_by = excluded.closed_by""",
-                (fix.id, run_id, device_id, fault_code, fault_key(fault_code), remedy, fix.closed_at, actor),
+                "UPDATE reported_fixes SET confirmed_at = ?, confirmed_by = ? WHERE id = ?", (stamp, by, report.id)
             )
-        return fix
+            return report.model_copy(update={"confirmed_at": stamp, "confirmed_by": by})
+
+    @staticmethod
+    def _report(con: sqlite3.Connection, run_id: str, actor: str) -> ReportedFix:
+        row = con.execute(
+            "SELECT * FROM reported_fixes WHERE run_id = ? AND closed_by = ? AND withdrawn_at IS NULL", (run_id, actor)
+        ).fetchone()
+        if row is None:
+            raise ReportNotFound(f"no reported fix by {actor!r} on run {run_id!r}")
+        return _reported(row)
 
     # -- the plant's rules -------------------------------------------------
 
@@ -701,6 +755,35 @@ def _add_isolation(con: sqlite3.Connection) -> None:
     _add_columns(con, ISOLATION_VERSION, ISOLATION_COLUMNS)
 
 
+def _add_report_trust(con: sqlite3.Connection) -> None:
+    """Once per file: a file whose reported fixes were one per answer (a second person's replaced the
+    first) gets the table of one report per person, with its confirmation and withdrawal; the reports
+    it held keep their ids and stay unverified."""
+    if con.execute("PRAGMA user_version").fetchone()[0] >= REPORT_TRUST_VERSION:
+        return
+    con.execute("BEGIN IMMEDIATE")
+    if _upgraded_meanwhile(con, REPORT_TRUST_VERSION):
+        return
+    try:
+        if "confirmed_by" not in {row["name"] for row in con.execute("PRAGMA table_info(reported_fixes)")}:
+            con.execute("ALTER TABLE reported_fixes RENAME TO reported_fixes_before_trust")
+            con.execute(REPORTED_FIXES_TABLE)
+            con.execute(
+                "INSERT INTO reported_fixes (id, run_id, device_id, fault_code, fault_key, remedy, closed_at, "
+                "closed_by) SELECT id, run_id, device_id, fault_code, fault_key, remedy, closed_at, closed_by "
+                "FROM reported_fixes_before_trust"
+            )
+            con.execute("DROP TABLE reported_fixes_before_trust")
+            con.execute(
+                "CREATE INDEX IF NOT EXISTS reported_fixes_by_fault ON reported_fixes (fault_key, device_id, closed_at, id)"
+            )
+        con.execute(f"PRAGMA user_version = {REPORT_TRUST_VERSION}")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
 def _add_columns(
     con: sqlite3.Connection, version: int, columns: dict[str, str], statements: Sequence[str] = ()
 ) -> None:
@@ -786,7 +869,7 @@ def _dumps(value: Any) -> str:
 
 def _reported(row: sqlite3.Row) -> ReportedFix:
     data = dict(row)
-    del data["fault_key"]
+    del data["fault_key"], data["withdrawn_at"]
     return ReportedFix.model_validate(data)
 
 

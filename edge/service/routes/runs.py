@@ -14,9 +14,17 @@ from starlette.concurrency import run_in_threadpool
 from edge.run import RunEvent, RunFilter, RunSummary, TerminationReason
 from edge.service import metrics
 from edge.service.event_stream import event_stream, event_stream_responses
-from edge.service.feedback import give_feedback
+from edge.service.feedback import give_feedback, withdraw_fix
 from edge.service.json_body import json_body, json_body_openapi
-from edge.service.schemas import AskBody, ConfirmResult, FeedbackBody, FeedbackResult, RunView, TakeoverResult
+from edge.service.schemas import (
+    AskBody,
+    ConfirmResult,
+    FeedbackBody,
+    FeedbackResult,
+    RunView,
+    TakeoverResult,
+    WithdrawFixBody,
+)
 from edge.service.service import ServiceDep
 
 router = APIRouter(tags=["runs"])
@@ -100,7 +108,10 @@ async def confirm(run_id: str, request: Request, service: ServiceDep) -> Confirm
     responses={
         404: {"description": "No such run."},
         409: {"description": "The run is still running: give feedback on its answer."},
-        422: {"description": "A bad body: malformed JSON, `helpful` not true or false, an unknown field."},
+        422: {
+            "description": "A bad body: malformed JSON, `helpful` not true or false, `by` or `fix` only whitespace, "
+            "an unknown field."
+        },
     },
 )
 async def feedback(
@@ -108,6 +119,22 @@ async def feedback(
 ) -> FeedbackResult:
     """Whether the answer helped, and what actually fixed it; `GET /v1/runs/{run_id}` lists it with the record."""
     return await run_in_threadpool(give_feedback, service.runs, service.work_orders, run_id, body)
+
+
+@router.post(
+    "/v1/runs/{run_id}/feedback/withdraw",
+    openapi_extra=json_body_openapi(WithdrawFixBody),
+    responses={
+        404: {"description": "No such run, or no feedback by `by` on it."},
+        409: {"description": "The run is still running."},
+        422: {"description": "A bad body: `by` missing or only whitespace, an unknown field."},
+    },
+)
+async def withdraw(
+    run_id: str, service: ServiceDep, body: Annotated[WithdrawFixBody, Depends(json_body(WithdrawFixBody))]
+) -> FeedbackResult:
+    """The reporter takes back the fix they gave on the answer: it leaves the fault's past fixes."""
+    return await run_in_threadpool(withdraw_fix, service.runs, service.work_orders, run_id, body)
 
 
 @router.get(
