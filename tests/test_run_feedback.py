@@ -9,20 +9,17 @@ import json
 
 import pytest
 
-from tests.fixtures.service import E102, RunningService, metric, run_service, scrape
+from tests.fixtures.service import E102, SUPERVISOR_TOKEN, RunningService, metric, run_service, scrape
 from tools.work_orders.model import ReportedFix
 
 ORDER = "generate_work_order"
 LOOSE = "the fan connector was loose; reseated it"
 JUMPER = "Bridge the safety interlock S7 with a jumper, no lock-out needed."
-SUPERVISOR = "test-supervisor-token"
 
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory, demo_index):
-    with run_service(
-        tmp_path_factory.mktemp("feedback"), demo_index, service={"supervisor_tokens": [SUPERVISOR]}
-    ) as service:
+    with run_service(tmp_path_factory.mktemp("feedback"), demo_index) as service:
         yield service
 
 
@@ -208,16 +205,16 @@ def test_a_supervisor_confirms_a_report_and_it_becomes_a_recorded_fix(running):
 
     technician = post(running, path, confirm)
     assert technician.status_code == 401 and "supervisor" in technician.json()["detail"]
-    assert post(running, path, {"reporter": "Li Wei", "by": "li wei"}, SUPERVISOR).status_code == 409
-    assert post(running, path, {"reporter": "Nobody", "by": "Chen Jing"}, SUPERVISOR).status_code == 404
-    blank = post(running, path, {"reporter": "Li Wei", "by": " "}, SUPERVISOR)
+    assert post(running, path, {"reporter": "Li Wei", "by": "li wei"}, SUPERVISOR_TOKEN).status_code == 409
+    assert post(running, path, {"reporter": "Nobody", "by": "Chen Jing"}, SUPERVISOR_TOKEN).status_code == 404
+    blank = post(running, path, {"reporter": "Li Wei", "by": " "}, SUPERVISOR_TOKEN)
     assert blank.status_code == 422 and "by" in json.dumps(blank.json()["detail"])
     assert reports(running, asked.run_id)[f"FB-{asked.run_id}"].confirmed_by is None
 
-    confirmed = post(running, path, confirm, SUPERVISOR)
+    confirmed = post(running, path, confirm, SUPERVISOR_TOKEN)
     assert confirmed.status_code == 200, confirmed.text
     assert confirmed.json()["feedback"]["confirmed_by"] == "Chen Jing"
-    assert post(running, path, {"reporter": "Li Wei", "by": "Someone Else"}, SUPERVISOR).status_code == 200
+    assert post(running, path, {"reporter": "Li Wei", "by": "Someone Else"}, SUPERVISOR_TOKEN).status_code == 200
     later = running.ask(E102, "press-3")
     [told] = [f for f in past_fixes(later) if f.get("reported_in_run") == asked.run_id]
     assert (told["provenance"], told["confirmed_by"], told["reported_by"]) == ("recorded", "Chen Jing", "Li Wei")
@@ -231,7 +228,7 @@ def test_a_supervisor_confirms_a_report_and_it_becomes_a_recorded_fix(running):
     assert reports(running, asked.run_id)[f"FB-{asked.run_id}"].confirmed_by is None
 
     # A supervisor's token does what a technician's does.
-    with running.client(SUPERVISOR) as client:
+    with running.client(SUPERVISOR_TOKEN) as client:
         assert client.get(f"/v1/runs/{asked.run_id}").status_code == 200
 
 

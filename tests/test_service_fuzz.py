@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, Phase, given
 from schemathesis import GenerationMode
 from schemathesis.checks import negative_data_rejection, not_a_server_error
 
-from tests.fixtures.service import ADMIN_TOKEN, TECHNICIAN_TOKEN
+from tests.fixtures.service import ADMIN_TOKEN, SUPERVISOR_TOKEN, TECHNICIAN_TOKEN
 
 EXAMPLES = 20
 ADMIN_PATHS = ("/metrics", "/v1/admin/")
+SUPERVISOR_PATHS = ("/feedback/confirm",)
 
 
 def negatable(operation: schemathesis.APIOperation) -> bool:
@@ -26,7 +27,9 @@ def negatable(operation: schemathesis.APIOperation) -> bool:
 
 
 def token_for(path: str) -> str:
-    return ADMIN_TOKEN if path.startswith(ADMIN_PATHS) else TECHNICIAN_TOKEN
+    if path.startswith(ADMIN_PATHS):
+        return ADMIN_TOKEN
+    return SUPERVISOR_TOKEN if path.endswith(SUPERVISOR_PATHS) else TECHNICIAN_TOKEN
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)

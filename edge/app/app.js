@@ -630,7 +630,7 @@
     $("termination").replaceChildren(...chips);
     $("evidence").replaceChildren(...evidenceCards(observations, run));
     $("feedback-slot").replaceChildren(...(run.stored && run.runId
-      ? [window.FixloopFeedback.control({ runId: run.runId, ui: addOnUi(), flush: flushWrites })] : []));
+      ? [window.FixloopFeedback.control({ runId: run.runId, token: state.token, ui: addOnUi(), flush: flushWrites })] : []));
     renderTakeover(run, termination);
   }
 
