@@ -108,6 +108,7 @@ def test_helpful_without_a_fix_adds_no_past_fix(running):
         ({"helpful": True, "by": ""}, "by"),
         ({"helpful": True, "by": "   "}, "by"),
         ({"helpful": False, "fix": " \n\t ", "by": "Li Wei"}, "fix"),
+        ({"helpful": False, "fix": "reseated the plug"}, "by"),
     ],
 )
 def test_a_bad_body_is_a_422_naming_the_field_and_stores_nothing(running, body, field):

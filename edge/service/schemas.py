@@ -188,8 +188,8 @@ class FeedbackBody(BaseModel):
         default="technician",
         min_length=1,
         max_length=80,
-        description="who gives it: a name or badge number; a second word from the same person replaces the first, "
-        "never another person's",
+        description="who gives it: a name or badge number, required with a `fix`; a second word from the same "
+        "person replaces the first, never another person's",
     )
 
     @field_validator("by")
@@ -205,6 +205,13 @@ class FeedbackBody(BaseModel):
         if not value.strip():
             raise ValueError("is only whitespace: say what fixed it, or send null to withdraw your fix")
         return value.strip()
+
+    @model_validator(mode="after")
+    def _fix_is_someones(self) -> FeedbackBody:
+        # A fix is one person's report, beside anyone else's: an unnamed one would be everyone's "technician".
+        if self.fix is not None and "by" not in self.model_fields_set:
+            raise ValueError("by: name who reports the fix (a name or badge number); each person's fix is their own")
+        return self
 
 
 class WithdrawFixBody(BaseModel):
