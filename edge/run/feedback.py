@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from edge.run.record import RunRecord
 from edge.run.store import Feedback, RunStore, device_of, fault_codes_of
-from tools.work_orders.model import ReportConflict, ReportNotFound
+from tools.work_orders.model import ReportNotFound, check_confirmer
 from tools.work_orders.store import WorkOrderStore
 
 
@@ -51,8 +51,7 @@ def confirm(runs: RunStore, orders: WorkOrderStore, run_id: str, reporter: str, 
     given = runs.feedback_by(run_id, reporter)
     if given is None or given.fix is None:
         raise ReportNotFound(f"no fix reported by {reporter!r} on run {run_id!r}")
-    if by.casefold() == reporter.casefold():
-        raise ReportConflict(f"{by!r} reported this fix: someone else confirms it")
+    check_confirmer(reporter, by)
     if given.report_id is not None:
         orders.confirm_report(run_id=run_id, reporter=reporter, by=by)
     return runs.confirm_fix(run_id, reporter, by)

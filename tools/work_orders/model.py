@@ -68,6 +68,12 @@ class ReportConflict(IllegalTransition):
     """A confirmation its report does not allow: by the person who reported it."""
 
 
+def check_confirmer(reporter: str, by: str) -> None:
+    """Nobody vouches for their own report (names compared without case: "li wei" is "Li Wei")."""
+    if by.casefold() == reporter.casefold():
+        raise ReportConflict(f"{by!r} reported this fix: someone else confirms it")
+
+
 class ChecklistConflict(IllegalTransition):
     """A tick the order's state or its recorded ticks do not allow: on a closed order, or a client_tick_id
     already applied with another step or state."""

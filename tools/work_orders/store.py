@@ -44,13 +44,13 @@ from tools.work_orders.model import (
     Part,
     PastFix,
     RecordedReading,
-    ReportConflict,
     ReportedFix,
     ReportNotFound,
     WorkOrder,
     WorkOrderError,
     WorkOrderNotFound,
     alarm_occurrence,
+    check_confirmer,
     check_fix,
     normalize_fault_code,
     order_id,
@@ -541,8 +541,7 @@ class WorkOrderStore:
         Confirmed again it keeps its first confirmation; nobody confirms their own report."""
         with self._write() as con:
             report = self._report(con, run_id, reporter)
-            if by.casefold() == reporter.casefold():
-                raise ReportConflict(f"{by!r} reported this fix: someone else confirms it")
+            check_confirmer(reporter, by)
             if report.confirmed:
                 return report
             stamp = self._iso_now()
