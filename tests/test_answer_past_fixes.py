@@ -21,13 +21,6 @@ from tools.work_orders.store import WorkOrderStore
 from tools.work_orders.tool import WorkOrderTool
 
 DAY = 86400.0
-# The run's manual search listed E102 for press-3: a technician's run opens orders only on such a code.
-LISTED = ToolContext(
-    request_id="r",
-    run_id="run-2",
-    loop_step=1,
-    evidence=({"manual": "hp200.pdf", "fault_code": "E102", "device_id": "press-3"},),
-)
 
 
 @pytest.fixture
@@ -75,7 +68,7 @@ def history(tmp_path, devices):
     obs = registry.call(
         "generate_work_order",
         {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
-        LISTED,
+        ToolContext(request_id="r", run_id="run-2", loop_step=1),
         "obs-1",
     )
     return obs, {"peer": peer, "older": older, "newer": newer}
@@ -121,7 +114,7 @@ def _observe(store, devices):
     return registry.call(
         "generate_work_order",
         {"device_id": "press-3", "fault_code": "E102", "summary": "motor hot"},
-        LISTED,
+        ToolContext(request_id="r", run_id="run-2", loop_step=1),
         "obs-1",
     )
 
