@@ -109,6 +109,8 @@ def test_helpful_without_a_fix_adds_no_past_fix(running):
         ({"helpful": True, "by": "   "}, "by"),
         ({"helpful": False, "fix": " \n\t ", "by": "Li Wei"}, "fix"),
         ({"helpful": False, "fix": "reseated the plug"}, "by"),
+        ({"helpful": False, "fix": "reseated the plug", "by": "\u200b"}, "by"),
+        ({"helpful": True, "by": "Li \u202eieW"}, "by"),
     ],
 )
 def test_a_bad_body_is_a_422_naming_the_field_and_stores_nothing(running, body, field):

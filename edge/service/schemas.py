@@ -184,27 +184,17 @@ class FeedbackBody(BaseModel):
         "Without it (null or empty) a fix this person reported on the answer before is withdrawn",
         examples=["the fan connector was loose; reseated it"],
     )
-    by: str = Field(
+    by: PersonName = Field(
         default="technician",
-        min_length=1,
-        max_length=80,
         description="who gives it: a name or badge number, required with a `fix`; a second word from the same "
         "person replaces the first, never another person's",
     )
 
-    @field_validator("by")
-    @classmethod
-    def _named(cls, value: str) -> str:
-        return named(value)
-
     @field_validator("fix")
     @classmethod
     def _fix_or_none(cls, value: str | None) -> str | None:
-        if not value:
-            return None  # no fix: withdraws the one this person reported before
-        if not value.strip():
-            raise ValueError("is only whitespace: say what fixed it, or send null to withdraw your fix")
-        return value.strip()
+        # No fix (null or ""): withdraws the one this person reported before. Blank is a mistake, not a withdrawal.
+        return stored_text(value) if value else None
 
     @model_validator(mode="after")
     def _fix_is_someones(self) -> FeedbackBody:
@@ -219,12 +209,7 @@ class WithdrawFixBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    by: str = Field(min_length=1, max_length=80, description="who reported the fix", examples=["Li Wei"])
-
-    @field_validator("by")
-    @classmethod
-    def _named(cls, value: str) -> str:
-        return named(value)
+    by: PersonName = Field(description="who reported the fix", examples=["Li Wei"])
 
 
 class ConfirmFixBody(BaseModel):
@@ -232,20 +217,8 @@ class ConfirmFixBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reporter: str = Field(min_length=1, max_length=80, description="who reported the fix", examples=["Li Wei"])
-    by: str = Field(min_length=1, max_length=80, description="who confirms it", examples=["Chen Jing"])
-
-    @field_validator("reporter", "by")
-    @classmethod
-    def _named(cls, value: str) -> str:
-        return named(value)
-
-
-def named(value: str) -> str:
-    """A person's name, trimmed; one that is only whitespace names nobody."""
-    if not value.strip():
-        raise ValueError("is only whitespace: give a name or badge number")
-    return value.strip()
+    reporter: PersonName = Field(description="who reported the fix", examples=["Li Wei"])
+    by: PersonName = Field(description="who confirms it", examples=["Chen Jing"])
 
 
 class FeedbackResult(BaseModel):

@@ -502,6 +502,7 @@ class WorkOrderStore:
         anyone else's on that answer. Said again it replaces their earlier report (a correction, or an offline
         tablet sending it again); a confirmation stays only while the text is the one confirmed."""
         fault_code = normalize_fault_code(fault_code)
+        remedy, actor = _checked("fix", stored_text, remedy), _checked("by", person_name, actor)
         stamp = self._iso_now()
         with self._write() as con:
             mine = con.execute(
@@ -539,6 +540,7 @@ class WorkOrderStore:
     def confirm_report(self, *, run_id: str, reporter: str, by: str) -> ReportedFix:
         """`by` vouches for `reporter`'s report on the answer of `run_id`: from now on it is a recorded fix.
         Confirmed again it keeps its first confirmation; nobody confirms their own report."""
+        by = _checked("by", person_name, by)
         with self._write() as con:
             report = self._report(con, run_id, reporter)
             check_confirmer(reporter, by)
