@@ -62,7 +62,7 @@ def test_a_chinese_run_orders_the_chinese_manuals_causes_by_the_same_evidence(pl
     plant.sim.set_value("press-3", "coolant_level", 12.0)
     answer = plant.ask("3号压机报E102，怎么处理？", "press-3").termination["final_answer"]
     assert "可能原因（按本次读数和记录，可能性大的在前）：" in answer
-    assert "  1. 冷却液液位低 — 冷却液液位读数为 12.0 %，已超过" in answer
+    assert "  1. 冷却液液位低 — 冷却液液位读数为 12.0 %，已低于低报警限值" in answer
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ _NORMAL = re.compile(
 )
 _ABNORMAL = re.compile(
     r"\b(?:too (?:high|low|hot|cold|much|little)|abnormal\w*|(?:past|above|over|beyond|below|under|exceed\w*) "
-    r"(?:its |the )?(?:\w+ )?(?:limit|threshold|range)|overheat\w*|in alarm|alarming|critical)\b"
+    r"(?:its |the )?(?:\w+ ){0,2}(?:limit|threshold|range)|overheat\w*|in alarm|alarming|critical)\b"
     r"|过高|过低|太高|太低|异常|超限|超标|过热|报警",
     re.I,
 )
@@ -82,7 +82,8 @@ def forbidden(sentence: str, doc: AnswerDocument, sources: Iterable[str]) -> lis
         reasons.append(WEAKENS_SAFETY)
     if _softens_wait(sentence, doc):
         reasons.append(SOFTENED_WAIT)
-    if any(_contradicts(sentence, reading, len(doc.readings)) for reading in doc.readings):
+    names_fault = _names_fault(sentence, doc)
+    if any(_contradicts(sentence, reading, len(doc.readings), names_fault) for reading in doc.readings):
         reasons.append(CONTRADICTS_VERDICT)
     if _DONE_ACTION.search(sentence):
         reasons.append(CLAIMED_ACTION)
@@ -111,14 +112,21 @@ def _seconds(match: re.Match[str]) -> float:
     return float(match.group(1)) * _SECONDS.get(match.group(2).lower(), 1)
 
 
-def _contradicts(sentence: str, reading: Reading, readings: int) -> bool:
+def _names_fault(sentence: str, doc: AnswerDocument) -> bool:
+    """The sentence names a fault entry (its code or title): "E104 — hydraulic pressure too high" says what
+    the fault means, not what the reading is now."""
+    low = sentence.lower()
+    return any(entry.code.lower() in low or entry.title.lower() in low for entry in doc.entries)
+
+
+def _contradicts(sentence: str, reading: Reading, readings: int, names_fault: bool) -> bool:
     if reading.verdict == "no_value" or not _about(sentence, reading, readings):
         return False
     negated = bool(_NEGATION.search(sentence))
     says_normal = bool(_NORMAL.search(sentence)) != negated and not _ABNORMAL.search(sentence)
     says_abnormal = bool(_ABNORMAL.search(sentence)) != negated and not _NORMAL.search(sentence)
     if reading.verdict == "within_limits":
-        return says_abnormal
+        return says_abnormal and not names_fault
     return says_normal
 
 
