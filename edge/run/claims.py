@@ -50,7 +50,9 @@ _WAIT = re.compile(
     re.I,
 )
 # A wait for a condition ("until the DC bus reads below 30 V") is no duration to compare.
-_UNTIL = re.compile(r"\b(?:until|till)\b|直到|直至|至.{0,12}(?:以下|以上|低于|高于)", re.I)
+_UNTIL = re.compile(
+    r"\b(?:until|till)\b|直到|直至|等待?(?:其|它|至|到)|(?:降|升|冷却)(?:到|至)|以下|以上|静止|停稳|为止", re.I
+)
 _NORMAL = re.compile(
     r"\b(?:normal|fine|ok(?:ay)?|within (?:its |the )?(?:limits?|range)|acceptable|in range|no problem|nothing wrong|"
     r"as expected|healthy)\b|正常|没问题|在范围内|在限值以内|合格",

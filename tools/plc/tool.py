@@ -260,7 +260,7 @@ def describe(reading: Reading, trend: Trend | None = None) -> str:
     elif reading.alarm is not None:
         text += f" This is past its {reading.alarm} alarm threshold."
     else:
-        text += " This is within its alarm limits."
+        text += " This is within its alarm limits: a normal value."
     if trend is not None and trend.direction in ("rising", "falling"):
         text += f" {trend.direction.capitalize()} at {trend.slope_per_min:+g} {reading.unit}/min over {_age(trend.window_s)}."
     elif trend is not None and trend.direction == "steady":
