@@ -39,7 +39,7 @@ def main() -> int:
         if target.exists() and sha256(target.read_bytes()) == recipe["sha256"]:
             print(f"ok (already here) {recipe['file']}")
             continue
-        git_dir = args.repos and snapshot(args.repos, recipe["repo"]) or clone(clones, recipe["repo"])
+        git_dir = (snapshot(args.repos, recipe["repo"]) if args.repos else None) or clone(clones, recipe["repo"])
         data = subprocess.run(
             ["git", "--git-dir", str(git_dir), "show", f"{recipe['commit']}:{recipe['path']}"],
             capture_output=True,
