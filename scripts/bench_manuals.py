@@ -7,6 +7,7 @@ entries per manual, and search latency p50/p95 — also on an index padded to 50
     python scripts/bench_manuals.py ... --pad 50000     # latency with 50,000 entries and pages
     python scripts/bench_manuals.py --pdfs A --pdfs B --queries QA --queries QB --folds   # leave-one-manual-out
     python scripts/bench_manuals.py ... --scoped    # also each question asked at its machine, as the tablet asks
+    python scripts/bench_manuals.py ... --heldout devcorpus-pdfs/heldout   # last: the set-aside manuals, once
 
 A hit is the labelled manual and a page within ±1 of a labelled page. Questions of kind
 `none` (scripts/data/unanswerable.jsonl is added by default) must get `not_found`.
@@ -16,6 +17,12 @@ they were not fitted on: for each manual in turn, the constants are fitted (coor
 around the model's defaults) on every other manual's questions and scored on its own; the unanswerable
 questions are dealt round the folds, each held out once. It prints the defaults' figures, the figures fitted
 on everything, and the held-out ones: a large gap between the last two is a finding, not a success.
+`--heldout DIR` scores manuals nobody tuned anything on (`scripts/data/heldout_manuals.jsonl`, fetched by
+`scripts/fetch_manuals.py`; their questions `scripts/data/heldout_queries.jsonl`). Nothing above reads them: the dev
+index and the folds never hold them. At the end a second index is built beside `--db` from the dev PDFs (copied,
+not read again) and DIR, and the held-out questions are asked there once, unscoped and at their machines, beside
+the same run's baseline: LlamaIndex's BM25 + vector hybrid (`HybridBaseline`). `--baseline` scores the dev
+questions with it too.
 The PDFs are vendor documents: fetch them per ../shared/devcorpus/SOURCES.md into a
 git-ignored folder; never commit them or their text.
 """
@@ -25,13 +32,16 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
+import re
 import shutil
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
@@ -55,6 +65,7 @@ from knowledge.tuning import Weights
 
 HERE = Path(__file__).resolve().parent
 UNANSWERABLE = HERE / "data" / "unanswerable.jsonl"
+HELDOUT_QUERIES = HERE / "data" / "heldout_queries.jsonl"
 
 
 def main() -> int:
@@ -74,6 +85,9 @@ def main() -> int:
         action="store_true",
         help="also ask each question at its manual's machine (the manual's vendor and model as the search scope)",
     )
+    ap.add_argument("--heldout", type=Path, help="folder of the set-aside manuals, scored once at the end")
+    ap.add_argument("--heldout-queries", type=Path, default=HELDOUT_QUERIES)
+    ap.add_argument("--baseline", action="store_true", help="also score the dev questions with the hybrid baseline")
     args = ap.parse_args()
 
     db = args.db or Path(tempfile.mkdtemp()) / "devcorpus.sqlite"
@@ -91,6 +105,8 @@ def main() -> int:
     index.warm()
     if args.folds:
         print_folds(index, queries)
+        if args.heldout:
+            print_heldout(args, db)
         return 0
     ranks, times = evaluate(index, queries, args.misses)
     print_recall(ranks)
@@ -99,6 +115,13 @@ def main() -> int:
             "asked at their machines (scoped to the manual's vendor and model; unanswerable questions dealt round them):"
         )
         print_recall(evaluate(index, queries, args.misses, machine_scopes(db, queries))[0])
+    if args.baseline:
+        baseline = HybridBaseline(db, index.embedder)
+        print(f"baseline ({HybridBaseline.NAME}), the same questions:")
+        print_recall(baseline.ranks(queries))
+        if args.scoped:
+            print("baseline at their machines:")
+            print_recall(baseline.ranks(queries, machine_scopes(db, queries)))
     print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
     encoder_file = encoder_path(db, index.embedder.identity)
     exported = (
@@ -121,6 +144,8 @@ def main() -> int:
             f"search latency on {rows:,} rows: {percentiles(big_times)}  (baseline, {count_rows(db):,} rows: "
             f"{percentiles(times)})"
         )
+    if args.heldout:
+        print_heldout(args, db)
     return 0
 
 
@@ -364,16 +389,147 @@ def evaluate(
     return ranks, times
 
 
-def machine_scopes(db: Path, queries: list[dict]) -> list[Scope]:
+def machine_scopes(db: Path, queries: list[dict], deal: list[str] | None = None) -> list[Scope]:
     """Each question's machine as a plant would configure it: its manual's vendor and model as the index read
-    them. An unanswerable question is asked at the manuals' machines in turn."""
+    them. An unanswerable question is asked at the manuals' machines in turn (those of `deal`, or all)."""
     with closing(sqlite3.connect(db)) as conn:
         machines = {
             file: Scope(vendor=v, model=m) for file, v, m in conn.execute("SELECT file, vendor, model FROM manuals")
         }
-    files = sorted(machines)
+    files = sorted(deal or machines)
     unanswerable = (machines[files[n % len(files)]] for n in itertools.count())
     return [machines[q["manual"]] if q["kind"] != "none" else next(unanswerable) for q in queries]
+
+
+def print_heldout(args, db: Path) -> None:
+    """The set-aside manuals, scored once: an index of the dev PDFs and the held-out ones (the dev manuals copied
+    from `db`, not read again), each held-out question asked unscoped and at its machine, by the search and by
+    the baseline. Nothing is fitted here: the search runs with the constants it ships with."""
+    queries = load(args.heldout_queries)
+    held_files = sorted(p.name for p in args.heldout.rglob("*.pdf"))
+    unknown = sorted({q["manual"] for q in queries if q["kind"] != "none"} - set(held_files))
+    if unknown:
+        raise SystemExit(f"{args.heldout_queries} names manuals not in {args.heldout}: {', '.join(unknown)}")
+    held_db = db.with_name(f"{db.stem}-heldout.sqlite")
+    if not (args.reuse and held_db.exists()):
+        shutil.copy(db, held_db)  # the build reuses the dev manuals from it
+        report = build_index([*args.pdfs, args.heldout], held_db, model_path=args.model)
+        new = [m for m in report.manuals if m.file in held_files]
+        print(
+            f"held-out index: {len(new)} set-aside manuals added to the dev ones in {report.elapsed_s:.1f} s, "
+            f"{report.ocr_pages} OCR pages"
+        )
+        for m in new:
+            print(
+                f"  {m.file[:45]:45s} {m.pages:4d} pages {m.text_pages:4d} text {len(m.ocr_pages):3d} ocr "
+                f"{m.records:4d} entries  {m.vendor} / {m.model} / {m.language}"
+            )
+    index = ManualIndex(held_db, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
+    index.warm()
+    scopes = machine_scopes(held_db, queries, deal=held_files)
+    baseline = HybridBaseline(held_db, index.embedder)
+    if args.misses:
+        print("held-out misses, unscoped:")
+    rows = [("fixloop, unscoped", evaluate(index, queries, args.misses)[0])]
+    if args.misses:
+        print("held-out misses, at the machine:")
+    rows += [
+        ("fixloop, at the machine", evaluate(index, queries, args.misses, scopes)[0]),
+        ("baseline, unscoped", baseline.ranks(queries)),
+        ("baseline, at the machine", baseline.ranks(queries, scopes)),
+    ]
+    print(
+        f"HELD OUT: {len(held_files)} manuals nobody tuned on, {len(queries)} questions, asked once "
+        f"(recall@1 / recall@3; none: share correctly not_found; baseline: {HybridBaseline.NAME})"
+    )
+    print_table(rows)
+
+
+def print_table(rows: list[tuple[str, dict[str, list]]]) -> None:
+    kinds = sorted({kind for _, ranks in rows for kind in ranks})
+    counts = {kind: max(len(ranks.get(kind, [])) for _, ranks in rows) for kind in kinds}
+    print(f"{'':26s}" + "".join(f"{f'{kind} (n={counts[kind]})':>16s}" for kind in kinds))
+    for name, ranks in rows:
+        cells = []
+        for kind in kinds:
+            rs = ranks.get(kind, [])
+            at = [sum(1 for r in rs if r and r <= k) / len(rs) if rs else float("nan") for k in (1, 3)]
+            cells.append(f"{at[0]:.2f} / {at[1]:.2f}" if kind != "none" else f"{at[0]:.2f}")
+        print(f"{name:26s}" + "".join(f"{cell:>16s}" for cell in cells))
+
+
+class HybridBaseline:
+    """What a team would start from: LlamaIndex's BM25Retriever and a vector retriever over the same chunks, fused
+    by QueryFusionRetriever's reciprocal rank (1 / (60 + rank) over each one's first 20). The chunks are the
+    index's page passages (text layer or OCR, as the search reads them), embedded again here with the search's own
+    sentence model; BM25 is Okapi over lower-cased words and, for Chinese, character pairs (no stemming). It has
+    no not-found: every question gets five results, so it answers every unanswerable question. At a machine,
+    only that machine's manuals' passages are searched."""
+
+    NAME = "LlamaIndex-style BM25 + vector, reciprocal-rank fusion"
+    K1, B, RRF_K, TOP = 1.5, 0.75, 60, 20
+
+    def __init__(self, db: Path, embedder: Embedder):
+        with closing(sqlite3.connect(db)) as conn:
+            rows = conn.execute(
+                "SELECT m.file, m.vendor, m.model, r.page, r.title, r.snippet FROM records r"
+                " JOIN manuals m ON m.sha256 = r.manual_sha256 WHERE r.kind = 'page' ORDER BY r.id"
+            ).fetchall()
+        self.embedder = embedder
+        self.docs = [(file, Scope(vendor=vendor, model=model), page) for file, vendor, model, page, _, _ in rows]
+        texts = [f"{title}\n{snippet}".strip() for *_, title, snippet in rows]
+        vectors = embedder.encode(texts)
+        self.vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        self.tokens = [Counter(_words(text)) for text in texts]
+        self.lengths = np.array([sum(t.values()) for t in self.tokens], dtype=float)
+        df = Counter(word for t in self.tokens for word in t)
+        n = len(texts)
+        self.idf = {word: math.log(1 + (n - f + 0.5) / (f + 0.5)) for word, f in df.items()}
+
+    def search(self, text: str, scope: Scope | None = None, k: int = 5) -> list[tuple[str, int]]:
+        allowed = np.array([scope is None or doc_scope == scope for _, doc_scope, _ in self.docs])
+        words = Counter(_words(text))
+        norm = self.K1 * (1 - self.B + self.B * self.lengths / self.lengths.mean())
+        bm25 = np.zeros(len(self.docs))
+        for word in words:
+            if word in self.idf:
+                tf = np.array([t.get(word, 0) for t in self.tokens], dtype=float)
+                bm25 += self.idf[word] * tf * (self.K1 + 1) / (tf + norm)
+        vector = self.embedder.encode([text])[0]
+        cosine = self.vectors @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
+        fused = np.zeros(len(self.docs))
+        for scores in (np.where(allowed & (bm25 > 0), bm25, -np.inf), np.where(allowed, cosine, -np.inf)):
+            order = [i for i in np.argsort(-scores, kind="stable")[: self.TOP] if np.isfinite(scores[i])]
+            for rank, i in enumerate(order, 1):
+                fused[i] += 1 / (self.RRF_K + rank)
+        best = [i for i in np.argsort(-fused, kind="stable")[:k] if fused[i] > 0]
+        return [(self.docs[i][0], self.docs[i][2]) for i in best]
+
+    def ranks(self, queries: list[dict], scopes: list[Scope] | None = None) -> dict[str, list]:
+        """As `evaluate`: a question no manual answers counts only when nothing is returned, which never happens."""
+        out: dict[str, list] = {}
+        for n, q in enumerate(queries):
+            results = self.search(q["q"], scopes[n] if scopes else None)
+            if q["kind"] == "none":
+                rank = None if results else 1
+            else:
+                wanted = {p + d for p in q["pages"] for d in (-1, 0, 1)}
+                rank = next(
+                    (i + 1 for i, (file, page) in enumerate(results) if file == q["manual"] and page in wanted), None
+                )
+            out.setdefault(q["kind"], []).append(rank)
+        return out
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words; a run of Chinese characters as its character pairs (one character alone as itself)."""
+    out = []
+    for run in re.findall(r"[\u3400-\u9fff]+|[^\W_]+", text.lower()):
+        if "\u3400" <= run[0] <= "\u9fff":
+            out += [run[i : i + 2] for i in range(len(run) - 1)] or [run]
+        else:
+            out.append(run)
+    return out
 
 
 def timed(run, queries: list[dict]) -> list[float]:
