@@ -7,6 +7,7 @@ entries per manual, and search latency p50/p95 — also on an index padded to 50
     python scripts/bench_manuals.py ... --pad 50000     # latency with 50,000 entries and pages
     python scripts/bench_manuals.py --pdfs A --pdfs B --queries QA --queries QB --folds   # leave-one-manual-out
     python scripts/bench_manuals.py ... --scoped    # also each question asked at its machine, as the tablet asks
+                                                    # (with --folds: the folds again, asked at the machine)
     python scripts/bench_manuals.py ... --heldout devcorpus-pdfs/heldout   # last: the set-aside manuals, once
 
 A hit is the labelled manual and a page within ±1 of a labelled page. Questions of kind
@@ -105,6 +106,9 @@ def main() -> int:
     index.warm()
     if args.folds:
         print_folds(index, queries)
+        if args.scoped:
+            print("the same, each question asked at its machine (unanswerable questions dealt round them):")
+            print_folds(index, queries, machine_scopes(db, queries))
         if args.heldout:
             print_heldout(args, db)
         return 0
@@ -182,7 +186,7 @@ SWEEPS = 2
 MIN_GAIN = 0.01
 
 
-def print_folds(index: ManualIndex, queries: list[dict]) -> None:
+def print_folds(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None = None) -> None:
     """Per manual: the first stage's constants fitted on the others (exactly, through the search), then the second
     look's weights with those fixed (on the candidates' features, without running the search again); its
     questions scored with the result, through the search. Then what each feature adds: the held-out figures
@@ -191,7 +195,7 @@ def print_folds(index: ManualIndex, queries: list[dict]) -> None:
     unanswerable = [i for i, q in enumerate(queries) if q["kind"] == "none"]
     fold_of = {i: manuals[n % len(manuals)] for n, i in enumerate(unanswerable)}
     fold_of.update({i: q["manual"] for i, q in enumerate(queries) if q["kind"] != "none"})
-    cases = _Cases(index, queries)
+    cases = _Cases(index, queries, scopes)
     default = index.tuning
     start = replace(default, weights=Weights())  # the weights are fitted after the first stage's constants
     everything = list(range(len(queries)))
@@ -223,9 +227,15 @@ def print_folds(index: ManualIndex, queries: list[dict]) -> None:
             ablated.update({i: cases.ranks(without)[i] for i in held})
         rows.append((f"  w/o {feature}", ablated))
     kinds = sorted({q["kind"] for q in queries})
-    print(f"{'':22s}" + "".join(f"{kind:>9s}" for kind in kinds) + "   (recall@3; none: correctly not_found)")
+    print(f"{'':22s}" + "".join(f"{kind:>12s}" for kind in kinds) + "   (recall@1 / @3; none: correctly not_found)")
     for name, ranks in rows:
-        print(f"{name:22s}" + "".join(f"{_kind_score(queries, ranks, kind):9.2f}" for kind in kinds))
+        cells = [
+            f"{_kind_score(queries, ranks, kind, k=1):.2f}/{_kind_score(queries, ranks, kind):.2f}"
+            if kind != "none"
+            else f"{_kind_score(queries, ranks, kind):.2f}"
+            for kind in kinds
+        ]
+        print(f"{name:22s}" + "".join(f"{cell:>12s}" for cell in cells))
 
 
 class _Recording(ManualIndex):
@@ -250,7 +260,7 @@ class _Cases:
     others' candidates are kept, and ranked again for each set of ranking constants (the not-found floors
     only decide whether to)."""
 
-    def __init__(self, index: ManualIndex, queries: list[dict]):
+    def __init__(self, index: ManualIndex, queries: list[dict], scopes: list[Scope] | None = None):
         self.index, self.queries, self.evaluated = index, queries, 0
         self.fixed: dict[int, int | None] = {}
         self.found: dict[int, Candidates] = {}
@@ -258,7 +268,7 @@ class _Cases:
         recording.tuning = index.tuning
         for i, q in enumerate(queries):
             recording.last = None
-            result = recording.query(q["q"], k=5)
+            result = recording.query(q["q"], scopes[i] if scopes else None, k=5)
             if recording.last is None:
                 self.fixed[i] = rank_of(result, q)
             else:
@@ -347,9 +357,11 @@ def _score(queries: list[dict], ranks: dict[int, int | None], subset: list[int])
     return statistics.mean(_kind_score(queries, ranks, kind, subset) for kind in kinds)
 
 
-def _kind_score(queries: list[dict], ranks: dict[int, int | None], kind: str, subset: list[int] | None = None) -> float:
+def _kind_score(
+    queries: list[dict], ranks: dict[int, int | None], kind: str, subset: list[int] | None = None, k: int = 3
+) -> float:
     mine = [i for i in (subset if subset is not None else ranks) if queries[i]["kind"] == kind and i in ranks]
-    return sum(1 for i in mine if ranks[i] is not None and ranks[i] <= 3) / len(mine) if mine else float("nan")
+    return sum(1 for i in mine if ranks[i] is not None and ranks[i] <= k) / len(mine) if mine else float("nan")
 
 
 def _changes(default, tuning) -> dict[str, float]:
