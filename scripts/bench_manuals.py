@@ -187,6 +187,16 @@ MIN_GAIN = 0.01
 
 
 def print_folds(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None = None) -> None:
+    """`_folds`, leaving the index with the constants it had: ranking the cases sets each candidate set in turn,
+    and a second call (at the machines) would otherwise start from the last one tried."""
+    shipped = index.tuning
+    try:
+        _folds(index, queries, scopes)
+    finally:
+        index.tuning = shipped
+
+
+def _folds(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None) -> None:
     """Per manual: the first stage's constants fitted on the others (exactly, through the search), then the second
     look's weights with those fixed (on the candidates' features, without running the search again); its
     questions scored with the result, through the search. Then what each feature adds: the held-out figures
