@@ -446,6 +446,8 @@ def print_heldout(args, db: Path) -> None:
                 f"  {m.file[:45]:45s} {m.pages:4d} pages {m.text_pages:4d} text {len(m.ocr_pages):3d} ocr "
                 f"{m.records:4d} entries  {m.vendor} / {m.model} / {m.language}"
             )
+            for warning in m.warnings:
+                print(f"    {warning[:160]}")
     index = ManualIndex(held_db, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
     index.warm()
     scopes = machine_scopes(held_db, queries, deal=held_files)
