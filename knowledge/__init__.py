@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from knowledge.codes import canonical_id, code_key, fault_key, lookup_keys, loose_key, reported_code, scope_key
     from knowledge.config import KnowledgeConfig
     from knowledge.embed import Embedder
-    from knowledge.index import (
+    from knowledge.ingest.build import (
         SCHEMA_VERSION,
         BuildError,
         BuildEvent,
@@ -43,14 +43,14 @@ _EXPORTS = {
     "ManualInfo": "knowledge.models",
     "ManualError": "knowledge.models",
     # building one
-    "build_index": "knowledge.index",
-    "read_status": "knowledge.index",
-    "IndexStatus": "knowledge.index",
-    "IndexSchemaMismatch": "knowledge.index",
-    "BuildError": "knowledge.index",
-    "BuildEvent": "knowledge.index",
-    "BuildReport": "knowledge.index",
-    "SCHEMA_VERSION": "knowledge.index",
+    "build_index": "knowledge.ingest.build",
+    "read_status": "knowledge.ingest.build",
+    "IndexStatus": "knowledge.ingest.build",
+    "IndexSchemaMismatch": "knowledge.ingest.build",
+    "BuildError": "knowledge.ingest.build",
+    "BuildEvent": "knowledge.ingest.build",
+    "BuildReport": "knowledge.ingest.build",
+    "SCHEMA_VERSION": "knowledge.ingest.build",
     "Embedder": "knowledge.embed",
     "KnowledgeConfig": "knowledge.config",
     # fault codes

@@ -9,6 +9,7 @@ so `01204` finds them.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -277,3 +278,24 @@ def _numeric(typed: str) -> bool:
 
 def _tidy_code(code: str) -> str:
     return re.sub(r"\s+", "", code)
+
+
+# The index terms of codes (`code_terms`): a token as a display prints it.
+_CODE_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
+# Printed codes mix letters with digits or separators (O-I, SC-trP, Er4, 0x3022); a page's plain
+# words and numbers are left to the word index.
+_CODE_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*[\d.\-])|^0\d+$|^[A-Z]{2,6}$")
+CODE_TERM = "code"
+
+
+def code_terms(text: str, every_token: bool = False) -> list[str]:
+    """Index terms for codes as displays show them (`code` + the loose key): `O.Volt` typed
+    finds `O.Uo1t` printed, `23` finds `0023`. A query gives every token and every pair of
+    neighbouring tokens (`sc trp` is `SC-trP`); a page only its code-like tokens."""
+    tokens = _CODE_TOKEN.findall(text)
+    if every_token:
+        candidates = tokens + [a + b for a, b in itertools.pairwise(tokens)]
+    else:
+        candidates = [t for t in tokens if _CODE_LIKE.search(t)]
+    keys = (loose_key(t) for t in candidates if 1 <= len(t) <= 12)
+    return list(dict.fromkeys(f"{CODE_TERM}{key.lower()}" for key in keys if key))

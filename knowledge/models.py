@@ -67,7 +67,7 @@ class FaultRecord(BaseModel):
 
 
 class SafetyStatement(BaseModel):
-    """A hazard statement a manual prints (knowledge.safety)."""
+    """A hazard statement a manual prints (knowledge.ingest.safety)."""
 
     signal_word: Signal  # normalised: 警告 is "warning"
     label: str = ""  # the signal word as printed ("WARNING", "警告"); empty beside a pictogram

@@ -39,7 +39,7 @@ import numpy as np
 import pymupdf
 
 from knowledge.codes import code_key
-from knowledge.extract import ManualError, file_sha256
+from knowledge.ingest.extract import ManualError, file_sha256
 
 WIDTH_PX = 1400  # 1.75x a portrait tablet's 800 px: print stays sharp under pinch-zoom
 MAX_HEIGHT_PX = 2400  # a long narrow page is fitted to this height instead (rendering time grows with pixels)

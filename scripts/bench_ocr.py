@@ -7,11 +7,11 @@
     ... --pdfs devcorpus-pdfs --engines eng200-psm3,library --sample 200 --workers 1   # speed alone, no truth
 
 Engines (--engines, comma-separated):
-- baseline: Debian's `tesseract` CLI as knowledge/ocr.py ran it before the quick read: 300 dpi, --psm 1 (orientation
+- baseline: Debian's `tesseract` CLI as knowledge/ingest/ocr.py ran it before the quick read: 300 dpi, --psm 1 (orientation
   detection), the manual's languages (`languages_for` its text layer: eng+chi_sim when it has none);
 - tDPI-psmN: the same with other settings (t300-psm3, t250-psm3, t200-psm3, t200-psm1); engDPI-psmN
   reads English alone whatever the page (what a quick read gives without its check);
-- library: knowledge.ocr.ocr_pages as knowledge.pdf runs it, in-process (tesserocr; no quick read of a manual whose text layer is
+- library: knowledge.ingest.ocr.ocr_pages as knowledge.ingest.pdf runs it, in-process (tesserocr; no quick read of a manual whose text layer is
   Chinese; library-qDPI: a quick read at DPI for every manual);
 - rapidocr: rapidocr_onnxruntime 1.4.x (PP-OCRv4 det/rec models inside the wheel, Chinese and English),
   the page rendered at 200 dpi; its workers refuse network connections, so a download would fail the run.
@@ -62,8 +62,8 @@ import tesserocr
 from rich.console import Console
 from rich.table import Table
 
-from knowledge import ocr
-from knowledge.ocr import languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
+from knowledge.ingest import ocr
+from knowledge.ingest.ocr import languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
 
 DEFAULT_ENGINES = "baseline,t300-psm3,t250-psm3,t200-psm3,eng200-psm3,library,rapidocr"
 SCAN_DPI = 200  # a text page made a scan, as the tests make them
@@ -80,7 +80,7 @@ class Page:
     key: str  # PDFSTEM-pN
     pdf: Path  # the PDF read (a rasterised copy for a text page)
     number: int
-    languages: str  # the manual's, as knowledge.pdf judges them
+    languages: str  # the manual's, as knowledge.ingest.pdf judges them
     truth: list[str] | None = None  # lines
     tokens: list[str] | None = None
 
@@ -189,7 +189,7 @@ def rasterised(page: pymupdf.Page, path: Path) -> Path:
 
 
 def ocr_version() -> str:
-    """Debian's `tesseract` (the CLI engines) and the one knowledge.ocr runs in-process (the library engines)."""
+    """Debian's `tesseract` (the CLI engines) and the one knowledge.ingest.ocr runs in-process (the library engines)."""
     done = subprocess.run(["tesseract", "--version"], capture_output=True, text=True)
     cli = (done.stdout or done.stderr).split()[1] if (done.stdout or done.stderr) else "?"
     return f"{cli} (CLI), {tesserocr.tesseract_version().split()[1]} (in-process)"
@@ -219,7 +219,7 @@ def cpu_seconds() -> float:
 
 
 def run_tesseract(name: str, pages: list[Page], workers: int, dpi: int, psm: str, manual: bool) -> Run:
-    """Render in this thread, one single-threaded Debian `tesseract` process a page per worker (as knowledge.ocr
+    """Render in this thread, one single-threaded Debian `tesseract` process a page per worker (as knowledge.ingest.ocr
     read pages before it ran Tesseract in-process)."""
     run = Run(name)
     cpu, wall = cpu_seconds(), time.perf_counter()
@@ -249,8 +249,8 @@ def _tesseract_cli(png: Path, how: tuple[str, str, int], to_points: pymupdf.Matr
 
 
 def run_library(name: str, pages: list[Page], quick_dpi: int | None) -> Run:
-    """knowledge.ocr.ocr_pages a manual at a time, as knowledge.pdf calls it (its own pool, a page a core);
-    `quick_dpi` None: the quick read as knowledge.pdf chooses it by the manual's text layer."""
+    """knowledge.ingest.ocr.ocr_pages a manual at a time, as knowledge.ingest.pdf calls it (its own pool, a page a core);
+    `quick_dpi` None: the quick read as knowledge.ingest.pdf chooses it by the manual's text layer."""
     run = Run(name, rereads=0)
     read = ocr._read
 

@@ -53,7 +53,7 @@ from edge.service.app import create_app  # noqa: E402
 from edge.service.server import ServerThread  # noqa: E402
 from edge.service.service import Service  # noqa: E402
 from knowledge.demo import write_demo_manuals  # noqa: E402
-from knowledge.index import build_index  # noqa: E402
+from knowledge.ingest.build import build_index  # noqa: E402
 from knowledge.page_images import MAX_HEIGHT_PX, WIDTH_PX, PageImages  # noqa: E402
 from tools.plc.simulator import start_simulator  # noqa: E402
 

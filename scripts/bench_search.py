@@ -39,7 +39,7 @@ from knowledge.codes import code_key, scope_key  # noqa: E402
 from knowledge.demo import write_demo_manuals  # noqa: E402
 from knowledge.demo.render import FaultEntry, ManualDoc, render_pdf  # noqa: E402
 from knowledge.embed import Embedder  # noqa: E402
-from knowledge.index import build_index  # noqa: E402
+from knowledge.ingest.build import build_index  # noqa: E402
 from knowledge.models import Scope  # noqa: E402
 from knowledge.search import ManualIndex  # noqa: E402
 

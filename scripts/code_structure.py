@@ -7,6 +7,8 @@ The import direction is edge -> tools -> knowledge; an import against it is list
 (tests/test_layering.py keeps the working tree free of them). Inside edge/, the rooms a run is made of
 import only the rooms beneath them: the run (edge.run) sees no planner, the two planners (edge.rules,
 edge.llm) never see each other, and none of them sees the surfaces above (service, CLI, evaluation).
+Inside knowledge/, ingestion (knowledge.ingest) never imports search (knowledge.search): a build runs without
+a search's stages, and search reads what the build wrote.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ EDGE_ROOMS_BENEATH = {
     "edge.telemetry": {"edge.run", "edge.config"},
     "edge.agent": {"edge.run", "edge.rules", "edge.llm", "edge.config", "edge.telemetry"},
 }
+
+# Rooms of knowledge/ and the room each must not import.
+KNOWLEDGE_ROOMS_APART = {"knowledge.ingest": "knowledge.search"}
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,15 @@ def violations(found: list[Module]) -> list[str]:
         for target, line in imported_modules(m)
         if target.startswith("edge") and room_of(target) not in EDGE_ROOMS_BENEATH[m.room] | {m.room}
     ]
-    return against_layers + against_rooms
+    apart = [
+        f"{m.path}:{line} imports {KNOWLEDGE_ROOMS_APART[room]}"
+        for m in found
+        for room in KNOWLEDGE_ROOMS_APART
+        if m.name == room or m.name.startswith(room + ".")
+        for target, line in imported_modules(m)
+        if target == KNOWLEDGE_ROOMS_APART[room] or target.startswith(KNOWLEDGE_ROOMS_APART[room] + ".")
+    ]
+    return against_layers + against_rooms + apart
 
 
 def report(found: list[Module], longest: int) -> None:
@@ -154,7 +167,7 @@ def report(found: list[Module], longest: int) -> None:
     for (source, target), count in sorted(rooms.items()):
         print(f"  {source} -> {target}: {count}")
     wrong = violations(found)
-    print(f"\nimports against edge -> tools -> knowledge, or against edge/'s rooms: {len(wrong)}")
+    print(f"\nimports against edge -> tools -> knowledge, or against the rooms of edge/ and knowledge/: {len(wrong)}")
     for line in wrong:
         print(f"  {line}")
 

@@ -11,7 +11,7 @@ import pytest
 from edge.cli.main import main
 from edge.config import Config, load_config
 from edge.doctor import Check, failed, run_checks
-from knowledge.index import SCHEMA_VERSION
+from knowledge.ingest.build import SCHEMA_VERSION
 from tests.fixtures.ops import schema_honouring, schema_ignoring
 from tools.plc import breaker_states
 from tools.plc.store import PlcStore

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge.embed import Embedder
-from knowledge.index import build_index
+from knowledge.ingest.build import build_index
 from knowledge.search import ManualIndex
 from tests.fixtures.hard_manuals import HardManual, make_io_module, make_mnemonic_codes
 
@@ -83,7 +83,7 @@ def test_a_padded_code_typed_otherwise_finds_every_manual_that_pads_it_so(index:
 
 def test_a_code_printed_as_a_picture_is_found_by_its_name(drive: HardManual, index: ManualIndex) -> None:
     # Among the three hits the tool shows: an entry that shares one word with the name ranks above
-    # the page, an entry being the better answer as a rule (knowledge.ranking).
+    # the page, an entry being the better answer as a rule (knowledge.search.ranking).
     [named] = drive.queries
     for question in (named.text, f"what does {named.text} mean", "one motor phase is open"):
         result = index.query(question, k=3)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.index import build_index
+from knowledge.ingest.build import build_index
 from knowledge.search import ManualIndex
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from knowledge.codes import code_key
 from knowledge.demo.render import FaultEntry, ManualDoc, render_pdf
-from knowledge.extract import ManualError, extract_manual
+from knowledge.ingest.extract import ManualError, extract_manual
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import pytest
 
 from knowledge.codes import code_key
 from knowledge.embed import Embedder
-from knowledge.extract import extract_manual
-from knowledge.index import build_index
+from knowledge.ingest.build import build_index
+from knowledge.ingest.extract import extract_manual
 from knowledge.models import FaultRecord, Hit
 from knowledge.search import ManualIndex
 from tests.fixtures.hard_manuals import GENERATORS, ExpectedEntry, HardManual, contains

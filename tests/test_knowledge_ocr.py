@@ -7,9 +7,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from knowledge import ocr
-from knowledge.extract import extract_manual
-from knowledge.ocr import LANGUAGES, OcrError, languages_for, needs_ocr, ocr_available, ocr_pages, shows_images
+from knowledge.ingest import ocr
+from knowledge.ingest.extract import extract_manual
+from knowledge.ingest.ocr import LANGUAGES, OcrError, languages_for, needs_ocr, ocr_available, ocr_pages, shows_images
 
 FAULT_TABLE = [
     (72, "Fault codes of the HP-200 press"),

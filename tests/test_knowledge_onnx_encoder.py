@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from knowledge.embed import Embedder
-from knowledge.index import build_index, embed_text
+from knowledge.ingest.build import build_index, embed_text
 from knowledge.models import FaultRecord
 from knowledge.onnx_encoder import OnnxEncoder, encoder_path
 from knowledge.search import ManualIndex

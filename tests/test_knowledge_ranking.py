@@ -1,6 +1,7 @@
 """Fusing a question's rankings: by their scores, each scaled by its ranking's best."""
 
-from knowledge.ranking import IndexRow, fuse
+from knowledge.search.ranking import fuse
+from knowledge.search.rows import IndexRow
 from knowledge.tuning import Tuning
 
 

@@ -1,4 +1,4 @@
-"""Ruled tables read on one read of the page (knowledge.ruled) are PyMuPDF's `find_tables` tables: ruled
+"""Ruled tables read on one read of the page (knowledge.ingest.ruled) are PyMuPDF's `find_tables` tables: ruled
 by lines, by shaded boxes alone (the second strategy), on a page stored rotated, and none beside a drawing."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pymupdf
 import pytest
 
-from knowledge.ruled import STRATEGIES, ruled_tables
+from knowledge.ingest.ruled import STRATEGIES, ruled_tables
 
 ROWS = (("Code", "Name", "Remedy"), ("E11", "Motor overheating", "Clean the fan."), ("E12", "Oil low", "Top up oil."))
 XS = (50, 110, 300, 540)

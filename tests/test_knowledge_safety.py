@@ -12,10 +12,10 @@ import pymupdf
 import pytest
 
 from edge.config import load_config
-from knowledge.extract import extract_manual
-from knowledge.index import SCHEMA_VERSION, build_index
+from knowledge.ingest.build import SCHEMA_VERSION, build_index
+from knowledge.ingest.extract import extract_manual
+from knowledge.ingest.safety import for_entry, hands_on
 from knowledge.models import SafetyStatement
-from knowledge.safety import for_entry, hands_on
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry
@@ -239,7 +239,7 @@ def test_the_index_keeps_the_statements_and_the_build_reports_them(manual, tmp_p
     assert first.manuals[0].safety == first.safety == 7
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "6"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "7"
         rows = conn.execute(
             "SELECT signal_word, page, general, electrical, placement, codes FROM safety ORDER BY id"
         ).fetchall()

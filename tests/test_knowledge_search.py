@@ -110,13 +110,17 @@ def test_a_missing_index_is_a_clear_error(tmp_path):
         ManualIndex(tmp_path / "nothing.sqlite").lookup("E102")
 
 
-def test_an_index_built_before_the_words_were_stored_answers_the_same(index, demo_index, tmp_path):
+def test_an_index_of_schema_6_with_the_second_looks_words_answers_the_same(index, demo_index, tmp_path):
     older = tmp_path / "older.sqlite"
     shutil.copy(demo_index, older)
     identity = index.embedder.identity
     if encoder_path(demo_index, identity).exists():
         shutil.copy(encoder_path(demo_index, identity), encoder_path(older, identity))
-    with sqlite3.connect(older) as conn:
-        conn.execute("ALTER TABLE records DROP COLUMN words")
+    with sqlite3.connect(older) as conn:  # as a build of schema 6 left it: each row's words for the second look
+        conn.execute("ALTER TABLE records ADD COLUMN words TEXT")
+        conn.execute(
+            """UPDATE records SET words = '{"name":[],"body":[],"cause":[],"remedy":[],"code":[],"text_codes":[]}'"""
+        )
+        conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema'")
     for symptom, scope in (("the motor is hot", PRESS), ("主轴很烫", CNC)):
         assert ManualIndex(older).query(symptom, scope) == index.query(symptom, scope)

@@ -10,11 +10,11 @@ import numpy as np
 import pymupdf
 import pytest
 
-from knowledge import tables
 from knowledge.codes import code_key
-from knowledge.extract import extract_manual
-from knowledge.ocr import ocr_available
-from knowledge.tables import column_roles, fault_header, row_of
+from knowledge.ingest import tables
+from knowledge.ingest.extract import extract_manual
+from knowledge.ingest.ocr import ocr_available
+from knowledge.ingest.tables import column_roles, fault_header, row_of
 from tests.fixtures.hard_manuals import (
     A4,
     PARAMETERS,

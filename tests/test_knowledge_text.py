@@ -13,7 +13,7 @@ from pathlib import Path
 from knowledge.text import counted_words, holds, terms
 
 ROOT = Path(__file__).resolve().parents[1]
-# The tokenizer knowledge/index.py gives the records' FTS5 table.
+# The tokenizer knowledge/ingest/build.py gives the records' FTS5 table.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 

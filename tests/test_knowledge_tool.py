@@ -12,7 +12,7 @@ import pytest
 
 from edge.config import load_config
 from edge.run import build_document, render_text
-from knowledge.index import build_index
+from knowledge.ingest.build import build_index
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry

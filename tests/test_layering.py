@@ -1,5 +1,6 @@
 """The one-way dependency direction: edge imports tools and knowledge, tools import knowledge, never back;
-inside edge/, the run sees no planner and the planners do not see each other."""
+inside edge/, the run sees no planner and the planners do not see each other; inside knowledge/, ingestion
+does not see search."""
 
 from __future__ import annotations
 
@@ -41,3 +42,9 @@ def test_one_planner_importing_the_other_is_reported():
     structure = code_structure()
     wrong = structure.Module("edge/llm/bad.py", "def f():\n    import edge.rules.lexicon\n")
     assert structure.violations([wrong]) == ["edge/llm/bad.py:2 imports edge.rules"]
+
+
+def test_ingestion_importing_search_is_reported():
+    structure = code_structure()
+    wrong = structure.Module("knowledge/ingest/bad.py", "from knowledge.search.rows import IndexRow\n")
+    assert structure.violations([wrong]) == ["knowledge/ingest/bad.py:1 imports knowledge.search"]

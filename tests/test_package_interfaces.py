@@ -120,6 +120,25 @@ EXPORTED = {
         "reported_code",
         "scope_key",
     },
+    "knowledge.ingest": {
+        "SCHEMA_VERSION",
+        "BuildError",
+        "BuildEvent",
+        "BuildReport",
+        "Extraction",
+        "IndexSchemaMismatch",
+        "IndexStatus",
+        "build_index",
+        "extract_manual",
+        "file_sha256",
+        "for_entry",
+        "hands_on",
+        "normalize_version",
+        "read_statements",
+        "read_status",
+        "version_order",
+    },
+    "knowledge.search": {"Candidates", "Evidence", "IndexMissing", "IndexRow", "ManualIndex", "Mode", "Question"},
     "tools": {
         "TRUNCATION_MARKER",
         "Actor",
@@ -226,7 +245,7 @@ def test_a_name_outside_the_api_is_not_an_attribute(package):
 
 def test_importing_the_packages_loads_neither_spacy_nor_torch_nor_pymupdf():
     code = (
-        "import sys, knowledge, tools, tools.plc, tools.work_orders, edge.llm, edge.run, edge.rules, edge.telemetry; "
+        "import sys, knowledge, knowledge.ingest, tools, tools.plc, tools.work_orders, edge.llm, edge.run, edge.rules, edge.telemetry; "
         "print(sorted(m for m in ('spacy', 'torch', 'fitz', 'sentence_transformers') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -28,7 +28,7 @@ from edge.config import load_config
 from knowledge.demo import demo_manuals
 from knowledge.demo.render import render_pdf
 from knowledge.embed import Embedder
-from knowledge.index import build_index
+from knowledge.ingest.build import build_index
 from knowledge.page_images import RENDER_WORKERS, PageImages
 from knowledge.search import ManualIndex
 from tests.fixtures.service import TECHNICIAN_TOKEN, run_service

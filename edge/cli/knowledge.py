@@ -28,7 +28,7 @@ from knowledge.search import IndexMissing, ManualIndex
 from tools import plant
 
 if TYPE_CHECKING:  # the build side loads PyMuPDF and sqlite-utils: not for a cold `fixloop search E102`
-    from knowledge.index import BuildEvent, BuildReport
+    from knowledge.ingest.build import BuildEvent, BuildReport
 
 _STATUS_STYLE = {"indexed": "green", "reused": "cyan", "failed": "red", "duplicate": "yellow"}
 
@@ -87,7 +87,7 @@ def _db(args: argparse.Namespace, config: Config) -> Path:
 def run_index_build(args: argparse.Namespace, config: Config) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from knowledge.index import BuildError, build_index
+    from knowledge.ingest.build import BuildError, build_index
 
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
@@ -190,7 +190,7 @@ def _print_build(console: Console, report: BuildReport) -> None:
 
 
 def run_index_status(args: argparse.Namespace, config: Config) -> int:
-    from knowledge.index import BuildError, read_status
+    from knowledge.ingest.build import BuildError, read_status
 
     try:
         status = read_status(_db(args, config))

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.demo.render import FaultEntry, ManualDoc, render_pdf
-from knowledge.index import build_index
-from knowledge.metadata import version_order
+from knowledge.ingest.build import build_index
+from knowledge.ingest.metadata import version_order
 
 CONTENT = "manuals.json"
 SCANNED_APPENDIX_VERSION = "V1.2"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowledge.safety import hands_on
+from knowledge.ingest.safety import hands_on
 from tools.contract import Item
 from tools.plant import DeviceConfig
 

@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from knowledge.ingest.safety import for_entry
 from knowledge.models import Hit, SafetyStatement, Scope, SearchResult
-from knowledge.safety import for_entry
 from knowledge.search import IndexMissing, ManualIndex
 from tools import plant
 from tools.contract import Item, Tool, ToolContext, ToolOutput

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from knowledge.codes import code_key, hex_code, named_alarm, parse_code_cell, parse_heading
+from knowledge.ingest.pdf import Block, Page
+from knowledge.ingest.safety import signal_statements
+from knowledge.ingest.sections import FAULT_WORDS
+from knowledge.ingest.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles
 from knowledge.models import FaultRecord
-from knowledge.pdf import Block, Page
-from knowledge.safety import signal_statements
-from knowledge.sections import FAULT_WORDS
-from knowledge.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles
 from knowledge.text import join_lines
 
 _LABEL = re.compile(
@@ -138,7 +138,7 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             rest = _without(block, {n for b, n in statements if b == index})
             if rest is not block:
                 # A CAUTION beside the steps is no cause or step, and its bold signal word no heading that
-                # ends the entry: it stays where the entry is printed, for knowledge.safety to read there.
+                # ends the entry: it stays where the entry is printed, for knowledge.ingest.safety to read there.
                 if current is not None:
                     current.pages.add(page.number)
                     current.mark(page.number, block.bbox)

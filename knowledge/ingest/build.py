@@ -22,29 +22,28 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 import sqlite_utils
 from pydantic import BaseModel, Field
 
 from knowledge import onnx_encoder
-from knowledge.codes import canonical_id, code_key, glob_pattern, loose_key, scope_key
+from knowledge.codes import canonical_id, code_key, code_terms, glob_pattern, loose_key, scope_key
 from knowledge.embed import Embedder, idle_cores
-from knowledge.extract import Extraction, ManualError, extract_manual, file_sha256
-from knowledge.metadata import merge_overrides, read_sidecar
+from knowledge.ingest.extract import Extraction, ManualError, extract_manual, file_sha256
+from knowledge.ingest.metadata import merge_overrides, read_sidecar
+from knowledge.ingest.passages import Passage
+from knowledge.ingest.pdf import page_count
 from knowledge.models import FaultRecord, ManualInfo, SafetyStatement
-from knowledge.passages import Passage, code_terms
-from knowledge.pdf import page_count
-from knowledge.ranking import IndexRow
-from knowledge.rescoring import stored_words
 from knowledge.text import FTS_TOKENIZER, terms
 
-# 4: records.boxes, where each entry is printed. 5: the safety table (knowledge.safety). 6: records.words,
-# the second look's words of each row (knowledge.rescoring). A build reuses manuals only from an index of this
-# schema, so rebuilding an older index extracts them again; readers take an older one without boxes, hazard
-# statements or stored words.
-SCHEMA_VERSION = "6"
+# 4: records.boxes, where each entry is printed. 5: the safety table (knowledge.ingest.safety). 6: records.words,
+# the second look's words of each row. 7: records.words gone with the second look, which was removed (it never
+# gained on the first stage: docs/manual-search.md). A build reuses manuals only from an index of this schema, so
+# rebuilding an older index extracts them again; readers take an older one without boxes or hazard statements,
+# and one with the words (which they do not read).
+SCHEMA_VERSION = "7"
 # What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
 # rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings;
@@ -450,7 +449,6 @@ def _create_schema(db: sqlite_utils.Database) -> None:
             "language": str,
             "lex_head": str,
             "lex_body": str,
-            "words": str,
             "vector": bytes,
         },
         pk="id",
@@ -625,11 +623,9 @@ def _rows(extraction: Extraction) -> list[dict[str, Any]]:
     """A manual's records table rows, entries then page passages, with the text each is embedded
     from (`embed_text`, None for a passage searched by its words only) and no vector yet."""
     info = extraction.info
-    rows = [_record_row(record, info) for record in extraction.records] + [
+    return [_record_row(record, info) for record in extraction.records] + [
         _passage_row(passage, info) for passage in extraction.passages
     ]
-    # The rows have IndexRow's text columns, all `stored_words` reads.
-    return [{**row, "words": stored_words(cast(IndexRow, row))} for row in rows]
 
 
 def _insert_fresh(

@@ -1,6 +1,6 @@
 """Reading a PDF manual with PyMuPDF: text blocks by page in reading order, band clipping,
 symbol-font decoding, OCR of scanned pages, and tables on the pages of fault sections (ruled
-ones by PyMuPDF; unruled ones and those on scanned pages by knowledge.tables)."""
+ones by PyMuPDF; unruled ones and those on scanned pages by knowledge.ingest.tables)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from typing import Any
 
 import pymupdf
 
-from knowledge.bands import Bands, PositionedText, find_bands
+from knowledge.ingest.bands import Bands, PositionedText, find_bands
+from knowledge.ingest.ocr import OcrError, OcrWord, languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
+from knowledge.ingest.ruled import ruled_tables
+from knowledge.ingest.sections import FaultSections, fault_pages
+from knowledge.ingest.tables import Columns, Table, scanned_tables, unruled_tables
 from knowledge.models import ManualError
-from knowledge.ocr import OcrError, OcrWord, languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
-from knowledge.ruled import ruled_tables
-from knowledge.sections import FaultSections, fault_pages
-from knowledge.tables import Columns, Table, scanned_tables, unruled_tables
 
 BOLD_FLAG = 16
 # A gutter between two columns (or two printed pages set side by side) is searched for

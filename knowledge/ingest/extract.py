@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowledge.codes import code_key
-from knowledge.metadata import manual_info, merge_overrides, read_sidecar
+from knowledge.ingest.metadata import manual_info, merge_overrides, read_sidecar
+from knowledge.ingest.passages import Passage, page_passages
+from knowledge.ingest.pdf import read_manual
+from knowledge.ingest.records import assemble
+from knowledge.ingest.safety import find_statements
 from knowledge.models import FaultRecord, ManualError, ManualInfo, SafetyStatement
-from knowledge.passages import Passage, page_passages
-from knowledge.pdf import read_manual
-from knowledge.records import assemble
-from knowledge.safety import find_statements
 
 __all__ = ["Extraction", "ManualError", "extract_manual", "file_sha256"]
 

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knowledge.codes import code_key
+from knowledge.ingest.sections import Heading, headings
 from knowledge.models import FaultRecord, Placement, SafetyStatement, Signal
-from knowledge.sections import Heading, headings
 from knowledge.text import join_lines
 
 if TYPE_CHECKING:  # the manual tool reads statements without loading PyMuPDF
     import pymupdf
 
-    from knowledge.pdf import Block, Page
+    from knowledge.ingest.pdf import Block, Page
 
 # NOTICE is left out: the ANSI/ISO signal word for damage to property, not to the person.
 SIGNAL_WORDS: dict[str, Signal] = {

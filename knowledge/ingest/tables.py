@@ -1,6 +1,6 @@
 """Fault tables read as rows of cells before entries are made from them.
 
-Ruled tables on text pages are PyMuPDF's (knowledge.pdf). Here are the two it cannot read:
+Ruled tables on text pages are PyMuPDF's (knowledge.ingest.pdf). Here are the two it cannot read:
 - unruled tables, set with tab stops: the columns are where the header's words start, a row
   starts where the code column holds a code, and lines with an empty code cell continue it;
 - ruled tables on scanned pages: the ruling lines are found on the rendered page image and
@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pymupdf
 
 from knowledge.codes import parse_code_cell
-from knowledge.ocr import OcrWord, ocr_cells
+from knowledge.ingest.ocr import OcrWord, ocr_cells
 from knowledge.text import CJK
 
 FIELD_WORDS = {

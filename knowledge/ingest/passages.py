@@ -3,17 +3,15 @@ so a question lands on the right page even when no structured entry was extracte
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from knowledge.codes import loose_key
 from knowledge.text import CJK, join_lines
 
-if TYPE_CHECKING:  # search uses code_terms without loading PyMuPDF
-    from knowledge.pdf import Page
-    from knowledge.sections import FaultSections
+if TYPE_CHECKING:
+    from knowledge.ingest.pdf import Page
+    from knowledge.ingest.sections import FaultSections
 
 # Passage size in words (a CJK character counts as one): a paragraph or two, so a hit points at
 # the lines that matched. The embedding model reads a passage's first 64 word pieces, so on a
@@ -25,11 +23,6 @@ FAULT_WIDTH = 45
 # its opening passages (heading, what the page is about); every passage of any other fault-section
 # page is: that is where symptoms are described in prose.
 EMBEDDED_PER_PAGE = 2
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[.\-][A-Za-z0-9]+)*")
-# Printed codes mix letters with digits or separators (O-I, SC-trP, Er4, 0x3022); a page's plain
-# words and numbers are left to the word index.
-_CODE_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*[\d.\-])|^0\d+$|^[A-Z]{2,6}$")
-CODE_TERM = "code"
 
 
 @dataclass(frozen=True)
@@ -79,19 +72,6 @@ def page_passages(pages: list[Page], sections: FaultSections, entry_pages: set[i
             for n, (chunk_section, chunk) in enumerate(chunks)
         )
     return out
-
-
-def code_terms(text: str, every_token: bool = False) -> list[str]:
-    """Index terms for codes as displays show them (`code` + the loose key): `O.Volt` typed
-    finds `O.Uo1t` printed, `23` finds `0023`. A query gives every token and every pair of
-    neighbouring tokens (`sc trp` is `SC-trP`); a page only its code-like tokens."""
-    tokens = _TOKEN.findall(text)
-    if every_token:
-        candidates = tokens + [a + b for a, b in itertools.pairwise(tokens)]
-    else:
-        candidates = [t for t in tokens if _CODE_LIKE.search(t)]
-    keys = (loose_key(t) for t in candidates if 1 <= len(t) <= 12)
-    return list(dict.fromkeys(f"{CODE_TERM}{key.lower()}" for key in keys if key))
 
 
 def _width(text: str) -> int:

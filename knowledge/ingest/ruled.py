@@ -31,7 +31,7 @@ def ruled_tables(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Any]:
     where that finds nothing, from both. (On the 29 manuals of the development corpus the ruling lines
     alone read 614 entries, 11 of them empty, and every border 581, 132 empty; `docs/manual-search.md`.)
     The layout model `find_tables` can gate tables by is not run: it is for unruled tables, which
-    knowledge.tables reads from the words, and costs ~0.2 s a page."""
+    knowledge.ingest.tables reads from the words, and costs ~0.2 s a page."""
     small_glyphs = bool(pymupdf.TOOLS.set_small_glyph_heights())
     pymupdf.TOOLS.set_small_glyph_heights(True)  # as find_tables: a glyph's box is its own height
     rotation = finder.page_rotation_set0(page) if page.rotation else None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from knowledge.text import CJK, join_lines
 
 if TYPE_CHECKING:
-    from knowledge.pdf import Block, Page
+    from knowledge.ingest.pdf import Block, Page
 
 # A manual's FAQ is where it answers "the motor does X": troubleshooting under another name. German manuals
 # head their fault lists Fehler (error) or Störungen (faults).

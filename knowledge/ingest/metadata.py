@@ -29,7 +29,7 @@ from knowledge.models import ManualError, ManualInfo
 from knowledge.text import CJK, join_lines, language
 
 if TYPE_CHECKING:  # PyMuPDF is not loaded by a search that only needs version order
-    from knowledge.pdf import Block, Page, RawManual
+    from knowledge.ingest.pdf import Block, Page, RawManual
 
 _LABELS = {
     "vendor": ("vendor", "manufacturer", "maker", "厂商", "制造商", "生产厂家", "厂家"),

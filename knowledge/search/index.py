@@ -1,0 +1,162 @@
+"""`ManualIndex`: the manual search's one entrance, and the route a question takes through its stages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from knowledge.embed import Embedder
+from knowledge.glossary import expand
+from knowledge.models import SafetyStatement, Scope, SearchResult
+from knowledge.search.candidates import Candidates, Mode, gather
+from knowledge.search.floors import only_unknown_codes
+from knowledge.search.hits import code_not_found, collapse, no_section, prefer, version_not_found
+from knowledge.search.lookup import look_up, look_up_codes, near_codes
+from knowledge.search.question import Question
+from knowledge.search.ranking import rank
+from knowledge.search.store import IndexMissing, Snapshot, Store
+from knowledge.text import terms
+from knowledge.tuning import Tuning, tuning_for
+
+
+class ManualIndex:
+    """`semantic_languages`: the languages the embedding model understands. The bundled
+    all-MiniLM-L6-v2 is English-only: its vote on a Chinese query is noise that
+    outranks good keyword matches, so other languages are searched lexically."""
+
+    def __init__(
+        self,
+        path: Path,
+        model_path: str | None = None,
+        embedder: Embedder | None = None,
+        semantic_languages: tuple[str, ...] = ("en",),
+        tuning: Tuning | None = None,
+    ):
+        self.path = Path(path)
+        self.embedder = embedder or Embedder(model_path)
+        self.semantic_languages = semantic_languages
+        self.tuning = tuning or tuning_for(self.embedder.identity)
+        self._store = Store(self.path, self.embedder.identity)
+
+    def query(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3) -> SearchResult:
+        """Free text as a technician types it: a code in it is looked up exactly, the rest searched.
+        Codes printed in a usual shape are found without spaCy, so a cold `fixloop search E102`
+        stays fast; the linker (codes as the index knows them, loosely typed) loads on demand."""
+        snap = self._current()
+        question = Question.parse(text, snap.names)
+        codes = look_up_codes(snap, question, scope, version, k, self.tuning)
+        if codes.answer is not None:
+            return self._and_pages(question, codes.answer, codes.looked_up, scope, version, k)
+        if codes.reported and question.printed and not question.mentioned and only_unknown_codes(snap, question):
+            return codes.not_found(snap, scope, self.tuning)  # not a page sharing a word with how it was asked
+        result = self.search(question, scope, version, k)
+        return codes.not_found(snap, scope, self.tuning) if result.status == "not_found" and codes.reported else result
+
+    def _and_pages(
+        self,
+        question: Question,
+        answered: SearchResult,
+        codes: list[str],
+        scope: Scope | None,
+        version: str | None,
+        k: int,
+    ) -> SearchResult:
+        """A code's entries, then what a search of the whole question finds besides them when it asks more
+        than the code (`Err18 since the firmware update, which parameter?`): the page that says more, and
+        the right page when the code was read into an entry of the wrong table. The manuals it names first."""
+        if not set(question.besides_codes) - set(terms(" ".join(codes))):
+            return answered
+        shown = {(hit.manual_sha256, hit.page, hit.fault_code) for hit in answered.hits}
+        # By words only: a code's answer stays quick, with no embedding model to load (`fixloop search E102 after
+        # the update`). The code was found, so the question has an answer: the not-found floors, which weigh
+        # whether it has one, do not apply (an English question about a Chinese note shares few of its words).
+        found = self.answer(self.candidates(question, scope, mode="lexical"), version, k, answerable=True).hits
+        found = [hit for hit in found if (hit.manual_sha256, hit.page, hit.fault_code) not in shown]
+        ordered = sorted(
+            [(hit, False) for hit in answered.hits]
+            + [(hit, True) for hit in prefer(found, question.mentioned, question.language)],
+            key=lambda item: (item[0].manual_sha256 not in question.mentioned, item[1]),
+        )
+        answered.hits = [hit for hit, _ in ordered][:k]
+        return answered
+
+    def lookup(
+        self, code: str, scope: Scope | None = None, version: str | None = None, language: str | None = None, k: int = 5
+    ) -> SearchResult:
+        """One code's entries, or `not_found` naming its near codes."""
+        snap = self._current()
+        scope = scope or Scope()
+        found = look_up(snap, code, scope, version, language or "en", k, self.tuning)
+        return found if found is not None else code_not_found(code, scope, near_codes(snap, code, scope, self.tuning))
+
+    def search(
+        self,
+        text: str | Question,
+        scope: Scope | None = None,
+        version: str | None = None,
+        k: int = 3,
+        mode: Mode = "hybrid",
+    ) -> SearchResult:
+        """The question's words, its meaning (in the languages the model reads) and the other language's rows,
+        fused (`candidates`, then `answer`)."""
+        return self.answer(self.candidates(text, scope, mode), version, k)
+
+    def candidates(self, text: str | Question, scope: Scope | None = None, mode: Mode = "hybrid") -> Candidates:
+        """What the index holds for a question before any fitted constant is applied: the rankings and the
+        evidence for an answer (`answer` weighs them)."""
+        snap = self._current()
+        question = text if isinstance(text, Question) else Question.parse(text, snap.names)
+        readable = set(self.semantic_languages)
+        return gather(snap, question, scope or Scope(), mode, self.embedder, readable, self.tuning)
+
+    def answer(
+        self, found: Candidates, version: str | None = None, k: int = 3, answerable: bool = False
+    ) -> SearchResult:
+        """The hits for a question's candidates under this index's tuning, or `not_found`. `answerable`: the
+        question is known to have an answer, so the evidence for one is not weighed."""
+        question, snap = found.question, found.snapshot
+        if not answerable and found.evidence.unanswered(self.tuning):
+            return no_section(question.asked, found.scope)
+        ranked = rank(found, self.tuning)
+        hits = collapse(snap, ranked, found.scope, version, question.language, k, self.tuning, question.hit_words)
+        if not hits:
+            return version_not_found(question.text, [row for row, _, _ in ranked], version)
+        return SearchResult(status="ok", hits=hits)
+
+    def codes(self) -> set[str]:
+        """Every code in the index as printed; empty while there is no index."""
+        try:
+            return self._current().codes()
+        except IndexMissing:
+            return set()
+
+    def safety(self, manual_sha256: str) -> list[SafetyStatement]:
+        """The hazard statements a manual prints (knowledge.ingest.safety), in page order."""
+        return self._current().statements(manual_sha256)
+
+    @property
+    def semantic_ready(self) -> bool:
+        """Whether a question can be embedded now without loading a model first."""
+        snap = self._store.opened
+        return (snap is not None and snap.encoder_loaded) or self.embedder.loaded
+
+    def warm(self) -> None:
+        """Load now what the first free-text question would wait for: the question encoder (the
+        ONNX export, else the model), the vectors, the code linker (spaCy), the Chinese word list
+        (jieba), the glossary, and the maps of the rows by page and by vector (at 50,000 rows a
+        first question spent 120 ms making those)."""
+        snap = self._current()
+        if snap.encoder() is None:
+            self.embedder.load()
+        snap.vectors()
+        snap.linker()
+        snap.entry_pages()
+        snap.page_rows()
+        terms("预热")
+        expand("warm up")
+
+    def close(self) -> None:
+        """Close the open index file; a later call reopens it."""
+        self._store.close()
+
+    def _current(self) -> Snapshot:
+        return self._store.current()

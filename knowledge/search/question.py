@@ -1,0 +1,121 @@
+"""A question as every stage of a search reads it, parsed once: its language, the manuals it names and its text
+without them, its words, the codes it prints, and whether it is about a fault.
+
+What only some routes need (its words, the glossary's translation, an English rendition) is worked out on first
+use and kept: a code's lookup (`fixloop search E102`) cuts no words and loads no glossary.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from knowledge.codes import DISPLAY_TOKEN, MENTION, TYPED_TOKEN, asked_besides, code_terms
+from knowledge.glossary import expand, translate_to_english, translations
+from knowledge.manual_names import ManualNames
+from knowledge.text import counted_words, language, terms, word_pairs
+
+# Cue words of a question about a fault (`knowledge.codes.MENTION` finds the codes printed with theirs).
+_FAULT_WORDS = re.compile(
+    r"\b(?:fault|alarm|trip|error|err|warning|led|blink|flash|shows?|display)|故障|报警|异常|闪", re.I
+)
+# A token with a letter and a digit, a zero-padded number, or a display code: how codes are printed.
+_CODE_LIKE_WORD = re.compile(
+    r"(?<![A-Za-z0-9])(?:[A-Za-z]+[.\-]?\d+|\d+[A-Za-z]+|0\d+|[A-Za-z]{1,4}[.\-][A-Za-z0-9]{2,})"
+    r"(?![A-Za-z0-9])"
+)
+
+
+@dataclass(frozen=True)
+class Question:
+    asked: str  # as typed
+    language: str
+    mentioned: frozenset[str]  # sha256 of the manuals it names
+    # The codes it gives: `printed` with their cue where they have one (`err 07`, `E102`), `shown` adds the
+    # tokens a display shows (`oH1`), `codes` adds typed tokens (`24V`, which may be no code at all: never
+    # reported as a code not found).
+    printed: tuple[str, ...]
+    shown: tuple[str, ...]
+    codes: tuple[str, ...]
+    names: ManualNames = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, text: str, names: ManualNames) -> Question:
+        printed = tuple(dict.fromkeys(m.group(0) for m in MENTION.finditer(text)))
+        shown = tuple(dict.fromkeys(printed + tuple(m.group(0) for m in DISPLAY_TOKEN.finditer(text))))
+        return cls(
+            asked=text,
+            language=language(text),
+            mentioned=frozenset(names.mentioned(text)),
+            printed=printed,
+            shown=shown,
+            codes=tuple(dict.fromkeys(shown + tuple(m.group(0) for m in TYPED_TOKEN.finditer(text)))),
+            names=names,
+        )
+
+    @cached_property
+    def text(self) -> str:
+        """Without the manual names it gives: left in, a model name outweighs every other word in BM25."""
+        return self.names.without_names(self.asked)
+
+    @cached_property
+    def besides_codes(self) -> list[str]:
+        """The words of what it asks besides its printed codes (and the words around them)."""
+        return terms(asked_besides(self.text))
+
+    @cached_property
+    def printed_words(self) -> list[str]:
+        """The words of its printed codes, without their cues."""
+        bare = [m.group("bare") or m.group("cued") for m in MENTION.finditer(self.asked)]
+        return list(dict.fromkeys(word for code in bare for word in terms(code)))
+
+    @cached_property
+    def words(self) -> list[str]:
+        """Its words as the index stores them, and the display forms of its code-like tokens: what BM25 looks up."""
+        return list(dict.fromkeys(terms(self.text) + self.code_words))
+
+    @cached_property
+    def code_words(self) -> list[str]:
+        """The display forms of each of its tokens (a printed code says more than any word around it)."""
+        return code_terms(self.text, every_token=True)
+
+    @cached_property
+    def counted_words(self) -> set[str]:
+        """What it says word by word, to count how much of it a row holds."""
+        return set(counted_words(self.text)) | set(code_terms(self.text))
+
+    @cached_property
+    def concepts(self) -> list[set[str]]:
+        """Its glossary concepts, each as the terms of all its translations (a row says 过热 or 温度过高)."""
+        return [{term for variant in variants for term in terms(variant)} for variants in translations(self.text)]
+
+    @cached_property
+    def translation(self) -> str:
+        """The glossary's rendition of its words in the other language."""
+        return expand(self.text)
+
+    @cached_property
+    def translated_words(self) -> list[str]:
+        translation = self.translation
+        return list(dict.fromkeys(terms(translation) + code_terms(translation, every_token=True)))
+
+    @cached_property
+    def rendition(self) -> str:
+        """In English, for a model that reads English only."""
+        return translate_to_english(self.text)
+
+    @cached_property
+    def code_like(self) -> bool:
+        """It prints a token shaped like a code (bit20, E-trip, 0023)."""
+        return bool(_CODE_LIKE_WORD.search(self.text))
+
+    @cached_property
+    def about_a_fault(self) -> bool:
+        return bool(MENTION.search(self.text) or _FAULT_WORDS.search(self.text))
+
+    @cached_property
+    def hit_words(self) -> frozenset[str]:
+        """What a hit's passage and snippet are chosen by: its words, their translation, its tokens' display
+        forms and its neighbouring word pairs."""
+        return frozenset(terms(f"{self.text} {self.translation}") + self.code_words + word_pairs(terms(self.text)))
