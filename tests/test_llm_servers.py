@@ -48,7 +48,10 @@ def test_the_server_is_detected_from_its_models_list_and_gets_its_request_shape(
     assert "maxLength" not in json.dumps(schema) and "anyOf" in schema
     assert body.get("cache_prompt") is (True if server == "llama-server" else None)
     if server == "llama-cpp-python":
-        assert body["response_format"]["type"] == "json_object"
+        # Streamed, so that a reply the client gives up on stops computing (edge/llm/servers/llama_cpp_python.py).
+        assert body["response_format"]["type"] == "json_object" and body["stream"] is True
+    else:
+        assert "stream" not in body
 
 
 def test_a_configured_server_is_not_asked_what_it_is(served):
