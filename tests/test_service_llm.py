@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -144,3 +146,27 @@ def test_readiness_reports_the_llm_and_metrics_count_llm_latency_and_tokens(llm_
         - metric(before, "fixloop_planner_steps_total", planner="llm")
         == 3
     )
+
+
+def test_the_service_is_ready_only_once_the_models_prompt_is_primed(tmp_path, demo_index):
+    """A profile that primes (the CPU ones): the first technician must not pay the cold prompt, nor queue
+    behind the priming request, so /readyz says "not ready" until it has ended."""
+    primed = threading.Event()
+
+    def slow_prime(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["content"] == "Ready?":
+            primed.wait(10)
+            return {"content": "ok", "usage": {"prompt_tokens": 1400, "completion_tokens": 1}}
+        return script(body)
+
+    env = {"FIXLOOP__LLM__PROFILE": "cpu-tiny"}
+    with run_service(tmp_path, demo_index, slow_prime, env=env) as running, running.client(None) as client:
+        priming = client.get("/readyz")
+        primed.set()
+        deadline = time.monotonic() + 10
+        while (ready := client.get("/readyz")).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert priming.status_code == 503, priming.json()
+    assert priming.json()["checks"]["llm"]["detail"].startswith("priming the model")
+    assert ready.status_code == 200 and ready.json()["checks"]["llm"]["mode"] == "llm", ready.json()
+    assert [b["messages"][-1]["content"] for b in running.llm.requests] == ["Ready?"]
