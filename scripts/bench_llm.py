@@ -53,6 +53,16 @@ def kind_of(case: EvalCase) -> str:
     return next((tag for tag in KINDS if tag in case.tags), "other")
 
 
+def first_of_each_kind(cases: list[EvalCase], n: int) -> list[EvalCase]:
+    taken: Counter[str] = Counter()
+    chosen = []
+    for case in cases:
+        taken[kind_of(case)] += 1
+        if taken[kind_of(case)] <= n:
+            chosen.append(case)
+    return chosen
+
+
 @contextlib.contextmanager
 def model_server(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     """The model's URL, name and profile: the one given, or the packaged model started here."""
@@ -177,7 +187,7 @@ def step_figures(reports: list[CaseReport]) -> None:
             if cached
             else "not reported",
         ),
-        ("usage from the server", f"{sum(not s.llm.estimated for s in steps)}/{len(steps)}"),
+        ("usage from the server (a stream has none)", f"{sum(not s.llm.estimated for s in steps)}/{len(steps)}"),
         ("format errors", str(sum(s.format_error is not None for s in steps))),
     ]
     table("model steps", rows)
@@ -238,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", help="model profile (default: cpu-tiny with --local, gpu-7b with --url)")
     parser.add_argument("--cases", default=str(ROOT / "tests/eval/cases.jsonl"))
     parser.add_argument("--limit", type=int, help="the first N cases only")
+    parser.add_argument("--per-kind", type=int, help="the first N cases of each kind only (a slow model's subset)")
     parser.add_argument("--concurrency", type=int, default=4, help="clients at once for the concurrent wall figure")
     parser.add_argument("--threads", type=int, help="llama.cpp threads with --local (default: the cores less one)")
     parser.add_argument("--records", type=Path, help="write the model's run records here, one JSON per line")
@@ -249,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
 
     base = load_config(env={})
     cases = load_cases(args.cases, base.devices)[: args.limit]
+    if args.per_kind:
+        cases = first_of_each_kind(cases, args.per_kind)
     with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model, profile):
         env = {"FIXLOOP_STATE_DIR": tmp}
         rules_config = load_config(env=env)
