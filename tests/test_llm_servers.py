@@ -108,3 +108,12 @@ def test_the_model_profile_sets_the_budgets_and_a_key_set_by_the_operator_wins()
     assert rules_only.loop.max_wall_s == 3.0  # no model: the rules planner's budget
     with pytest.raises(ConfigError, match=r"neither built in nor in \[llm.profiles\].*cpu-tiny"):
         load_config(env={"FIXLOOP_LLM_URL": "http://127.0.0.1:9/v1", "FIXLOOP__LLM__PROFILE": "nope"})
+
+
+def test_a_stream_that_ends_without_finishing_its_reply_is_the_server_failing(served):
+    cut = {**call(MANUAL, fault_code="E102", device_id="press-3"), "finish_reason": None}
+    _scripted, agent = served("me", [cut])
+    record = agent.ask("Press-3 shows E102", device_id="press-3")
+    assert record.fallback == "llm_unavailable", record.fallback
+    assert any("ended its reply before finishing it" in w for w in record.warnings), record.warnings
+    assert agent.llm_breaker.snapshot()["consecutive_failures"] == 1

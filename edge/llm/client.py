@@ -285,8 +285,8 @@ class ChatClient:
             finish_reason = choice.get("finish_reason") or finish_reason
         if finish_reason is None:
             raise LlmUnavailable(
-                f"LLM at {self.url} ended its reply before finishing it (llama-cpp-python cuts a streamed "
-                "reply short when another request arrives unless started with --interrupt_requests false)"
+                f"LLM at {self.url} ended its reply before finishing it: an error in the server (its log says "
+                "which), or llama-cpp-python started without --interrupt_requests false and another request came"
             )
         done = time.perf_counter()
         reply = {
