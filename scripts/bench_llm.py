@@ -262,19 +262,23 @@ def main(argv: list[str] | None = None) -> int:
     cases = load_cases(args.cases, base.devices)[: args.limit]
     if args.per_kind:
         cases = first_of_each_kind(cases, args.per_kind)
+    # A key of the profile set in the environment wins over it, as in fixloop's own config: a slow or busy box
+    # can be given longer request and run budgets (FIXLOOP__LLM__TIMEOUT_S, FIXLOOP__LOOP__MAX_WALL_S).
+    tuning = {k: v for k, v in os.environ.items() if k.startswith(("FIXLOOP__LLM__", "FIXLOOP__LOOP__"))}
     with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model, profile):
         env = {"FIXLOOP_STATE_DIR": tmp}
         rules_config = load_config(env=env)
         llm_config = load_config(
             env={
                 **env,
+                **tuning,
                 "FIXLOOP_LLM_URL": url,
                 "FIXLOOP_LLM_MODEL": model,
                 "FIXLOOP__LLM__PROFILE": profile,
                 "FIXLOOP__LLM__SERVER": args.server,
             }
         )
-        print(f"model {model} at {url}, profile {profile}: {llm_config.model_profile}", file=sys.stderr)
+        print(f"model {model} at {url}, profile {profile}: {llm_config.model_profile} {tuning}", file=sys.stderr)
         print("rules planner (baseline) …", file=sys.stderr)
         rules, rules_serial, rules_parallel = run(rules_config, cases, Path(tmp) / "rules", args.concurrency)
         print("language model …", file=sys.stderr)
