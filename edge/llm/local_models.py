@@ -133,8 +133,10 @@ def _piece_paths(model: KnownModel) -> list[Path]:
             )
         found.append(members[0])
     if missing:
+        named = ", ".join(missing) if len(missing) <= 3 else f"{missing[0]} … {missing[-1]}"
         raise LocalModelError(
-            f"the model {model.name} is not installed (missing {', '.join(missing)}): {model.install}"
+            f"the model {model.name} is not installed (missing {named}: {len(missing)} of its "
+            f"{len(model.distributions)} wheels): {model.install}"
         )
     return found
 
