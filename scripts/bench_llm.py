@@ -170,9 +170,12 @@ def step_figures(reports: list[CaseReport]) -> None:
         ("step latency ms p50/p95", ms([s.llm.latency_ms for s in steps])),
         ("  first step of a run", ms([s.llm.latency_ms for rec in records for s in llm_steps(rec)[:1]])),
         ("  later steps", ms([s.llm.latency_ms for s in later])),
-        ("  prompt ms p50/p95 (server)", ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None])),
         (
-            "  generation ms p50/p95 (server)",
+            "  prompt ms p50/p95 (server, or to a stream's first token)",
+            ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None]),
+        ),
+        (
+            "  generation ms p50/p95 (server, or the stream's rest)",
             ms([s.llm.generation_ms for s in steps if s.llm.generation_ms is not None]),
         ),
         ("prompt tokens at step 1 p50/max", f"{pct(first, 0.5):.0f}/{max(first)}" if first else "n/a"),
