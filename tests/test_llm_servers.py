@@ -48,7 +48,10 @@ def test_the_server_is_detected_from_its_models_list_and_gets_its_request_shape(
     assert "maxLength" not in json.dumps(schema) and "anyOf" in schema
     assert body.get("cache_prompt") is (True if server == "llama-server" else None)
     if server == "llama-cpp-python":
-        assert body["response_format"]["type"] == "json_object"
+        # Streamed, so that a reply the client gives up on stops computing (edge/llm/servers/llama_cpp_python.py).
+        assert body["response_format"]["type"] == "json_object" and body["stream"] is True
+    else:
+        assert "stream" not in body
 
 
 def test_a_configured_server_is_not_asked_what_it_is(served):
@@ -105,3 +108,12 @@ def test_the_model_profile_sets_the_budgets_and_a_key_set_by_the_operator_wins()
     assert rules_only.loop.max_wall_s == 3.0  # no model: the rules planner's budget
     with pytest.raises(ConfigError, match=r"neither built in nor in \[llm.profiles\].*cpu-tiny"):
         load_config(env={"FIXLOOP_LLM_URL": "http://127.0.0.1:9/v1", "FIXLOOP__LLM__PROFILE": "nope"})
+
+
+def test_a_stream_that_ends_without_finishing_its_reply_is_the_server_failing(served):
+    cut = {**call(MANUAL, fault_code="E102", device_id="press-3"), "finish_reason": None}
+    _scripted, agent = served("me", [cut])
+    record = agent.ask("Press-3 shows E102", device_id="press-3")
+    assert record.fallback == "llm_unavailable", record.fallback
+    assert any("ended its reply before finishing it" in w for w in record.warnings), record.warnings
+    assert agent.llm_breaker.snapshot()["consecutive_failures"] == 1

@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPORTED = {
     "edge.llm": {
         "BUILT_IN_PROFILES",
+        "KNOWN_MODELS",
+        "KnownModel",
         "ChatClient",
         "Completion",
         "Dialect",
@@ -29,7 +31,7 @@ EXPORTED = {
         "dialect",
         "estimate_prompt_tokens",
         "estimate_text_tokens",
-        "packaged_model",
+        "model_file",
         "start_local_server",
     },
     "edge.rules": {"RulesPlanner"},

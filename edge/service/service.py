@@ -16,7 +16,7 @@ from edge.config import Config
 from edge.run import RunRequest, RunStore, new_id, session_context
 from edge.service.confirmation import Confirmations
 from edge.service.event_stream import KEEP_ALIVE_S
-from edge.service.health import Readiness, Warmup
+from edge.service.health import PRIMING, Readiness, Warmup
 from edge.service.runs import Asked, RunManager
 from knowledge.page_images import PageImages
 from tools import plant
@@ -51,7 +51,9 @@ class Service:
 
     def start(self) -> None:
         """Background work, begun once the server is up: warming competes for the CPU with start-up imports."""
-        self.warmup.start("models (manual search, lexicon)", self.agent.warm)
+        self.warmup.start("models (manual search, lexicon)", self.agent.warm_tools)
+        if self.agent.primes:
+            self.warmup.start(PRIMING, self.agent.prime)
         if self.with_poller:
             self.poller = Poller(plc_gateway(self.config), self.config.plc.poll_interval_s)
             self.poller.start()

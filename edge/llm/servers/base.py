@@ -25,6 +25,10 @@ class Dialect:
     name = "openai"
     # Concurrent requests the server handles well; llama-cpp-python's server runs one at a time.
     serial = False
+    # Ask for the reply as a stream of tokens: the only way to stop a request the client gave up on on a
+    # server that goes on computing a reply nobody reads. The stream's reply carries no `usage`; the
+    # client counts its tokens and times its first one.
+    stream = False
 
     def constraint(self, schema: dict[str, Any], form: str) -> dict[str, Any]:
         """Request fields that constrain decoding to `schema`; `form` is `[llm] structured_outputs`."""
