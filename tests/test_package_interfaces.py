@@ -56,6 +56,7 @@ EXPORTED = {
         "FinalAnswer",
         "FormatError",
         "LlmCircuitOpen",
+        "LlmOutOfTime",
         "LlmUnavailable",
         "LlmUsage",
         "Planner",

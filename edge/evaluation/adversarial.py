@@ -280,7 +280,7 @@ SCENARIOS: list[Scenario] = [
         [{**_GOOD_E102[0], "delay_s": 8.0}],
         llm={"timeout_s": 10.0},
         # Handed over at the deadline: the rules planner answers in the hand-over's own time.
-        expect={"fallback": "llm_unavailable", "degraded": True, "reason": "final_answer"},
+        expect={"fallback": "llm_out_of_time", "degraded": True, "reason": "final_answer"},
     ),
     Scenario(
         "HTTP 500",

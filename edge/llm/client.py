@@ -26,7 +26,7 @@ import httpx
 
 from edge.llm.breaker import LlmBreaker
 from edge.llm.servers import Dialect, detect, dialect
-from edge.run import LlmCircuitOpen, LlmUnavailable, strip_stop_residue
+from edge.run import LlmCircuitOpen, LlmOutOfTime, LlmUnavailable, strip_stop_residue
 
 __all__ = ["STOP_SEQUENCES", "ChatClient", "Completion", "LlmCircuitOpen", "LlmUnavailable"]
 
@@ -128,7 +128,7 @@ class ChatClient:
         except LlmUnavailable as exc:
             if self.breaker is None:
                 raise
-            if isinstance(exc, _NoVerdict):
+            if isinstance(exc, LlmOutOfTime):
                 self.breaker.release()
             else:
                 self.breaker.failure(str(exc))
@@ -153,7 +153,7 @@ class ChatClient:
         body = self.request_body(messages, schema, max_tokens)
         if self.dialect.serial:
             if not self._serial.acquire(timeout=budget_s):
-                raise _NoVerdict(
+                raise LlmOutOfTime(
                     f"LLM at {self.url} was busy with other runs' requests for the {budget_s:.2g} s the run had left"
                 )
             try:
@@ -193,12 +193,12 @@ class ChatClient:
         says nothing about the server."""
         total_s = min(cap_s, left_s)
         if total_s <= 0:
-            raise _NoVerdict(f"no time left in the run after waiting for LLM at {self.url}")
+            raise LlmOutOfTime(f"no time left in the run after waiting for LLM at {self.url}")
         try:
             return self._exchange(body, total_s)
         except _Overdue as exc:
             if total_s < cap_s:
-                raise _NoVerdict(str(exc)) from None
+                raise LlmOutOfTime(str(exc)) from None
             raise
 
     def _exchange(self, body: dict[str, Any], total_s: float) -> _Reply:
@@ -320,11 +320,6 @@ class _Reply:
 
 class _Overdue(LlmUnavailable):
     """The reply did not arrive in the time the request had."""
-
-
-class _NoVerdict(LlmUnavailable):
-    """The run's own deadline ended the request (waiting for its turn, or cut shorter than `timeout_s`):
-    nothing is known about the server."""
 
 
 class _TooLong(Exception):

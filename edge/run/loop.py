@@ -41,7 +41,16 @@ from edge.run.actions import FinalAnswer, ToolCall
 from edge.run.compose import build_document, supporting_ids
 from edge.run.document import AnswerDocument, Mode, Prose
 from edge.run.phrases import PHRASES, language_of
-from edge.run.planner import ContextFull, Decision, LlmCircuitOpen, LlmUnavailable, Planner, RunState, SessionContext
+from edge.run.planner import (
+    ContextFull,
+    Decision,
+    LlmCircuitOpen,
+    LlmOutOfTime,
+    LlmUnavailable,
+    Planner,
+    RunState,
+    SessionContext,
+)
 from edge.run.prose import check_prose
 from edge.run.record import (
     COMPOSER,
@@ -271,7 +280,13 @@ class _Run:
             if isinstance(exc, ContextFull):
                 self.fall_back("token_budget")
             else:
-                reason: FallbackReason = "circuit_open" if isinstance(exc, LlmCircuitOpen) else "llm_unavailable"
+                reason: FallbackReason = (
+                    "circuit_open"
+                    if isinstance(exc, LlmCircuitOpen)
+                    else "llm_out_of_time"
+                    if isinstance(exc, LlmOutOfTime)
+                    else "llm_unavailable"
+                )
                 self.fall_back(reason, self.words["llm_down"].format(error=exc))
             if self.state.time_left() <= 0:
                 return None
@@ -417,7 +432,7 @@ class _Run:
         fallback = self.record.fallback
         if fallback is None:
             return ("no_model", None) if self.loop.planner is self.loop.fallback else ("model", None)
-        if fallback in ("llm_unavailable", "circuit_open"):
+        if fallback in ("llm_unavailable", "circuit_open", "llm_out_of_time"):
             return "model_unavailable", self.words[f"fallback_{fallback}"]
         return "handed_over", self.words[f"fallback_{fallback}"]
 

@@ -15,6 +15,11 @@ class LlmUnavailable(RuntimeError):
     """The server could not be reached, timed out or failed: switch to the rules planner."""
 
 
+class LlmOutOfTime(LlmUnavailable):
+    """The run's own deadline ended the request (waiting for the server's turn behind other runs, or cut
+    shorter than the request timeout): nothing is known about the server."""
+
+
 class LlmCircuitOpen(LlmUnavailable):
     """The LLM breaker is open: no request was sent."""
 

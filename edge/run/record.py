@@ -13,6 +13,7 @@ from tools.observation import Observation
 FallbackReason = Literal[
     "llm_unavailable",  # the server failed, timed out or missed the run's deadline
     "circuit_open",  # the LLM breaker is open: no request was sent
+    "llm_out_of_time",  # the run's time ran out waiting for the server's turn or its reply: no verdict on it
     "format_errors",  # too many unreadable replies in a row
     "empty_reply",  # the model replied with nothing
     "unknown_tool",  # the model asked for a tool that does not exist, twice
