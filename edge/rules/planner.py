@@ -238,7 +238,7 @@ class RulesPlanner:
         if elsewhere:
             codes, sensors = [], []
         entities = [(e.start_char, e.end_char) for e in found.entities]
-        named = bool(sensors)  # in the question's own words, before a value question or a safety check adds any
+        names_sensor = bool(sensors)  # in the question's own words, before a value question or a safety check adds any
         asks_value = not alarm and asks_for_value(question)
         if asks_value and not elsewhere:
             # "How warm is the motor": the device's own labels and units say which sensor is meant. What
@@ -271,7 +271,7 @@ class RulesPlanner:
         live = bool(_LIVE.search(question))
         # A sensor named in a statement that says more about it ("oil temp keeps climbing and the ram crawls")
         # describes a symptom in the sensor's words: the manual is searched, and the sensor read beside it.
-        described = bool(_SYMPTOM.search(rest)) or (named and not asks_value and not live and _says_more(rest))
+        described = bool(_SYMPTOM.search(rest)) or (names_sensor and not asks_value and not live and _says_more(rest))
         # "Don't open a ticket" names a ticket and asks for none; the work-order tool reads it the same way
         # (an MES alarm's order is the MES's to decide).
         declines_work_order = not alarm and declines_order(question)
