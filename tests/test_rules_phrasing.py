@@ -56,7 +56,7 @@ def test_a_symptom_told_in_a_sensors_words_searches_the_manual_and_reads_the_sen
     record = agent.ask("oil temp on press-3 keeps rising all shift and the ram gets sluggish")
     assert actions(record) == [MANUAL, PLC]
     assert "query" in record.steps[0].args and record.steps[1].args["sensor"] == "oil_temp"
-    record = agent.ask("3号液压机压力一直往上冲，安全阀那里在叫")
+    record = agent.ask("3号液压机压力一直往上冲，溢流阀那里在叫")
     assert actions(record) == [MANUAL, PLC] and record.steps[1].args["sensor"] == "hydraulic_pressure"
     # Naming sensors to be read says nothing about them: no search.
     assert actions(agent.ask("press-3 oil temp and coolant level please")) == [PLC, PLC]
