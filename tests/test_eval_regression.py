@@ -2,8 +2,10 @@
 
 Runs `fixloop eval tests/eval/cases.jsonl --json --baseline tests/eval/baseline.json`
 (and the same for tests/eval/phrasing.jsonl, questions as technicians type them, against
-tests/eval/phrasing_baseline.json, and for tests/eval/phrasing_fresh.jsonl, questions written before
-the rules that answer them, against tests/eval/phrasing_fresh_baseline.json) as CI does, in its own
+tests/eval/phrasing_baseline.json, for tests/eval/phrasing_fresh.jsonl, questions written before
+the rules that answer them, against tests/eval/phrasing_fresh_baseline.json, and for
+tests/eval/phrasing_heldout.jsonl, a second such set on the rules' recurring misroutes, against
+tests/eval/phrasing_heldout_baseline.json) as CI does, in its own
 process, on the demo plant (PLC simulator in-process, fresh work-order store). After a deliberate
 improvement, record the new baseline with
 `fixloop eval tests/eval/cases.jsonl --write-baseline tests/eval/baseline.json`.
@@ -28,6 +30,7 @@ SETS = [
     (EVAL / "cases.jsonl", EVAL / "baseline.json"),
     (EVAL / "phrasing.jsonl", EVAL / "phrasing_baseline.json"),
     (EVAL / "phrasing_fresh.jsonl", EVAL / "phrasing_fresh_baseline.json"),
+    (EVAL / "phrasing_heldout.jsonl", EVAL / "phrasing_heldout_baseline.json"),
 ]
 
 

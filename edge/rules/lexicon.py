@@ -8,7 +8,11 @@ out, and of overlapping matches the longest (then the first) is kept. The synony
 lexicon comes from the plant config, so a plant adds words without touching
 code. A machine named with a number the plant does not have ("line-4",
 "press 9", "5号液压机") is an UNKNOWN_DEVICE, not a fault code; codes typed
-loosely ("E1O2", "e.103") are found by `edge.rules.loose_codes`.
+loosely ("E1O2", "e.103") are found by `edge.rules.loose_codes`. A machine's name
+typed one edit off ("prss-3", "7号加工中新") is that machine when its number is
+the same (`near_devices` says how it was read); "press 9" stays unknown. A
+terminal's or connector's label ("plug at X12", "CN2", "端子 X5") is no fault
+code unless a manual lists it as one.
 
 Fault codes come from `knowledge.code_mentions`: the spaCy code linker's
 reading, without importing spaCy for plain English text.
@@ -35,16 +39,39 @@ _CODE_CUE = re.compile(CUE_EN, re.I)
 # Two digits at most after a word: "cnc-7 6065" is a machine and its code.
 _NUMBER_AFTER = re.compile(r"[\s-]?\d{1,2}(?![\w])")
 _NUMBER_BEFORE = re.compile(r"\d{1,4}\s*号\s*$")
+# A typo is one edit (insert, delete, replace, swap two neighbours) in a name long enough that one edit leaves
+# it recognisable: five letters or more ("prss 3"), and a Chinese name with its number ("7号加工中新"). Short or
+# article-led names ("cnc 7", "the press") are left alone: one edit makes them other words ("they press").
+_NEAR_MIN_LETTERS = 5
+_NEAR_MIN_CJK = 5
+_LATIN_TOKEN = re.compile(r"[A-Za-z0-9]+")
+_ARTICLE = re.compile(r"^(?:the|a|an)\b", re.I)
+# How wiring is labelled: IEC 81346 terminal strips and plugs (X12, XT1, -X3:2), connector headers (CN2, J3).
+_WIRING_SHAPE = r"[-+]?(?:X|XS|XP|XT|XJ|CN|J|JP|TB)\d{1,3}(?:[.:]\d{1,3})?"
+_WIRING_LABEL = re.compile(rf"^{_WIRING_SHAPE}$")
+_WIRING_TOKEN = re.compile(rf"(?<![A-Za-z0-9_-]){_WIRING_SHAPE}(?![A-Za-z0-9_-])")
+# A code shape right beside a word for a connector or terminal ("encoder plug at X12", "X5 terminal", "插头X12").
+_WIRING_BEFORE = re.compile(
+    r"(?:\b(?:connector|plug|socket|terminal|pin|port|jack|header|cable|wire|lead|harness|strip)s?"
+    r"(?:\s+(?:at|on|of|in|to|into))?|插头|插座|接头|端子|连接器|接口|插针|针脚|接线)\s*[:#]?\s*$",
+    re.I,
+)
+_WIRING_AFTER = re.compile(
+    r"^\s*(?:\b(?:connector|plug|socket|terminal|pin|port|jack|header|cable)s?\b|插头|插座|接头|端子|连接器|接口|插针|针脚)",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
 class Mention:
-    label: str  # DEVICE | SENSOR | FAULT_CODE
+    label: str  # DEVICE | SENSOR | FAULT_CODE | UNKNOWN_DEVICE | WIRING_LABEL
     canonical: str
     text: str
     start: int
     end: int
     device_id: str | None = None
+    # A name typed one edit off: the plant's spelling it was read as.
+    meant: str | None = None
 
 
 class Entity(NamedTuple):
@@ -69,6 +96,10 @@ class Mentions:
     fault_codes: list[str] = field(default_factory=list)
     # Machines named in the question that the plant does not have ("line-4", "5号液压机"), as written.
     unknown_devices: list[str] = field(default_factory=list)
+    # Machines named one edit off the plant's spelling: (as typed, device id).
+    near_devices: list[tuple[str, str]] = field(default_factory=list)
+    # Labels of terminals and connectors ("X12", "CN2"), as written: no fault codes.
+    wiring_labels: list[str] = field(default_factory=list)
     # Non-overlapping, in text order.
     entities: tuple[Entity, ...] = ()
 
@@ -123,28 +154,63 @@ class Lexicon:
         self._codes.warm()
 
     def find(self, text: str) -> Mentions:
-        terms = _without_overlaps(self._term_mentions(text))
+        exact = _without_overlaps(self._term_mentions(text))
+        terms = sorted(exact + _without_overlaps(self._near_devices(text, exact)), key=lambda m: m.start)
         unknown = self._unknown_devices(text, terms)
         terms = [t for t in terms if _apart(t, unknown)]
         # A device id such as "Press-3" also has the shape of a code; the plant's own words win.
-        codes = [
-            Mention(
-                "FAULT_CODE",
-                code.canonical_id,
-                self._as_known(_as_printed(code.code, code.canonical_id)),
-                code.start,
-                code.end,
-            )
-            for code in self._code_mentions(text)
-            if _apart(code, terms + unknown)
+        codes, labels = [], []
+        for code in self._code_mentions(text):
+            if not _apart(code, terms + unknown):
+                continue
+            if self._wiring_label(text, code):
+                printed = text[code.start : code.end]
+                labels.append(Mention("WIRING_LABEL", printed, printed, code.start, code.end))
+                continue
+            printed = self._as_known(_as_printed(code.code, code.canonical_id))
+            codes.append(Mention("FAULT_CODE", code.canonical_id, printed, code.start, code.end))
+        # Label-shaped words the code reading passed over ("J3 got unplugged") are labels all the same.
+        labels += [
+            Mention("WIRING_LABEL", match.group(0), match.group(0), *match.span())
+            for match in _WIRING_TOKEN.finditer(text)
+            if _apart(_At(*match.span()), terms + unknown + codes + labels)
+            and not any(key in self._known_keys for key in lookup_keys(match.group(0)))
         ]
         codes += [
             Mention("FAULT_CODE", canonical_id(code.code), code.code, code.start, code.end)
             for code in self._loose.find(text)
-            if _apart(code, terms + unknown + codes)
+            if _apart(code, terms + unknown + codes + labels)
         ]
-        mentions = sorted(terms + codes + unknown, key=lambda m: m.start)
+        mentions = sorted(terms + codes + unknown + labels, key=lambda m: m.start)
         return _collect(mentions, _entities(text, mentions))
+
+    def _near_devices(self, text: str, taken: list[Mention]) -> list[Mention]:
+        """Device names typed one edit off, with the same number, where no other term of the plant was found."""
+        found: list[Mention] = []
+        for term, meanings in self._terms.items():
+            owners = {canonical for label, canonical, _ in meanings if label == "DEVICE"}
+            if len(owners) != 1:  # a word two machines share names neither
+                continue
+            (device_id,) = owners
+            windows = _cjk_windows(text, term) if _CJK.search(term) else _latin_windows(text, term)
+            found += [
+                Mention("DEVICE", device_id, text[start:end], start, end, meant=term)
+                for start, end in windows
+                if _apart(_At(start, end), taken)
+            ]
+        return found
+
+    def _wiring_label(self, text: str, code: CodeMention) -> bool:
+        """A terminal's or connector's label, not a fault code: shaped like one (X12, CN2) or written beside a
+        word for one ("plug at 34"), and listed by no manual."""
+        printed = text[code.start : code.end]
+        if any(key in self._known_keys for key in lookup_keys(printed)):
+            return False
+        return bool(
+            _WIRING_LABEL.match(printed.strip())
+            or _WIRING_BEFORE.search(text, 0, code.start)
+            or _WIRING_AFTER.match(text, code.end)
+        )
 
     def _numbered_name_is_known(self, name: str) -> bool:
         """ "the press 3" ends in "press 3", "machining centre 7" ends "CNC machining centre 7": names of the
@@ -184,7 +250,9 @@ class Lexicon:
         found: list[Mention] = []
         for start, end in sorted(set(spans)):
             mention = Mention("UNKNOWN_DEVICE", text[start:end], text[start:end], start, end)
-            if not self._numbered_name_is_known(mention.text) and _apart(mention, found):
+            # "prss-3" has the shape of a machine's name: read as the plant spells it, it is press-3.
+            spelled = _as_meant(text, start, end, [t for t in terms if t.meant is not None])
+            if not self._numbered_name_is_known(spelled) and _apart(mention, found):
                 found.append(mention)
         return found
 
@@ -252,6 +320,77 @@ def _as_printed(mention: str, canonical_id: str) -> str:
     return mention
 
 
+class _At(NamedTuple):
+    start: int
+    end: int
+
+
+def _latin_windows(text: str, term: str) -> list[tuple[int, int]]:
+    """Runs of words in `text` one edit from `term` (spacing and hyphens aside), with `term`'s digits."""
+    key = _letters_and_digits(term)
+    if _ARTICLE.match(term) or sum(char.isalpha() for char in key) < _NEAR_MIN_LETTERS:
+        return []
+    size = len(_LATIN_TOKEN.findall(term))
+    tokens = [match.span() for match in _LATIN_TOKEN.finditer(text)]
+    found = []
+    for first in range(len(tokens)):
+        for count in range(max(1, size - 1), size + 2):
+            if first + count > len(tokens):
+                break
+            start, end = tokens[first][0], tokens[first + count - 1][1]
+            if _one_edit_away(_letters_and_digits(text[start:end]), key):
+                found.append((start, end))
+    return found
+
+
+def _cjk_windows(text: str, term: str) -> list[tuple[int, int]]:
+    """Stretches of `text` one edit from a Chinese name with a number ("7号加工中新" for "7号加工中心")."""
+    if len(term) < _NEAR_MIN_CJK or not any(char.isdigit() for char in term):
+        return []
+    found = []
+    for start in range(len(text)):
+        if text[start] != term[0]:  # the number leads: "3号…" is only ever machine 3
+            continue
+        for size in (len(term) - 1, len(term), len(term) + 1):
+            typed = text[start : start + size].lower()
+            if len(typed) == size and not any(char.isspace() for char in typed) and _one_edit_away(typed, term):
+                found.append((start, start + size))
+    return found
+
+
+def _letters_and_digits(text: str) -> str:
+    return "".join(char for char in text.lower() if char.isalnum())
+
+
+def _one_edit_away(typed: str, term: str) -> bool:
+    """Exactly one edit apart (optimal string alignment distance 1), and the same digits: "press 9" is no
+    typo of "press 3", it is another machine."""
+    if typed == term or abs(len(typed) - len(term)) > 1:
+        return False
+    if [char for char in typed if char.isdigit()] != [char for char in term if char.isdigit()]:
+        return False
+    head = 0
+    while head < min(len(typed), len(term)) and typed[head] == term[head]:
+        head += 1
+    a, b = typed[head:], term[head:]
+    return (
+        a[1:] == b[1:]  # one replaced
+        or a[1:] == b  # one inserted
+        or a == b[1:]  # one left out
+        or (len(a) == len(b) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:])  # two swapped
+    )
+
+
+def _as_meant(text: str, start: int, end: int, near: list[Mention]) -> str:
+    """`text[start:end]` with each typo in it spelled as the name it was read as."""
+    pieces, at = [], start
+    for mention in sorted(near, key=lambda m: m.start):
+        if mention.start >= at and mention.end <= end:
+            pieces += [text[at : mention.start], mention.meant or mention.text]
+            at = mention.end
+    return "".join(pieces) + text[at:end]
+
+
 def _term_regex(term: str) -> str:
     escaped = re.escape(term)
     if _CJK.search(term):
@@ -291,7 +430,11 @@ def _collect(mentions: list[Mention], entities: tuple[Entity, ...]) -> Mentions:
     sensors: list[tuple[str, str]] = []
     codes: list[str] = []
     unknown: list[str] = []
+    near: list[tuple[str, str]] = []
+    labels: list[str] = []
     for mention in mentions:
+        if mention.label == "DEVICE" and mention.meant is not None and (mention.text, mention.canonical) not in near:
+            near.append((mention.text, mention.canonical))
         if mention.label == "DEVICE" and mention.canonical not in devices:
             devices.append(mention.canonical)
         elif mention.label == "SENSOR" and (mention.device_id, mention.canonical) not in sensors:
@@ -301,4 +444,14 @@ def _collect(mentions: list[Mention], entities: tuple[Entity, ...]) -> Mentions:
             codes.append(mention.text)
         elif mention.label == "UNKNOWN_DEVICE" and mention.text not in unknown:
             unknown.append(mention.text)
-    return Mentions(devices=devices, sensors=sensors, fault_codes=codes, unknown_devices=unknown, entities=entities)
+        elif mention.label == "WIRING_LABEL" and mention.text not in labels:
+            labels.append(mention.text)
+    return Mentions(
+        devices=devices,
+        sensors=sensors,
+        fault_codes=codes,
+        unknown_devices=unknown,
+        near_devices=near,
+        wiring_labels=labels,
+        entities=entities,
+    )

@@ -43,6 +43,7 @@ from tools.manual_search.tool import ManualSearchInput, ManualSearchTool
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 from tools.plc.tool import PlcReadTool
+from tools.work_orders.requested import declines_order
 from tools.work_orders.tool import WorkOrderTool
 
 if TYPE_CHECKING:
@@ -62,7 +63,16 @@ QUERY_MAX_CHARS = next(
 )
 
 _LIVE = re.compile(r"\b(now|current(ly)?|right now|real[- ]?time|live|at the moment)\b|现在|当前|目前|实时", re.I)
-_WORK_ORDER_WORDS = re.compile(r"\b(work[- ]?orders?|dispatch|ticket|maintenance request)\b|工单|派单|报修", re.I)
+_WORK_ORDER_WORDS = re.compile(
+    r"\b(?:work[- ]?orders?|dispatch|tickets?|maintenance request)\b|工单|派单|报修"
+    # Filing the fault just talked about: "book it in", "log it", "raise one", "提个单", "开个单".
+    r"|\b(?:book|log|raise|file|write)\s+(?:it|this|that|one)\b|(?:开|提|建|报)个?单",
+    re.I,
+)
+_PRIORITY = (
+    ("urgent", re.compile(r"\b(?:urgent(?:ly)?|asap|emergency)\b|紧急|加急|特急", re.I)),
+    ("high", re.compile(r"\bhigh[- ]?prio(?:rity)?\b|\bprio(?:rity)?\s+high\b|高优先级|优先处理|尽快", re.I)),
+)
 _SYMPTOM = re.compile(
     r"\b(hot|overheat\w*|noise|noisy|leak\w*|vibrat\w*|shak\w*|smell\w*|smok\w*|stuck|slow|drops?|dropping|"
     r"won'?t|doesn'?t|does not|fails?|failing|stopp\w*|jam\w*|grind\w*|squeal\w*|alarm|too high|too low|"
@@ -73,6 +83,65 @@ _SYMPTOM = re.compile(
     re.I,
 )
 _CONTENT = re.compile(r"[^\W_]")
+# What a question says about a sensor besides naming it: "coolant level please" says nothing, "oil temp
+# keeps climbing and the ram crawls" describes what the machine does. Words of asking are not counted.
+_SAYS_EN = re.compile(r"[a-z]{3,}", re.I)
+_ASKING_EN = frozenset(
+    [
+        "and",
+        "the",
+        "for",
+        "please",
+        "pls",
+        "can",
+        "you",
+        "could",
+        "would",
+        "tell",
+        "show",
+        "give",
+        "read",
+        "check",
+        "get",
+        "what",
+        "whats",
+        "how",
+        "its",
+        "this",
+        "that",
+        "with",
+        "from",
+        "also",
+        "too",
+        "then",
+        "there",
+        "here",
+        "about",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "now",
+        "right",
+        "current",
+        "currently",
+        "value",
+        "values",
+        "reading",
+        "readings",
+        "level",
+        "both",
+        "all",
+        "each",
+        "every",
+    ]
+)
+_SAYS_ZH = re.compile(r"[\u3400-\u9fff]")
+_ASKING_ZH = frozenset("的了吗呢吧啊呀和与及跟都也还请帮我给看报读查下一个是多少现在当前目前实时值数各")
+_SAYS_MIN_EN = 3
+_SAYS_MIN_ZH = 4
 _CLAUSE = re.compile(r"(?<=[.!?;,。！？；，\n])")
 
 
@@ -90,6 +159,14 @@ class Intent:
     unknown_devices: tuple[str, ...] = ()
     # Asks for a value of the device, but no sensor fits the words it uses.
     unclear_value: bool = False
+    # Machines named one edit off the plant's spelling: (as typed, device id); the answer says how it read them.
+    near_devices: tuple[tuple[str, str], ...] = ()
+    # The question describes what the machine does (not only a free question that goes to the manuals).
+    described: bool = False
+    # "no ticket", "不要开工单": no order is opened or proposed, whoever asks.
+    declines_work_order: bool = False
+    # Asked for with the order ("urgent", "high prio"): the order's priority.
+    priority: str | None = None
 
 
 class RulesPlanner:
@@ -161,6 +238,7 @@ class RulesPlanner:
         if elsewhere:
             codes, sensors = [], []
         entities = [(e.start_char, e.end_char) for e in found.entities]
+        names_sensor = bool(sensors)  # in the question's own words, before a value question or a safety check adds any
         asks_value = not alarm and asks_for_value(question)
         if asks_value and not elsewhere:
             # "How warm is the motor": the device's own labels and units say which sensor is meant. What
@@ -170,7 +248,19 @@ class RulesPlanner:
             named = [(e.start_char, e.end_char) for e in found.entities if e.label_ != "SENSOR"] if every else entities
             words = blank_out(question, named)
             devices = [self._devices[device_id]] if device_id else list(self._devices.values())
-            sensors += [sensor for device in devices for sensor in sensors_asked(words, device, every)]
+            # "油温多少度": the quantity asked is the named sensor's own; it points at no other sensor of
+            # that unit unless the words name what that one is of.
+            units = {
+                self._devices[owner].sensors[sensor].unit for owner, sensor in found.sensors if owner in self._devices
+            }
+            sensors += [
+                sensor
+                for device in devices
+                for sensor in sensors_asked(words, device, every)
+                if every
+                or device.sensors[sensor].unit not in units
+                or sensor in sensors_asked(words, device, subject_only=True)
+            ]
         if device_id and not elsewhere and asks_if_safe(question):
             # "Is it safe to open the cabinet?": the plant's zero-energy signal decides (edge.run.verdicts).
             isolation = self._devices[device_id].isolation
@@ -178,10 +268,18 @@ class RulesPlanner:
                 sensors.append(isolation.zero_energy.sensor)
         # Neither a sensor's own name ("vibration", "振动") nor a value asked for ("how hot") is a symptom.
         rest = blank_out(question, entities + (value_phrase_spans(question) if asks_value else []))
-        described = bool(_SYMPTOM.search(rest))
-        wants_work_order = bool(_WORK_ORDER_WORDS.search(question)) or state.actor == "mes"
-        if not (sensors or codes or elsewhere or described or wants_work_order):
-            sensors = self._sensors_pointed_at(question, device_id, state.session)
+        live = bool(_LIVE.search(question))
+        # A sensor named in a statement that says more about it ("oil temp keeps climbing and the ram crawls")
+        # describes a symptom in the sensor's words: the manual is searched, and the sensor read beside it.
+        described = bool(_SYMPTOM.search(rest)) or (names_sensor and not asks_value and not live and _says_more(rest))
+        # "Don't open a ticket" names a ticket and asks for none; the work-order tool reads it the same way
+        # (an MES alarm's order is the MES's to decide).
+        declines_work_order = not alarm and declines_order(question)
+        wants_work_order = not declines_work_order and (
+            bool(_WORK_ORDER_WORDS.search(question)) or state.actor == "mes"
+        )
+        if not (sensors or codes or elsewhere or described or wants_work_order) and device_id is not None:
+            sensors, codes = self._follow_up(question, entities, asks_value, device_id, state.session)
         unclear_value = asks_value and not sensors and not codes and not described and device_id is not None
         # A free question ("where is the canteen") still goes to the manuals; a reading, an order or an
         # unknown machine gets a symptom search only when a symptom is described.
@@ -190,7 +288,7 @@ class RulesPlanner:
             device_id=device_id,
             codes=codes,
             sensors=list(dict.fromkeys(sensors)),
-            wants_live=bool(_LIVE.search(question)),
+            wants_live=live,
             wants_work_order=wants_work_order,
             symptom=not codes
             and not elsewhere
@@ -198,12 +296,34 @@ class RulesPlanner:
             and (described or not other_intent),
             unknown_devices=unknown,
             unclear_value=unclear_value,
+            near_devices=tuple(found.near_devices) if not elsewhere else (),
+            described=described,
+            declines_work_order=declines_work_order,
+            priority=next((level for level, words in _PRIORITY if words.search(question)), None),
         )
 
-    def _sensors_pointed_at(self, question: str, device_id: str | None, session: SessionContext) -> list[str]:
+    def _follow_up(
+        self, question: str, entities: list[tuple[int, int]], asks_value: bool, device_id: str, session: SessionContext
+    ) -> tuple[list[str], list[str]]:
+        """What a follow-up without a code, sensor or symptom of its own is about, on the machine of the
+        session: a sensor it names by what it measures after a reading ("and the motor?", "主电机的呢"); the
+        fault talked about, when it asks anything but a value ("what should I check first?"); else the
+        readings it points back at ("is that normal?"). Returns (sensors, codes)."""
+        if device_id != session.device_id:
+            return [], []
+        device = self._devices[device_id]
+        if any(sensor in device.sensors for sensor in session.sensors):
+            named = sensors_asked(blank_out(question, entities), device, subject_only=True)
+            if named:
+                return named, []
+        if session.fault_codes and not asks_value:
+            return [], session.fault_codes[-1:]
+        return self._sensors_pointed_at(question, device_id, session), []
+
+    def _sensors_pointed_at(self, question: str, device_id: str, session: SessionContext) -> list[str]:
         """A follow-up about the readings the last answer named ("is that normal?", "再读一次"), or about the
         device's other sensors of their kind ("what about the other one?")."""
-        if device_id is None or device_id != session.device_id or not refers_back(question):
+        if not refers_back(question):
             return []
         sensors = self._devices[device_id].sensors
         earlier = [sensor for sensor in session.sensors if sensor in sensors]
@@ -243,7 +363,8 @@ class RulesPlanner:
         for code in intent.codes:
             yield ToolCall(words["thought_code"].format(code=code), _MANUAL, {"fault_code": code, **device, **edition})
         if intent.symptom:
-            yield ToolCall(words["thought_symptom"], _MANUAL, {"query": _symptom_query(state.question), **device})
+            query = _symptom_query(self._search_words(state.question, intent.described))
+            yield ToolCall(words["thought_symptom"], _MANUAL, {"query": query, **device})
         if intent.device_id:
             sensors = self._devices[intent.device_id].sensors
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
@@ -258,18 +379,43 @@ class RulesPlanner:
         # Asked for, an order is opened on the code the technician reads off the HMI; proposed unasked,
         # only for a fault the manual lists for this very machine.
         wants_order = intent.wants_work_order or (
-            state.propose_work_order
+            not intent.declines_work_order
+            and state.propose_work_order
             and bool(intent.codes)
             and reported is not None
             and self._listed_for_device(reported, state)
         )
         if wants_order and intent.device_id and reported:
             thought = words["thought_order"] if intent.wants_work_order else words["thought_propose"]
+            priority = {"priority": intent.priority} if intent.priority else {}
             yield ToolCall(
                 thought,
                 _WORK_ORDER,
-                {"device_id": intent.device_id, "fault_code": reported, "summary": _summary(reported, state)},
+                {
+                    "device_id": intent.device_id,
+                    "fault_code": reported,
+                    "summary": _summary(reported, state),
+                    **priority,
+                },
             )
+
+    def _search_words(self, question: str, described: bool) -> str:
+        """The question as the manuals are searched for it. A question that describes nothing has its
+        machines said as "the machine" (the device is the search's scope): their names' words ("液压机",
+        "hydraulic press") would find the entries that share them, whatever was asked, where a described
+        symptom keeps them as its context. Terminal and connector labels ("X12") go: the search reads any
+        code shape as a code to look up."""
+        spans = [
+            (e.start_char, e.end_char, e.label_)
+            for e in self.lexicon.find(question).entities
+            if e.label_ == "WIRING_LABEL" or (e.label_ == "DEVICE" and not described)
+        ]
+        machine = PHRASES[language_of(question)]["the_machine"]
+        kept, at = [], 0
+        for start, end, label in spans:
+            kept += [question[at:start], machine if label == "DEVICE" else ""]
+            at = end
+        return " ".join("".join([*kept, question[at:]]).split())
 
     def _sensors_named_in_manual(self, device_id: str, observations: list[Observation]) -> list[str]:
         """Sensors that the top manual result's steps point at: the live evidence a technician wants beside them.
@@ -339,7 +485,22 @@ class RulesPlanner:
             return [
                 words["unknown_device"].format(names=", ".join(intent.unknown_devices), known=", ".join(self._devices))
             ]
-        return []
+        language = language_of(state.question)
+        return [
+            words["device_read_as"].format(
+                typed=typed,
+                device=device_id,
+                name=(language == "zh" and self._devices[device_id].name_zh) or self._devices[device_id].name,
+            )
+            for typed, device_id in intent.near_devices
+        ]
+
+
+def _says_more(rest: str) -> bool:
+    """Whether what is left of a question, its names blanked out, says something of its own."""
+    english = [word for word in _SAYS_EN.findall(rest.lower()) if word not in _ASKING_EN]
+    chinese = [char for char in _SAYS_ZH.findall(rest) if char not in _ASKING_ZH]
+    return len(english) >= _SAYS_MIN_EN or len(chinese) >= _SAYS_MIN_ZH
 
 
 def _symptom_query(question: str) -> str:

@@ -47,10 +47,11 @@ _YES_NO = re.compile(
 )
 # Asking why or what to do is about the fault, not a value to read.
 _OPEN_QUESTION = re.compile(r"\b(?:why|how\s+come|what|which|where|when|who)\b|为什么|为啥|怎么|什么|哪|几", re.I)
-# Every sensor of a kind, or every reading: "every temperature", "all the readings", "所有温度", "各项读数";
-# the word after the quantifier says it ("every shift" is no reading).
+# Every sensor of a kind, or every reading: "every temperature", "all the readings", "both temps", "所有温度",
+# "两个温度", "各项读数"; the word after the quantifier says it ("every shift" is no reading).
 _EVERY = re.compile(
-    r"\b(?:all|every|each)(?:\s+(?:the|of|its|their))*\s+(?P<what>[\w-]+)|(?:所有|全部|各项|各个|每个|每项)的?(?P<zh>\w{1,4})",
+    r"\b(?:all|every|each|both)(?:\s+(?:the|of|its|their))*\s+(?P<what>[\w-]+)"
+    r"|(?:所有|全部|各项|各个|每个|每项|两个|两项|俩)的?(?P<zh>\w{1,4})",
     re.I,
 )
 _READINGS = re.compile(r"^(?:readings?|values?|sensors?|gauges?|numbers?)$|读数|数值|数据|参数|传感器", re.I)
@@ -70,7 +71,11 @@ _QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
         frozenset({"rpm", "1/min", "r/min", "min-1", "min⁻¹"}),
         r"\b(?:speed\w*|fast\w*|quick\w*|slow\w*|turn\w*|rotat\w*|spin\w*|revs?|revolutions?)\b|转|速|快|慢",
     ),
-    (frozenset({"bar", "mbar", "psi", "pa", "kpa", "mpa"}), r"\b(?:pressure|pressurised|pressurized)\b|压力|压强"),
+    # "Enough" judges an amount or a pressure ("液压够不够", "is there enough coolant"), never a temperature.
+    (
+        frozenset({"bar", "mbar", "psi", "pa", "kpa", "mpa"}),
+        r"\b(?:pressure|pressurised|pressurized|enough)\b|压力|压强|够|足不足",
+    ),
     (
         frozenset({"%"}),
         r"\b(?:level|full|empty|left|remaining|enough|tank|top(?:ped)?\s+up|dry|run(?:ning)?\s+out)\b"
@@ -133,14 +138,15 @@ def value_phrase_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def sensors_asked(text: str, device: DeviceConfig, every: bool = False) -> list[str]:
+def sensors_asked(text: str, device: DeviceConfig, every: bool = False, subject_only: bool = False) -> list[str]:
     """The sensors of `device` that `text` asks about, best first; [] when none fits or too many fit equally.
 
     A sensor whose label names the thing asked about and whose unit measures the quantity asked
     for wins; then one whose unit fits; then one whose label fits. `text` should have the device's
     and the codes' own words blanked out, so "hydraulic press 3" does not count as "hydraulic".
     Asked for `every` one ("all the temperatures"), all that fit the quantity asked for are meant,
-    and when nothing fits, every sensor of the device."""
+    and when nothing fits, every sensor of the device. With `subject_only`, only a sensor whose label names
+    the thing asked about counts ("and the motor?" after a reading): a quantity alone points at none."""
     lowered = text.lower()
     if every:
         measured = [sensor.id for sensor in device.sensors.values() if _measures(sensor.unit, lowered)]
@@ -152,7 +158,7 @@ def sensors_asked(text: str, device: DeviceConfig, every: bool = False) -> list[
         subject = sum(
             1 for word in _subject_words(sensor.id, sensor.label, sensor.label_zh) if _mentions(lowered, word)
         )
-        if quantity or subject:
+        if subject or (quantity and not subject_only):
             scores[sensor.id] = (quantity and subject > 0, quantity, subject)
     if not scores:
         return []

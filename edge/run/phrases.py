@@ -84,6 +84,9 @@ PHRASES = {
         "nothing": "I could not find anything to answer this from.",
         "ask": "Please ask a question: name the machine and the fault code on its screen, or describe what you see.",
         "unknown_device": "Unknown machine: {names}. This plant has {known}.",
+        "device_read_as": "Read “{typed}” as {device} ({name}).",
+        # A machine's name in a manual search is said as this: the device is the search's scope.
+        "the_machine": "the machine",
         "which_machine": "live readings: which machine? known devices: {known}",
         "which_sensor": "live readings: which value? {device} has {sensors}",
         "which_code": "work order: which fault code does the machine show?",
@@ -187,6 +190,8 @@ PHRASES = {
         "nothing": "没有找到可用于回答的信息。",
         "ask": "请提出问题：说明是哪台设备、屏幕上显示的故障代码，或描述看到的现象。",
         "unknown_device": "未知设备：{names}。本厂设备：{known}。",
+        "device_read_as": "“{typed}”按 {device}（{name}）理解。",
+        "the_machine": "设备",
         "which_machine": "实时读数：是哪台设备？已知设备：{known}",
         "which_sensor": "实时读数：要看哪个数值？{device} 有：{sensors}",
         "which_code": "工单：设备上显示的是哪个故障代码？",
