@@ -16,7 +16,8 @@ from edge.run.document import Verdict
 # Asks whether something may be done now: open, touch, work on, start, enter. A plain "is it safe?" too.
 _SAFETY_QUESTION = re.compile(
     r"\bsafe(?:ly)?\b|\bok(?:ay)? to\b|\bcan i (?:open|touch|reach|enter|work|start|remove|disconnect)\b"
-    r"|安全|能不能(?:打开|开|碰|摸|拆|启动)|可以(?:打开|开|碰|摸|拆|启动)|能(?:打开|碰|摸|拆)",
+    # 安全 alone names parts too (安全阀, 安全门): only asked about ("安全吗", "是否安全").
+    r"|安全(?:吗|嘛|不|么)|是否安全|安不安全|能不能(?:打开|开|碰|摸|拆|启动)|可以(?:打开|开|碰|摸|拆|启动)|能(?:打开|碰|摸|拆)",
     re.I,
 )
 

@@ -85,7 +85,7 @@ class WorkOrderTool(Tool):
             if isinstance(bound, ToolOutput):
                 return bound
             args = bound
-        refused = _refusal(args, ctx)
+        refused = _refusal(args, ctx, self.store.active_for(args.device_id, args.fault_code) is not None)
         if refused is not None:
             return refused
         device = self.devices[device_id]
@@ -143,10 +143,11 @@ class WorkOrderTool(Tool):
         return ctx.require_confirmation or (self.config.require_confirmation and ctx.actor == "technician")
 
 
-def _refusal(args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput | None:
+def _refusal(args: WorkOrderArgs, ctx: ToolContext, open_already: bool) -> ToolOutput | None:
     """An order only where the technician asked: for the device the request is about, not after "don't open
     a ticket", and on a code a manual search of this run listed for that device (a planner cannot open
-    one on a code it made up). An MES alarm names its own device and code (`_bind_to_alarm`)."""
+    one on a code it made up) or that already has an open order (an MES alarm's, say: it is returned, not
+    made). An MES alarm names its own device and code (`_bind_to_alarm`)."""
     if ctx.alarm:
         return None
     if ctx.orders_declined:
@@ -163,7 +164,8 @@ def _refusal(args: WorkOrderArgs, ctx: ToolContext) -> ToolOutput | None:
             f"Use device_id {ctx.devices[0]!r}, or give the final answer.",
             source=SOURCE,
         )
-    if ctx.listed_codes is not None and fault_key(args.fault_code) not in {fault_key(c) for c in ctx.listed_codes}:
+    listed = ctx.listed_codes is None or fault_key(args.fault_code) in {fault_key(c) for c in ctx.listed_codes}
+    if not listed and not open_already:
         return ToolOutput.error(
             "code_not_listed",
             f"No manual search of this run lists {args.fault_code} for {args.device_id}.",
