@@ -79,7 +79,12 @@ def test_restating_the_lock_out_is_not_refused(sentence):
 
 @pytest.mark.parametrize(
     "sentence",
-    ["Then wait a moment before opening the drive cabinet.", "Wait 2 minutes, then open it.", "稍等片刻再打开柜门。"],
+    [
+        "Then wait a moment before opening the drive cabinet.",
+        "Wait 2 minutes, then open it.",
+        "稍等片刻再打开柜门。",
+        "断电后等待至少片刻再打开驱动柜。",
+    ],
 )
 def test_a_shorter_or_vaguer_wait_than_the_manuals_is_refused(sentence):
     assert SOFTENED_WAIT in refused(sentence)

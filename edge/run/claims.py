@@ -51,7 +51,7 @@ _WAIT = re.compile(
 )
 # A wait for a condition ("until the DC bus reads below 30 V") is no duration to compare.
 _UNTIL = re.compile(
-    r"\b(?:until|till)\b|直到|直至|等待?(?:其|它|至|到)|(?:降|升|冷却)(?:到|至)|以下|以上|静止|停稳|为止", re.I
+    r"\b(?:until|till)\b|直到|直至|等待?(?:其|它|到)|(?:降|升|冷却)(?:到|至)|以下|以上|静止|停稳|为止", re.I
 )
 _NORMAL = re.compile(
     r"\b(?:normal|fine|ok(?:ay)?|within (?:its |the )?(?:limits?|range)|acceptable|in range|no problem|nothing wrong|"
