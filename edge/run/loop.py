@@ -194,6 +194,8 @@ class _Run:
             step = Step(
                 n=n,
                 planner=self.planner.name,
+                decided_by=decision.decided_by or ("rules" if self.planner is self.loop.fallback else "model"),
+                why=decision.why or self.handed_over_why(),
                 raw=decision.raw,
                 llm=decision.usage,
                 planner_ms=(time.perf_counter() - step_started) * 1000,
@@ -271,6 +273,9 @@ class _Run:
             return False
         self.fall_back(HANDED_OVER[stop])
         return True
+
+    def handed_over_why(self) -> str:
+        return f"the model handed over ({self.record.fallback})" if self.record.fallback else ""
 
     def decide(self) -> Decision | None:
         """The planner's next decision; None when the LLM used up the rest of the run's time."""

@@ -74,6 +74,10 @@ class Decision:
     usage: LlmUsage | None = None
     # The reply was empty: no point asking again, the loop hands the run to the rules planner.
     empty: bool = False
+    # Which stage decided ("rules" or "model") and why, for the record's trace; the loop fills in the
+    # planner's own stage when a planner does not say.
+    decided_by: str | None = None
+    why: str = ""
 
 
 class Planner(Protocol):
