@@ -23,7 +23,8 @@ def served(make_agent):
     def start(owned_by: str, script: list[dict], **llm):
         server = ScriptedLlmServer(script, owned_by=owned_by).start()
         servers.append(server)
-        return server, make_agent(llm={"url": server.url, **llm})
+        # The model plans every step: each server's request shape is checked on the model's own calls.
+        return server, make_agent(llm={"url": server.url, "planning": "model", **llm})
 
     yield start
     for server in servers:

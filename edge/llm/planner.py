@@ -7,6 +7,7 @@ not understand without a word. An empty, cut, unreadable or off-schema reply is 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from edge.llm.action_schema import ReplyEnvelope, decoding_schema
 from edge.llm.client import ChatClient
@@ -61,9 +62,6 @@ class LlmPlanner:
         action_schema = registry.action_schema()
         self._envelope = ReplyEnvelope(action_schema)
         self._schema = decoding_schema(action_schema, devices) if client.structured_outputs != "none" else None
-        self._final_schema = (
-            {"anyOf": [b for b in self._schema["anyOf"] if "final_answer" in b["properties"]]} if self._schema else None
-        )
 
     def _expected_prompt_tokens(self, state: RunState, messages: list[dict[str, str]]) -> int:
         """The server's count of the last prompt and reply plus an estimate of what was appended since
@@ -125,16 +123,18 @@ class LlmPlanner:
     def answer_now(self, state: RunState) -> Decision:
         """Ask only for the final answer: the model is told so, and decoding allows nothing else."""
         state.scratch.setdefault(ANSWER_NOW_AFTER, set()).add(len(state.steps))
-        return self.decide(state, final_only=True)
+        return self.decide(state, tools=())
 
-    def decide(self, state: RunState, final_only: bool = False) -> Decision:
+    def decide(self, state: RunState, tools: tuple[str, ...] | None = None) -> Decision:
+        """The model's next action; with `tools`, only a call of one of them or the final answer is
+        decoded (and accepted): () asks for the final answer alone."""
         messages = self.messages(state)
         if self._expected_prompt_tokens(state, messages) + self.client.max_tokens > self._context_tokens:
             raise ContextFull(f"the next prompt and its reply would not fit {self._context_tokens} tokens")
         flat = json.dumps(messages, ensure_ascii=False)
         # LlmUnavailable propagates: the loop degrades.
         completion = self.client.chat(
-            messages, self._final_schema if final_only else self._schema, time_left_s=state.time_left()
+            messages, self._schema if tools is None else _only(self._schema, tools), time_left_s=state.time_left()
         )
         state.scratch[LAST_REQUEST_MESSAGES] = len(messages)
         previous = state.scratch.get("previous_prompt", "")
@@ -176,13 +176,14 @@ class LlmPlanner:
                 raise FormatError(" ".join(errors[:2]))
         except FormatError as exc:
             return Decision(action=None, format_error=str(exc), raw=raw, usage=usage)
-        if final_only and not isinstance(action, FinalAnswer):
-            return Decision(
-                action=None,
-                format_error="You hold every result the tools will give: only the final answer is accepted now.",
-                raw=raw,
-                usage=usage,
+        if tools is not None and not isinstance(action, FinalAnswer) and action.tool not in tools:
+            allowed = " or ".join([*tools, "the final answer"])
+            error = (
+                "You hold every result the tools will give: only the final answer is accepted now."
+                if not tools
+                else f"Only {allowed} is accepted now."
             )
+            return Decision(action=None, format_error=error, raw=raw, usage=usage)
         return Decision(action=action, raw=raw, usage=usage)
 
 
@@ -197,3 +198,15 @@ def _tell(messages: list[dict[str, str]], note: str) -> None:
         messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n{note}"}
     else:
         messages.append({"role": "user", "content": note})
+
+
+def _only(schema: dict[str, Any] | None, tools: tuple[str, ...]) -> dict[str, Any] | None:
+    """`schema` with the calls of `tools` and the final answer only."""
+    if schema is None:
+        return None
+    kept = [
+        branch
+        for branch in schema["anyOf"]
+        if "final_answer" in branch["properties"] or branch["properties"]["action"].get("const") in tools
+    ]
+    return {**schema, "anyOf": kept}

@@ -4,9 +4,10 @@ The rules' trigger stage takes every step it is certain of (a code the manuals l
 named sensor with "now" -> the reading; the sensor a manual entry names; an order asked for) without a
 model round trip. The model is asked only where the rules would guess (a symptom's search words, which
 sensor a vague question means, a follow-up's referent, a reworded search after `not_found`) and for the
-answer's prose. In `prose` mode (a model that routes worse than the rules: `edge.planning.probe`) the
-rules take every step and the model only writes the answer. Each step's record says which stage decided
-it and why.
+answer's prose; there it may call the tool the rules would call, with its own arguments, or answer, so
+its steps are never other tools than the rules' (a model that adds nothing costs one round trip). In
+`prose` mode (a model that routes worse than the rules: `edge.planning.probe`) the rules take every step
+and the model only writes the answer. Each step's record says which stage decided it and why.
 
 What the model writes into a tool call is held to what its answer is held to: a work-order summary or a
 search query that names a manual, page, code or value neither the question nor an observation holds is
@@ -14,6 +15,8 @@ sent back to it as an error, not run.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from edge.config import PlanningMode
 from edge.llm.planner import MODEL_TOOL_CALLS, LlmPlanner
@@ -49,32 +52,41 @@ class RulesFirstPlanner:
     def decide(self, state: RunState) -> Decision:
         if self.mode == "model":
             return self._checked(self.llm.decide(state), state, "the model plans every step")
+        if self.mode == "prose":
+            # The mode line says why the model only writes the prose (the loop reads it off the decision).
+            why = self.mode_reason or "configured: llm.planning = prose"
+            return dataclasses.replace(self._prose_only(state), prose_only=why)
         pending = self.rules.next_steps(state)
         certain = next((step for step in pending if step.certain), None)
         if certain is not None:
             return _rules(certain, certain.why)
-        if self.mode == "prose":
-            if pending:
-                return _rules(pending[0], f"{pending[0].why}; the model writes only the prose ({self.mode_reason})")
-            return self._answer(state, "the rules have nothing left to call: the model writes the prose")
         guess = self._open_guess(pending, state)
-        if _model_calls(state) >= MODEL_TOOL_CALLS or not guess:
+        if _model_calls(state) >= MODEL_TOOL_CALLS or guess is None:
             return self._answer(state, "the rules have nothing left to call: the model writes the answer")
-        return self._checked(self.llm.decide(state), state, f"the rules would guess: {guess}")
+        # The tool is the rules' (never worse than them); its arguments, or an answer instead, the model's.
+        why, tool = guess
+        return self._checked(self.llm.decide(state, tools=(tool,)), state, f"the rules would guess: {why}")
+
+    def _prose_only(self, state: RunState) -> Decision:
+        pending = self.rules.next_steps(state)
+        if not pending:
+            return self._answer(state, "the rules have nothing left to call: the model writes the prose")
+        step = next((step for step in pending if step.certain), pending[0])
+        return _rules(step, step.why if step.certain else f"{step.why}; the model writes only the prose")
 
     def _answer(self, state: RunState, why: str) -> Decision:
         return _by_model(self.llm.answer_now(state), why)
 
-    def _open_guess(self, pending: list[RuleStep], state: RunState) -> str:
+    def _open_guess(self, pending: list[RuleStep], state: RunState) -> tuple[str, str] | None:
         """What the rules would guess at and the model has not yet decided, or a search that found nothing
-        and may be reworded; "" when there is nothing for the model to decide."""
+        and may be reworded, with the tool it takes; None when there is nothing for the model to decide."""
         for step in pending:
             if step.call is not None and not _decided_by_model(step.call.tool, state):
-                return step.why
+                return step.why, step.call.tool
         last = state.observations[-1] if state.observations else None
         if last is not None and last.tool == _MANUAL and last.status == "not_found":
-            return "the manual had nothing under those words: a search in other words"
-        return ""
+            return "the manual had nothing under those words: a search in other words", _MANUAL
+        return None
 
     def _checked(self, decision: Decision, state: RunState, why: str) -> Decision:
         """The model's decision, unless it repeats a call whose result it holds (it is told so, once) or

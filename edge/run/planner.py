@@ -78,6 +78,8 @@ class Decision:
     # planner's own stage when a planner does not say.
     decided_by: str | None = None
     why: str = ""
+    # Set when the rules take every step because the model plans worse than them: why (the mode line).
+    prose_only: str | None = None
 
 
 class Planner(Protocol):
