@@ -29,9 +29,9 @@ from tools.registry import ToolRegistry
 
 # How many request timeouts priming the prompt cache may take.
 PRIME_TIMEOUTS = 4
-# The tool calls a model may choose in one run before it is asked only for its answer: with the rules
-# taking the certain steps, two leave room for a guessed search and its rewording (round trips decide
-# latency on a GPU box, and each costs seconds on a CPU).
+# The model's round trips in one run before it is asked only for its answer: with the rules taking the
+# certain steps, two leave room for a guessed search and its rewording (round trips decide latency on a
+# GPU box, and each costs seconds on a CPU).
 MODEL_TOOL_CALLS = 2
 # `RunState.scratch` keys: the steps after which the model was told to answer now (kept so that every
 # later prompt repeats the same words and the prefix cache holds), and the prompt's length in messages

@@ -61,7 +61,7 @@ class RulesFirstPlanner:
         if certain is not None:
             return _rules(certain, certain.why)
         guess = self._open_guess(pending, state)
-        if _model_calls(state) >= MODEL_TOOL_CALLS or guess is None:
+        if _model_requests(state) >= MODEL_TOOL_CALLS or guess is None:
             return self._answer(state, "the rules have nothing left to call: the model writes the answer")
         # The tool is the rules' (never worse than them); its arguments, or an answer instead, the model's.
         why, tool = guess
@@ -146,8 +146,10 @@ def _refused(decision: Decision, error: str, why: str) -> Decision:
     )
 
 
-def _model_calls(state: RunState) -> int:
-    return sum(1 for step in state.steps if step.decided_by == "model" and step.action)
+def _model_requests(state: RunState) -> int:
+    """The model's round trips so far, an unreadable or refused reply too: a model stuck on its guess is
+    asked for the answer after `MODEL_TOOL_CALLS` of them, not again and again."""
+    return sum(1 for step in state.steps if step.decided_by == "model" and step.llm is not None)
 
 
 def _decided_by_model(tool: str, state: RunState) -> bool:
