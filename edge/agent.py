@@ -22,6 +22,7 @@ from tools.work_orders.tool import WorkOrderTool
 if TYPE_CHECKING:
     from edge.llm.client import ChatClient
     from edge.llm.planner import LlmPlanner
+    from edge.planning import RoutingResult, RulesFirstPlanner
     from edge.telemetry import RunExporter
 
 
@@ -92,6 +93,7 @@ class Agent:
         rules = RulesPlanner(config.devices, known_codes=manual.known_codes if manual is not None else tuple)
         self.client: ChatClient | None = None
         self.llm_planner: LlmPlanner | None = None
+        self.planning: RulesFirstPlanner | None = None
         self.llm_breaker = LlmBreaker(config.llm.breaker_failures, config.llm.breaker_open_s)
         planner: Planner = rules
         if config.llm.url:
@@ -108,7 +110,9 @@ class Agent:
                 breaker=self.llm_breaker,
                 server=config.llm.server,
             )
-            planner = self.llm_planner = LlmPlanner(
+            from edge.planning import RulesFirstPlanner
+
+            self.llm_planner = LlmPlanner(
                 self.client,
                 self.registry,
                 config.devices,
@@ -116,6 +120,7 @@ class Agent:
                 config.loop.raw_reply_max_chars,
                 config.loop.max_tokens,
             )
+            planner = self.planning = RulesFirstPlanner(self.llm_planner, rules, config.devices, config.llm.planning)
         self.rules = rules
         self.loop = AgentLoop(
             self.registry, planner, rules, config.loop, AnswerVerifier(config.devices, self.needs_evidence)
@@ -152,6 +157,36 @@ class Agent:
             # A server that is down now: the runs find out, fall back and count it in the breaker.
             with contextlib.suppress(LlmUnavailable):
                 self.llm_planner.prime()
+        if self.planning is not None and self.config.llm.routing_probe and self.planning.mode == "rules_first":
+            with contextlib.suppress(LlmUnavailable):
+                self.route_by_probe()
+
+    def routing_probe(self) -> RoutingResult:
+        """The model's first tools on questions whose first tool is known, beside the rules'
+        (`edge.planning.probe`); raises `LlmUnavailable`, and `RuntimeError` without a model."""
+        from edge.planning import probe_cases, routing_probe
+
+        if self.llm_planner is None:
+            raise RuntimeError("no language model is configured")
+        manual = self.registry.get(_MANUAL)
+        cases = probe_cases(self.config.devices, manual.known_codes() if manual is not None else ())
+        return routing_probe(self.llm_planner, self.rules, cases, self.config.loop.max_wall_s)
+
+    def route_by_probe(self) -> None:
+        """A model that routes worse than the rules on the probe writes only the answer's prose."""
+        assert self.planning is not None
+        result = self.routing_probe()
+        if result.worse:
+            self.planning.mode = "prose"
+            self.planning.mode_reason = f"the model routes worse than the rules: {result.summary()}"
+        else:
+            self.planning.mode_reason = f"routing probe: {result.summary()}"
+
+    def planning_status(self) -> dict[str, str]:
+        """Who decides the steps, for /healthz: "rules" alone, or the model's part and why."""
+        if self.planning is None:
+            return {"planning": "rules", "planning_detail": "no language model: the rules planner decides and answers"}
+        return {"planning": self.planning.mode, "planning_detail": self.planning.mode_reason or "as configured"}
 
     def warm_for(self, question: str, device_id: str | None = None, actor: str = "technician") -> None:
         """Load, blocking, what one run of this question needs (a one-shot command has no background to

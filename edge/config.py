@@ -36,6 +36,9 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+PlanningMode = Literal["rules_first", "prose", "model"]
+
+
 class LlmConfig(Strict):
     # No URL: the rules planner answers (degraded mode).
     url: str | None = None
@@ -54,6 +57,13 @@ class LlmConfig(Strict):
     # How constrained decoding is requested: "auto" is the server's own form; vLLM also takes the portable
     # OpenAI form (response_format) or its pre-0.12 guided_json; "none" turns it off.
     structured_outputs: Literal["auto", "structured_outputs", "response_format", "guided_json", "none"] = "auto"
+    # Who decides a run's steps (edge/planning/): "rules_first" (the rules' certain steps without a round
+    # trip, the model for the rest and the answer's prose), "prose" (the rules take every step, the model
+    # writes the prose) or "model" (the model plans every step: for measuring a model's own planning).
+    planning: PlanningMode = "rules_first"
+    # Before the service says ready, ask the model a few questions with known first tools; one that routes
+    # worse than the rules gets only the prose to write (`fixloop doctor` runs the same probe).
+    routing_probe: bool = True
     # Circuit breaker: after this many failed or timed-out requests in a row, runs go straight to the
     # rules planner for breaker_open_s seconds; then one run probes the server.
     breaker_failures: int = Field(default=3, ge=1)

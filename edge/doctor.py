@@ -3,8 +3,9 @@
 Checks, in order: the config; the manual index (present, its version and
 record count); each device's PLC (every sensor read once, straight over
 Modbus, so the check never trips a breaker) and the breakers the PLC cache
-holds; the LLM endpoint (reachable, the served model is the pinned one, and
-the server really constrains its output to a JSON Schema). No LLM configured
+holds; the LLM endpoint (reachable, the served model is the pinned one, the
+server really constrains its output to a JSON Schema, and the model picks the
+first tool as well as the rules do on a small routing probe). No LLM configured
 is a notice, not a failure: the rules planner answers in degraded mode.
 """
 
@@ -282,9 +283,35 @@ def _check_llm(config: Config) -> list[Check]:
         checks.append(_check_structured_outputs(config, client))
         if checks[-1].status == "ok":
             checks.append(_check_action_schema(config, client))
+        if checks[-1].status == "ok":
+            checks.append(_check_routing(config))
         return checks
     finally:
         client.close()
+
+
+def _check_routing(config: Config) -> Check:
+    """The routing probe (`edge.planning.probe`): the model's first tool on questions whose first tool is
+    known, beside the rules'. A model that routes worse writes only the prose, and the service says so."""
+    from edge.agent import Agent
+
+    agent = Agent(config)
+    try:
+        result = agent.routing_probe()
+    except LlmUnavailable as exc:
+        return Check("llm routing", "failure", f"the probe's requests failed: {exc}", _LLM_FIX)
+    finally:
+        agent.close()
+    if not result.worse:
+        return Check("llm routing", "ok", f"the model routes as well as the rules: {result.summary()}")
+    return Check(
+        "llm routing",
+        "warning",
+        f"the model plans worse than the rules: {result.summary()}; "
+        + "; ".join(result.misses[:3])
+        + ". The service runs the rules' steps and asks the model only for the answer's prose (/healthz: planning prose)",
+        "use a larger model (docs/deploy-cpu-only.md), or set llm.planning = prose to say so in the config",
+    )
 
 
 def _check_action_schema(config: Config, client: ChatClient) -> Check:

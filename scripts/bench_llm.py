@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -89,7 +89,7 @@ def llm_steps(record: RunRecord):
     return [step for step in record.steps if step.planner == "llm" and step.llm is not None]
 
 
-def table(title: str, rows: list[tuple[str, ...]]) -> None:
+def table(title: str, rows: Sequence[tuple[str, ...]]) -> None:
     print(f"\n{title}")
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
@@ -100,8 +100,18 @@ def ms(values: list[float]) -> str:
     return f"{pct(values, 0.5):.0f}/{pct(values, 0.95):.0f}" if values else "n/a"
 
 
+def passed(reports: list[CaseReport]) -> str:
+    return f"{sum(r.score.passed for r in reports)}/{len(reports)}"
+
+
 def share(part: float, whole: float) -> str:
     return f"{part / whole:.0%}" if whole else "n/a"
+
+
+def model_answered(record: RunRecord) -> bool:
+    """The answer shown carries the model's prose: it wrote the final answer and was not handed over."""
+    last = record.steps[-1] if record.steps else None
+    return record.fallback is None and last is not None and last.final_answer is not None and last.decided_by == "model"
 
 
 def summarise(reports: list[CaseReport], schema: dict, label: str) -> None:
@@ -112,6 +122,9 @@ def summarise(reports: list[CaseReport], schema: dict, label: str) -> None:
         (
             "kind",
             "runs",
+            "passed",
+            "model answered",
+            "rules steps",
             "valid",
             "1st tool",
             "grounded",
@@ -135,10 +148,14 @@ def summarise(reports: list[CaseReport], schema: dict, label: str) -> None:
         first = [r.score.first_tool for r in group if r.score.first_tool is not None]
         caught = sum(p.startswith(UNSUPPORTED) for rec in records for rej in rec.rejected_answers for p in rej.problems)
         fallbacks = Counter(rec.fallback for rec in records if rec.fallback)
+        decided = [s.decided_by for rec in records for s in rec.steps]
         rows.append(
             (
                 kind,
                 str(len(group)),
+                f"{sum(r.score.passed for r in group)}/{len(group)}",
+                f"{sum(model_answered(rec) for rec in records)}/{len(records)}",
+                f"{decided.count('rules')}/{len(decided)}",
                 f"{valid}/{len(steps)}" if steps else "-",
                 f"{sum(first)}/{len(first)}" if first else "-",
                 f"{sum(r.score.grounded for r in group)}/{len(group)}",
@@ -266,8 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.per_kind:
         cases = first_of_each_kind(cases, args.per_kind)
     # A key of the profile set in the environment wins over it, as in fixloop's own config: a slow or busy box
-    # can be given longer request and run budgets (FIXLOOP__LLM__TIMEOUT_S, FIXLOOP__LOOP__MAX_WALL_S).
-    tuning = {k: v for k, v in os.environ.items() if k.startswith(("FIXLOOP__LLM__", "FIXLOOP__LOOP__"))}
+    # can be given longer request and run budgets (FIXLOOP__LLM__TIMEOUT_S, FIXLOOP__LOOP__MAX_WALL_S), and the way
+    # of planning is chosen the same way (FIXLOOP__LLM__PLANNING: rules_first, the default, prose or model). The
+    # configured way is measured: the routing probe (`fixloop doctor`) does not switch it here.
+    tuning = {
+        "FIXLOOP__LLM__ROUTING_PROBE": "false",
+        **{k: v for k, v in os.environ.items() if k.startswith(("FIXLOOP__LLM__", "FIXLOOP__LOOP__"))},
+    }
     with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model, profile):
         env = {"FIXLOOP_STATE_DIR": tmp}
         rules_config = load_config(env=env)
@@ -297,9 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     summarise(rules, registry_schema, "rules planner (baseline, same run)")
     step_figures(llm)
     walls = [
-        ("planner", "1 client p50/p95 ms", f"{args.concurrency} clients p50/p95 ms"),
-        ("language model", ms(llm_serial), ms(llm_parallel)),
-        ("rules planner", ms(rules_serial), ms(rules_parallel)),
+        ("planner", "1 client p50/p95 ms", f"{args.concurrency} clients p50/p95 ms", "cases passed"),
+        ("language model", ms(llm_serial), ms(llm_parallel), passed(llm)),
+        ("rules planner", ms(rules_serial), ms(rules_parallel), passed(rules)),
     ]
     table("wall per run", walls)
     if llm_serial and rules_serial:

@@ -6,9 +6,9 @@
 The import direction is edge -> tools -> knowledge; an import against it is listed as a violation
 (tests/test_layering.py keeps the working tree free of them). Inside edge/, the rooms a run is made of
 import only the rooms beneath them: the run (edge.run) sees no planner, the two planners (edge.rules,
-edge.llm) never see each other, and none of them sees the surfaces above (service, CLI, evaluation).
-Inside knowledge/, ingestion (knowledge.ingest) never imports search (knowledge.search): a build runs without
-a search's stages, and search reads what the build wrote.
+edge.llm) never see each other (edge.planning composes them), and none of them sees the surfaces above
+(service, CLI, evaluation). Inside knowledge/, ingestion (knowledge.ingest) never imports search
+(knowledge.search): a build runs without a search's stages, and search reads what the build wrote.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ EDGE_ROOMS_BENEATH = {
     "edge.rules": {"edge.run", "edge.config"},
     "edge.llm": {"edge.run", "edge.config"},
     "edge.telemetry": {"edge.run", "edge.config"},
-    "edge.agent": {"edge.run", "edge.rules", "edge.llm", "edge.config", "edge.telemetry"},
+    "edge.planning": {"edge.run", "edge.rules", "edge.llm", "edge.config"},
+    "edge.agent": {"edge.run", "edge.rules", "edge.llm", "edge.planning", "edge.config", "edge.telemetry"},
 }
 
 # Rooms of knowledge/ and the room each must not import.

@@ -188,3 +188,29 @@ def test_disabled_structured_outputs_is_a_warning(demo_config, llm_server):
         "llm structured outputs"
     ]
     assert check.status == "warning" and not server.requests
+
+
+def _routes_by_rule(body: dict) -> dict:
+    """Honours the schema; asked as the run's planner, picks the first tool a trigger rule would."""
+    if "messages" in body and body["messages"][0]["content"].startswith("You are fixloop"):
+        question = body["messages"][1]["content"]
+        if "right now" in question:
+            args = {"device_id": "press-3", "sensor": "motor_temp"}
+            return {"content": json.dumps({"thought": "a value", "action": "read_plc_sensor_value", "args": args})}
+        args = {"query": "grinding noise"}
+        return {
+            "content": json.dumps({"thought": "t", "action": "search_maintenance_manual_by_fault_code", "args": args})
+        }
+    return schema_honouring(body)
+
+
+def test_the_routing_probe_says_plainly_when_the_model_plans_worse_than_the_rules(demo_config, llm_server):
+    good = llm_server(_routes_by_rule)
+    check = by_name(run_checks(with_llm(demo_config, url=good.url)))["llm routing"]
+    assert check.status == "ok" and "routes as well as the rules" in check.detail
+
+    # A server that answers every question with the same JSON: no tool at all.
+    poor = llm_server(schema_honouring)
+    check = by_name(run_checks(with_llm(demo_config, url=poor.url)))["llm routing"]
+    assert check.status == "warning" and "plans worse than the rules" in check.detail
+    assert "only for the answer's prose" in check.detail and "planning prose" in check.detail

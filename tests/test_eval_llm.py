@@ -75,6 +75,7 @@ def test_eval_scores_the_model_and_catches_an_invented_value(tmp_path, ops_state
     server = llm_server(script)
     monkeypatch.setenv("FIXLOOP_STATE_DIR", str(ops_state))
     monkeypatch.setenv("FIXLOOP_LLM_URL", server.url)
+    monkeypatch.setenv("FIXLOOP__LLM__PLANNING", "model")  # the script is a model planning every step
 
     assert main(["eval", str(cases_file(tmp_path)), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -95,6 +96,7 @@ def test_eval_prints_the_runs_and_the_summary_table(tmp_path, ops_state, llm_ser
     server = llm_server(script)
     monkeypatch.setenv("FIXLOOP_STATE_DIR", str(ops_state))
     monkeypatch.setenv("FIXLOOP_LLM_URL", server.url)
+    monkeypatch.setenv("FIXLOOP__LLM__PLANNING", "model")  # the script is a model planning every step
 
     assert main(["eval", str(cases_file(tmp_path)), "--baseline", str(tmp_path / "none.json")]) == 2
     assert "baseline file not found" in capsys.readouterr().err

@@ -23,7 +23,8 @@ def served(make_agent):
     def start(owned_by: str, script: list[dict], **llm):
         server = ScriptedLlmServer(script, owned_by=owned_by).start()
         servers.append(server)
-        return server, make_agent(llm={"url": server.url, **llm})
+        # The model plans every step: each server's request shape is checked on the model's own calls.
+        return server, make_agent(llm={"url": server.url, "planning": "model", **llm})
 
     yield start
     for server in servers:
@@ -93,9 +94,20 @@ def test_a_reply_off_the_schema_is_a_format_error_naming_what_is_wrong(served):
     assert envelope.errors({"thought": 3, "final_answer": "ok"})
 
 
+def test_every_profile_has_room_for_the_step_one_prompt_and_four_model_steps():
+    from edge.llm.profiles import BUILT_IN_PROFILES, MODEL_STEPS_ROOM, STEP1_PROMPT_TOKENS
+    from edge.llm.tokens import estimate_text_tokens
+
+    observation = estimate_text_tokens("x" * load_config(env={}).loop.observation_max_chars)
+    for name, profile in BUILT_IN_PROFILES.items():
+        step = profile.max_tokens_per_step + observation
+        assert profile.context_tokens >= STEP1_PROMPT_TOKENS + MODEL_STEPS_ROOM * step, name
+        assert profile.max_steps >= MODEL_STEPS_ROOM, name
+
+
 def test_the_model_profile_sets_the_budgets_and_a_key_set_by_the_operator_wins():
     tiny = load_config(env={"FIXLOOP_LLM_URL": "http://127.0.0.1:9/v1", "FIXLOOP__LLM__PROFILE": "cpu-tiny"})
-    assert (tiny.loop.max_wall_s, tiny.loop.max_tokens, tiny.llm.timeout_s) == (60.0, 2048, 30.0)
+    assert (tiny.loop.max_wall_s, tiny.loop.max_tokens, tiny.llm.timeout_s) == (60.0, 5120, 30.0)
     mine = load_config(
         env={
             "FIXLOOP_LLM_URL": "http://127.0.0.1:9/v1",
@@ -103,7 +115,7 @@ def test_the_model_profile_sets_the_budgets_and_a_key_set_by_the_operator_wins()
             "FIXLOOP__LOOP__MAX_WALL_S": "20",
         }
     )
-    assert (mine.loop.max_wall_s, mine.loop.max_steps) == (20.0, 5)
+    assert (mine.loop.max_wall_s, mine.loop.max_steps) == (20.0, 6)
     rules_only = load_config(env={"FIXLOOP__LLM__PROFILE": "cpu-tiny"})
     assert rules_only.loop.max_wall_s == 3.0  # no model: the rules planner's budget
     with pytest.raises(ConfigError, match=r"neither built in nor in \[llm.profiles\].*cpu-tiny"):

@@ -35,7 +35,10 @@ def scripted(make_agent):
     def start(script, llm=None, loop=None):
         server = ScriptedLlmServer(script).start()
         servers.append(server)
-        agent = make_agent(llm={"url": server.url, **(llm or {})}, **({"loop": loop} if loop else {}))
+        # The model plans every step here: these tests drive the loop's own paths with its replies
+        # (tests/test_planning_rules_first.py has the rules taking the certain steps).
+        llm = {"url": server.url, "planning": "model", **(llm or {})}
+        agent = make_agent(llm=llm, **({"loop": loop} if loop else {}))
         return server, agent
 
     yield start
@@ -150,10 +153,13 @@ def test_third_identical_call_in_a_run_stops(scripted):
     a = call(MANUAL, fault_code="E102", device_id="press-3")
     b = call(PLC, device_id="press-3", sensor="coolant_level")
     c = call(PLC, device_id="press-3", sensor="motor_temp")
-    _server, agent = scripted([a, b, a, c, a, final("never reached")])
+    # The first repeat is not run: the model is told it holds that result. Ignored, the call runs a
+    # second time (not in a row), and the third is the limit.
+    _server, agent = scripted([a, b, a, c, a, a, final("never reached")])
     record = agent.ask("Press-3 shows E102")
+    assert "You already made this call: its result is obs-1" in record.steps[2].format_error
     assert record.fallback == "repeated_calls" and record.termination.reason == "final_answer"
-    assert [s.planner for s in record.steps[:5]] == ["llm"] * 5 and len(record.observations) >= 4
+    assert [s.planner for s in record.steps[:6]] == ["llm"] * 6 and len(record.observations) >= 4
 
 
 def test_step_budget(scripted):
@@ -273,9 +279,12 @@ def test_the_prompt_lists_the_plants_sensor_ids_and_its_examples_use_no_real_dev
         in system
     )
     assert "- cnc-7 (" in system and "spindle_speed (rpm)" in system
-    examples = system[system.index("The examples use a made-up machine") :]
-    for real in ("press-3", "cnc-7", "E102", "hydra_hp200", "meridian_vmc850"):
-        assert real not in examples, real
+    # The example run holds placeholders only: no tool, code, manual or page a model could copy.
+    examples = system[system.index("How a run goes") :]
+    for copyable in ("press-3", "cnc-7", "E102", ".pdf", "p. ", "search_maintenance", "read_plc", "generate_work"):
+        assert copyable not in examples, copyable
+    # Its last turn is a final answer right after an observation: the turn a run ends with.
+    assert examples.splitlines()[-2].startswith("Observation:") and '"final_answer"' in examples.splitlines()[-1]
 
 
 def test_a_follow_up_names_the_sessions_device(scripted):

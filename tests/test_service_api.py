@@ -244,10 +244,14 @@ def test_roles_are_separate(service):
 
 def test_health_readiness_and_openapi_need_no_token(service):
     with service.client(None) as client:
-        assert client.get("/healthz").json() == {"status": "ok"}
+        health = client.get("/healthz").json()
         ready = client.get("/readyz")
         spec = client.get("/openapi.json").json()
         app = client.get("/app/")
+    # Who decides the steps: without a model, the rules alone.
+    assert (
+        health["status"] == "ok" and health["planning"] == "rules" and "no language model" in health["planning_detail"]
+    )
     assert ready.status_code == 200
     report = ready.json()
     assert report["ready"] is True and report["degraded"] is True

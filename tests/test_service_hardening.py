@@ -226,7 +226,7 @@ def test_slowloris_sockets_past_the_limit_cannot_lock_out_a_real_request(guarded
     try:
         with guarded.client(None) as client:
             for _ in range(5):
-                assert client.get("/healthz", timeout=5).json() == {"status": "ok"}
+                assert client.get("/healthz", timeout=5).json()["status"] == "ok"
         with guarded.client() as client:
             assert client.get("/v1/devices", timeout=5).status_code == 200
     finally:

@@ -69,7 +69,9 @@ def print_trace(record: RunRecord, console: Console) -> None:
                 f"[yellow]handed over to the {step.planner} planner:[/] {escape(record.fallback or 'fallback')}"
             )
         previous = step.planner
-        tag = f"[dim]{step.n} {step.planner}[/]"
+        tag = f"[dim]{step.n} {step.planner}{f' ({step.decided_by})' if step.decided_by else ''}[/]"
+        if step.why:
+            console.print(f"{tag} [dim]decided by the {step.decided_by or step.planner}: {escape(step.why)}[/]")
         if step.format_error:
             console.print(f"{tag} [red]format error[/] {escape(step.format_error)}")
             continue

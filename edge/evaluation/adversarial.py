@@ -295,7 +295,8 @@ def run_scenario(scenario: Scenario, config: Config) -> ScenarioResult:
     with ScriptedLlmServer(scenario.script) as server:
         config = config.model_copy(
             update={
-                "llm": config.llm.model_copy(update={"url": server.url, **scenario.llm}),
+                # The misbehaviour is the model's own planning: it plans every step here.
+                "llm": config.llm.model_copy(update={"url": server.url, "planning": "model", **scenario.llm}),
                 "loop": config.loop.model_copy(update=scenario.loop),
             }
         )

@@ -196,7 +196,8 @@ def measure_tokens(
             return report, token_report(report.cases, f"LLM at {plant.config.llm.url}", estimated=False)
         replay = _RulesReplay(agents[0])
         replay.server.start()
-        llm = plant.config.llm.model_copy(update={"url": replay.server.url})
+        # The replay plays every step as the model's: the prompt's cost when the model plans them all.
+        llm = plant.config.llm.model_copy(update={"url": replay.server.url, "planning": "model"})
         agent = Agent(plant.config.model_copy(update={"llm": llm}), registry)
         agents.append(agent)
         report = evaluate_on(agent, plant, cases, on_case, replay.prepare)

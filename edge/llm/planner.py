@@ -7,11 +7,14 @@ not understand without a word. An empty, cut, unreadable or off-schema reply is 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from edge.llm.action_schema import ReplyEnvelope, decoding_schema
 from edge.llm.client import ChatClient
 from edge.llm.prompt import (
+    answer_now_note,
     format_error_message,
+    holding_note,
     observation_message,
     question_message,
     shared_prefix_chars,
@@ -19,11 +22,22 @@ from edge.llm.prompt import (
 )
 from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
 from edge.run import ContextFull, Decision, FormatError, LlmUsage, RunState, action_of, cap_text, decode_object
+from edge.run.actions import FinalAnswer
+from edge.run.record import Step
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
 
 # How many request timeouts priming the prompt cache may take.
 PRIME_TIMEOUTS = 4
+# The model's round trips in one run before it is asked only for its answer: with the rules taking the
+# certain steps, two leave room for a guessed search and its rewording (round trips decide latency on a
+# GPU box, and each costs seconds on a CPU).
+MODEL_TOOL_CALLS = 2
+# `RunState.scratch` keys: the steps after which the model was told to answer now (kept so that every
+# later prompt repeats the same words and the prefix cache holds), and the prompt's length in messages
+# at the model's last request.
+ANSWER_NOW_AFTER = "answer_now_after"
+LAST_REQUEST_MESSAGES = "last_request_messages"
 
 
 class LlmPlanner:
@@ -50,12 +64,13 @@ class LlmPlanner:
         self._schema = decoding_schema(action_schema, devices) if client.structured_outputs != "none" else None
 
     def _expected_prompt_tokens(self, state: RunState, messages: list[dict[str, str]]) -> int:
-        """The server's count of the last prompt and reply plus an estimate of what was appended since;
-        the estimate alone before the first reply."""
+        """The server's count of the last prompt and reply plus an estimate of what was appended since
+        (observations, and the steps the rules took); the estimate alone before the first reply."""
         last = next((s for s in reversed(state.steps) if s.planner == self.name and s.llm is not None), None)
         if last is None or last.llm is None or last.llm.estimated:
             return estimate_prompt_tokens(messages)
-        appended = messages[-1:] if messages and messages[-1]["role"] == "user" else []
+        # The reply is in the prompt already: one assistant message after the last request's prompt.
+        appended = messages[state.scratch.get(LAST_REQUEST_MESSAGES, len(messages) - 1) + 1 :]
         return last.llm.prompt_tokens + last.llm.completion_tokens + estimate_prompt_tokens(appended)
 
     def prime(self) -> None:
@@ -68,6 +83,8 @@ class LlmPlanner:
         )
 
     def messages(self, state: RunState) -> list[dict[str, str]]:
+        """The prompt: the constant system prompt, the question, then each step of this planner, the
+        model's and the rules' alike, as the model would have written it and what it returned."""
         device_id = state.device_id or state.session.device_id
         messages = [
             {"role": "system", "content": self._system},
@@ -78,28 +95,48 @@ class LlmPlanner:
                 ),
             },
         ]
-        for step in state.steps:
+        answer_now = state.scratch.get(ANSWER_NOW_AFTER, set())
+        held: list[str] = []
+        model_calls = 0
+        for n, step in enumerate(state.steps, 1):
             if step.planner != self.name:
                 continue
-            messages.append({"role": "assistant", "content": step.raw or ""})
+            messages.append({"role": "assistant", "content": step.raw or _as_written(step)})
             if step.format_error:
                 messages.append({"role": "user", "content": format_error_message(step.format_error)})
             elif step.observation is not None:
+                held.append(step.observation.id)
+                model_calls += step.decided_by == "model"
+                note = holding_note(held, max(MODEL_TOOL_CALLS - model_calls, 0))
                 messages.append(
                     {
                         "role": "user",
-                        "content": observation_message(step.observation.render(self._observation_max_chars)),
+                        "content": observation_message(step.observation.render(self._observation_max_chars), note),
                     }
                 )
+            if n in answer_now:
+                _tell(messages, answer_now_note(held))
+        if not state.steps and 0 in answer_now:
+            _tell(messages, answer_now_note(held))
         return messages
 
-    def decide(self, state: RunState) -> Decision:
+    def answer_now(self, state: RunState) -> Decision:
+        """Ask only for the final answer: the model is told so, and decoding allows nothing else."""
+        state.scratch.setdefault(ANSWER_NOW_AFTER, set()).add(len(state.steps))
+        return self.decide(state, tools=())
+
+    def decide(self, state: RunState, tools: tuple[str, ...] | None = None) -> Decision:
+        """The model's next action; with `tools`, only a call of one of them or the final answer is
+        decoded (and accepted): () asks for the final answer alone."""
         messages = self.messages(state)
         if self._expected_prompt_tokens(state, messages) + self.client.max_tokens > self._context_tokens:
             raise ContextFull(f"the next prompt and its reply would not fit {self._context_tokens} tokens")
         flat = json.dumps(messages, ensure_ascii=False)
         # LlmUnavailable propagates: the loop degrades.
-        completion = self.client.chat(messages, self._schema, time_left_s=state.time_left())
+        completion = self.client.chat(
+            messages, self._schema if tools is None else _only(self._schema, tools), time_left_s=state.time_left()
+        )
+        state.scratch[LAST_REQUEST_MESSAGES] = len(messages)
         previous = state.scratch.get("previous_prompt", "")
         state.scratch["previous_prompt"] = flat
         # Without the server's usage the budget counts a conservative estimate of the same tokens.
@@ -139,4 +176,37 @@ class LlmPlanner:
                 raise FormatError(" ".join(errors[:2]))
         except FormatError as exc:
             return Decision(action=None, format_error=str(exc), raw=raw, usage=usage)
+        if tools is not None and not isinstance(action, FinalAnswer) and action.tool not in tools:
+            allowed = " or ".join([*tools, "the final answer"])
+            error = (
+                "You hold every result the tools will give: only the final answer is accepted now."
+                if not tools
+                else f"Only {allowed} is accepted now."
+            )
+            return Decision(action=None, format_error=error, raw=raw, usage=usage)
         return Decision(action=action, raw=raw, usage=usage)
+
+
+def _as_written(step: Step) -> str:
+    """A step the rules took, in the shape the model writes its own (the model reads it as its own turn)."""
+    return json.dumps({"thought": step.thought, "action": step.action, "args": step.args}, ensure_ascii=False)
+
+
+def _tell(messages: list[dict[str, str]], note: str) -> None:
+    """`note` at the end of the last user turn (a new one after an assistant turn)."""
+    if messages[-1]["role"] == "user":
+        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n{note}"}
+    else:
+        messages.append({"role": "user", "content": note})
+
+
+def _only(schema: dict[str, Any] | None, tools: tuple[str, ...]) -> dict[str, Any] | None:
+    """`schema` with the calls of `tools` and the final answer only."""
+    if schema is None:
+        return None
+    kept = [
+        branch
+        for branch in schema["anyOf"]
+        if "final_answer" in branch["properties"] or branch["properties"]["action"].get("const") in tools
+    ]
+    return {**schema, "anyOf": kept}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BUILT_IN_PROFILES", "ModelProfile"]
+__all__ = ["BUILT_IN_PROFILES", "MODEL_STEPS_ROOM", "STEP1_PROMPT_TOKENS", "ModelProfile"]
 
 
 class ModelProfile(BaseModel):
@@ -31,26 +31,35 @@ class ModelProfile(BaseModel):
     prime_prompt: bool = False
 
 
+# A run's context holds the step-1 prompt (at most 1,500 tokens with the session's history) and, for each
+# model step, its reply and one observation (up to `[loop] observation_max_chars`, about 515 tokens): the
+# profiles leave room for at least `MODEL_STEPS_ROOM` such steps, so a model can search, read and answer
+# even when the rules' steps come first (tests/test_llm_servers.py checks the sum).
+STEP1_PROMPT_TOKENS = 1500
+MODEL_STEPS_ROOM = 4
+
 BUILT_IN_PROFILES: dict[str, ModelProfile] = {
-    # The field report's box: Qwen2-7B-Instruct AWQ under vLLM with prefix caching on a Jetson Orin or a GPU.
+    # The field report's box: Qwen2-7B-Instruct AWQ under vLLM with prefix caching on a Jetson Orin or a GPU
+    # (its unit's --max-model-len is 8192).
     "gpu-7b": ModelProfile(
-        context_tokens=4096, max_steps=6, max_wall_s=3.0, request_timeout_s=2.5, max_tokens_per_step=640
+        context_tokens=6144, max_steps=6, max_wall_s=3.0, request_timeout_s=2.5, max_tokens_per_step=640
     ),
-    # A 1.5B-3B instruct GGUF under llama.cpp on an industrial PC with 4-16 cores (docs/deploy-cpu-only.md).
+    # A 0.5B-3B instruct GGUF under llama.cpp on an industrial PC with 4-16 cores (docs/deploy-cpu-only.md);
+    # its unit gives each of its slots 8192 tokens, this context plus one more reply and observation.
     "cpu-3b": ModelProfile(
-        context_tokens=4096,
+        context_tokens=5632,
         max_steps=6,
         max_wall_s=60.0,
         request_timeout_s=30.0,
         max_tokens_per_step=384,
         prime_prompt=True,
     ),
-    # SmolLM2-135M-Instruct on two cores, the model CI and `fixloop demo --llm local` run: a 2,048-token
-    # context; about 20 s for the first 1,500-token prompt a server sees, 2-4 s a step once the prompt's
-    # start is in its cache (`fixloop` primes it at start), so a run takes 10-20 s (scripts/bench_llm.py).
+    # SmolLM2-135M-Instruct on two cores, the model CI and `fixloop demo --llm local` run (its GGUF's
+    # context length is 8,192); about 20 s for the first 1,500-token prompt a server sees, 2-4 s a step once
+    # the prompt's start is in its cache (`fixloop` primes it at start) (scripts/bench_llm.py).
     "cpu-tiny": ModelProfile(
-        context_tokens=2048,
-        max_steps=5,
+        context_tokens=5120,
+        max_steps=6,
         max_wall_s=60.0,
         request_timeout_s=30.0,
         max_tokens_per_step=256,

@@ -24,36 +24,27 @@ ROLE = (
 
 RULES = """Rules:
 1. A fault code (like E102, F03, 6065, ALARM:1) -> search_maintenance_manual_by_fault_code with fault_code.
-2. A symptom ("the motor is hot", "电机过热") -> the same tool with query.
+2. A symptom ("the motor is hot", "电机过热") -> the same tool with query: the symptom in the manual's words.
 3. A value, "now", "current", "现在" -> read_plc_sensor_value with a sensor id from the plant list.
 4. "work order", "工单" -> generate_work_order, once, after the manual.
-5. not_found or error: follow the "suggestion"; never repeat a call.
+5. not_found: search again once with other words; an error: follow its "suggestion". Never repeat a call.
 6. is_outlier: distrust the value. cache_fallback: give its age.
-7. Final answer: the manual's steps (manual, page), readings with unit, the order id; in their words
-   and the question's language, nothing of your own."""
+7. Answer as soon as the observations answer the question: the final answer is your own turn right after
+   an observation. Write at most three short sentences in the question's language, only what the
+   observations say (manual and page, readings with unit, the order id), and cite their ids."""
 
-FORMAT = """Reply with one JSON object, filled in like this:
+FORMAT = """Reply with one JSON object, one of these two shapes:
 {"thought": "<why, one sentence>", "action": "<tool name from the list>", "args": {<arguments>}}
 {"thought": "<why>", "final_answer": "<answer>", "evidence": ["<observation id>", ...]}
 Each tool call is answered by "Observation: {...}"."""
 
-EXAMPLES = """The examples use a made-up machine, mixer-9: its codes, manuals and values are not this plant's.
-
-Example 1
-Question: Mixer-9 shows M214, what should I do?
-Device: mixer-9
-{"thought": "A code: search the manual.", "action": "search_maintenance_manual_by_fault_code", "args": {"fault_code": "M214", "device_id": "mixer-9"}}
-Observation: {"id": "obs-1", "status": "ok", "content": [{"kind": "ref", "fault_code": "M214", "title": "Agitator motor over-temperature", "manual": "mx900_en.pdf", "page": 27}, {"kind": "step", "text": "Check the cooling water flow (sensor cooling_flow)."}]}
-{"thought": "Read the flow it names.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "cooling_flow"}}
-Observation: {"id": "obs-2", "status": "ok", "content": [{"sensor": "cooling_flow", "value": 4.2, "unit": "l/min", "source": "live"}]}
-{"thought": "Done.", "final_answer": "M214: Agitator motor over-temperature (mx900_en.pdf, p. 27). 1. Check the cooling water flow: 4.2 l/min (live).", "evidence": ["obs-1", "obs-2"]}
-
-Example 2 (a failed call)
-Question: What is the bowl temperature now?
-Device: mixer-9
-{"thought": "A value.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "bowl temp"}}
-Observation: {"id": "obs-1", "status": "error", "error_code": "unknown_sensor", "content": [{"text": "mixer-9 has no sensor 'bowl temp'."}], "suggestion": "Use bowl_temp."}
-{"thought": "Use the suggested id.", "action": "read_plc_sensor_value", "args": {"device_id": "mixer-9", "sensor": "bowl_temp"}}"""
+# Placeholders, not values: a small model copies an example's tool and words (a made-up manual and page
+# ended up in a real work order). The turn a run ends with, a final answer after an observation, is shown.
+EXAMPLES = """How a run goes (<...> is filled from the question and the observations):
+Question: <question>
+{"thought": "<why this tool>", "action": "<tool>", "args": {<arguments from the question>}}
+Observation: {"id": "obs-1", "status": "ok", "content": [<what the tool found>]}
+{"thought": "obs-1 answers the question.", "final_answer": "<what obs-1 says, with its manual and page or its value and unit>", "evidence": ["obs-1"]}"""
 
 
 def system_prompt(registry: ToolRegistry, devices: dict[str, DeviceConfig]) -> str:
@@ -87,12 +78,34 @@ def question_message(
     return "\n".join(lines)
 
 
-def observation_message(rendered_observation: str) -> str:
-    return f"Observation: {rendered_observation}"
+def observation_message(rendered_observation: str, note: str = "") -> str:
+    return f"Observation: {rendered_observation}" + (f"\n{note}" if note else "")
+
+
+def holding_note(ids: list[str], steps_left: int) -> str:
+    """Said after each observation: what the model holds, and that it may answer from it."""
+    return (
+        f"You hold {', '.join(ids)}. If they answer the question, reply with the final answer now; "
+        f"call a tool only for what they lack ({steps_left} tool calls left)."
+    )
+
+
+def answer_now_note(ids: list[str]) -> str:
+    """Said when the tools have given what they can: only a final answer is accepted."""
+    held = ", ".join(ids) if ids else "no observation"
+    return f"You hold {held}: that is all the tools will give. Reply with the final answer now, citing {held}."
+
+
+def repeated_call_note(observation_id: str | None) -> str:
+    held = f"its result is {observation_id} above" if observation_id else "you already made it"
+    return (
+        f"You already made this call: {held}. Do not call it again; reply with the final answer "
+        '{"thought", "final_answer", "evidence"} from what you hold.'
+    )
 
 
 def format_error_message(error: str) -> str:
-    return f'Observation: {{"status": "error", "error_code": "format_error", "content": [{{"kind": "text", "text": {json.dumps(error)}}}], "suggestion": "Reply with exactly one JSON object as in the format."}}'
+    return f'Observation: {{"status": "error", "error_code": "format_error", "content": [{{"kind": "text", "text": {json.dumps(error)}}}], "suggestion": "Reply with exactly one JSON object as in the format: a tool call or the final answer."}}'
 
 
 def shared_prefix_chars(previous: str, current: str) -> int:

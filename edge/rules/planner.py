@@ -169,6 +169,18 @@ class Intent:
     priority: str | None = None
 
 
+@dataclass(frozen=True)
+class RuleStep:
+    """The rules' next tool call and whether their trigger rules are certain of it: a code the manuals
+    list (or an alarm names), a sensor the question names with "now"/"current", a sensor the manual's
+    entry names, an order asked for or proposed on a listed fault. A symptom's search words, a sensor
+    guessed from a vague question or a follow-up's referent are guesses a model may make better."""
+
+    call: ToolCall | None  # None: the rules have nothing left to call and would answer now
+    certain: bool = False
+    why: str = ""
+
+
 class RulesPlanner:
     name = "rules"
 
@@ -352,6 +364,35 @@ class RulesPlanner:
                 document=document,
             )
         )
+
+    def next_steps(self, state: RunState) -> list[RuleStep]:
+        """The calls the rules would still make in this run, each with whether they are certain of it."""
+        intent = state.scratch.get("intent")
+        if intent is None:
+            intent = state.scratch["intent"] = self.analyse(state)
+        done = {ToolCall("", step.action, step.args).key() for step in state.steps if step.action}
+        return [self._judged(call, intent, state) for call in self._calls(intent, state) if call.key() not in done]
+
+    def _judged(self, call: ToolCall, intent: Intent, state: RunState) -> RuleStep:
+        args = call.args
+        if call.tool == _MANUAL and args.get("fault_code"):
+            code = str(args["fault_code"])
+            if "known_keys" not in state.scratch:
+                state.scratch["known_keys"] = {key for known in self._known_codes() for key in lookup_keys(known)}
+            listed = bool(state.alarm) or bool(set(lookup_keys(code)) & state.scratch["known_keys"])
+            return RuleStep(call, listed, f"code {code} " + ("is listed in the manuals" if listed else "is not listed"))
+        if call.tool == _MANUAL:
+            return RuleStep(call, False, "a symptom: its search words are a guess")
+        if call.tool == _PLC:
+            sensor = args["sensor"]
+            if sensor in self._sensors_named_in_manual(args["device_id"], state.observations):
+                return RuleStep(call, True, f"the manual's entry names {sensor}")
+            named = {found for _, found in self.lexicon.find(state.question).sensors}
+            if intent.wants_live and sensor in named:
+                return RuleStep(call, True, f"the question names {sensor} and asks for its value now")
+            return RuleStep(call, False, f"{sensor} is a guess at the sensor the question means")
+        why = "a work order is asked for" if intent.wants_work_order else "a proposal on a listed fault"
+        return RuleStep(call, True, why)
 
     def _calls(self, intent: Intent, state: RunState):
         if intent.blank or (intent.unknown_devices and not intent.device_id):

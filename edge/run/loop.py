@@ -160,6 +160,8 @@ class _Run:
         self.calls: Counter[str] = Counter()
         self.unknown_tools = 0
         self.step_limit = loop.limits.max_steps
+        # Why the model only wrote the prose (the rules took every step), for the mode line.
+        self.prose_only: str | None = None
         # The devices this request is about: those its question names, else the tablet's or the session's.
         named = devices_named(loop.verifier.devices, request.question)
         fallback_device = request.device_id or request.session.device_id
@@ -194,10 +196,13 @@ class _Run:
             step = Step(
                 n=n,
                 planner=self.planner.name,
+                decided_by=decision.decided_by or ("rules" if self.planner is self.loop.fallback else "model"),
+                why=decision.why or self.handed_over_why(),
                 raw=decision.raw,
                 llm=decision.usage,
                 planner_ms=(time.perf_counter() - step_started) * 1000,
             )
+            self.prose_only = decision.prose_only or self.prose_only
             self.count_tokens(decision)
             action = decision.action
             if action is None:  # an unreadable reply; the planner says why
@@ -271,6 +276,9 @@ class _Run:
             return False
         self.fall_back(HANDED_OVER[stop])
         return True
+
+    def handed_over_why(self) -> str:
+        return f"the model handed over ({self.record.fallback})" if self.record.fallback else ""
 
     def decide(self) -> Decision | None:
         """The planner's next decision; None when the LLM used up the rest of the run's time."""
@@ -431,7 +439,9 @@ class _Run:
         """What really planned this answer, for its mode line."""
         fallback = self.record.fallback
         if fallback is None:
-            return ("no_model", None) if self.loop.planner is self.loop.fallback else ("model", None)
+            if self.loop.planner is self.loop.fallback:
+                return "no_model", None
+            return ("rules_first", self.prose_only) if self.prose_only else ("model", None)
         if fallback in ("llm_unavailable", "circuit_open", "llm_out_of_time"):
             return "model_unavailable", self.words[f"fallback_{fallback}"]
         return "handed_over", self.words[f"fallback_{fallback}"]

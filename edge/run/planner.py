@@ -74,6 +74,12 @@ class Decision:
     usage: LlmUsage | None = None
     # The reply was empty: no point asking again, the loop hands the run to the rules planner.
     empty: bool = False
+    # Which stage decided ("rules" or "model") and why, for the record's trace; the loop fills in the
+    # planner's own stage when a planner does not say.
+    decided_by: str | None = None
+    why: str = ""
+    # Set when the rules take every step because the model plans worse than them: why (the mode line).
+    prose_only: str | None = None
 
 
 class Planner(Protocol):

@@ -58,6 +58,9 @@ class LlmUsage(BaseModel):
 class Step(BaseModel):
     n: int
     planner: str
+    # The stage that decided this step ("rules": a trigger rule was certain; "model") and why.
+    decided_by: str = ""
+    why: str = ""
     thought: str = ""
     action: str | None = None
     args: Any = None

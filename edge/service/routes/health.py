@@ -17,8 +17,9 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def healthz(service: ServiceDep) -> dict[str, str]:
+    # Who decides the steps: a model that routed worse than the rules at start writes only the prose.
+    return {"status": "ok", **service.agent.planning_status()}
 
 
 @router.get("/readyz")

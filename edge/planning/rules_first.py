@@ -1,0 +1,156 @@
+"""Rules first, the model where it adds: one planner out of the rules planner and the language model.
+
+The rules' trigger stage takes every step it is certain of (a code the manuals list -> the manual; a
+named sensor with "now" -> the reading; the sensor a manual entry names; an order asked for) without a
+model round trip. The model is asked only where the rules would guess (a symptom's search words, which
+sensor a vague question means, a follow-up's referent, a reworded search after `not_found`) and for the
+answer's prose; there it may call the tool the rules would call, with its own arguments, or answer, so
+its steps are never other tools than the rules' (a model that adds nothing costs one round trip). In
+`prose` mode (a model that routes worse than the rules: `edge.planning.probe`) the rules take every step
+and the model only writes the answer. Each step's record says which stage decided it and why.
+
+What the model writes into a tool call is held to what its answer is held to: a work-order summary or a
+search query that names a manual, page, code or value neither the question nor an observation holds is
+sent back to it as an error, not run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from edge.config import PlanningMode
+from edge.llm.planner import MODEL_TOOL_CALLS, LlmPlanner
+from edge.llm.prompt import repeated_call_note
+from edge.rules.planner import RulesPlanner, RuleStep
+from edge.run import Decision, FinalAnswer, RunState, ToolCall, collect_evidence, ungrounded
+from tools.manual_search.tool import ManualSearchTool
+from tools.plant import DeviceConfig
+
+__all__ = ["RulesFirstPlanner"]
+
+_MANUAL = ManualSearchTool.name
+_TOLD_REPEAT = "told_repeat"
+
+
+class RulesFirstPlanner:
+    """A planner (`edge.run.Planner`) whose steps are the rules' where they are certain, the model's otherwise."""
+
+    degraded = False
+
+    def __init__(
+        self, llm: LlmPlanner, rules: RulesPlanner, devices: dict[str, DeviceConfig], mode: PlanningMode = "rules_first"
+    ):
+        self.llm = llm
+        self.rules = rules
+        self.name = llm.name  # the record names the model's planner, whichever stage took a step
+        self._devices = devices
+        self._plant_ids = {*devices, *(sensor for device in devices.values() for sensor in device.sensors)}
+        self.mode: PlanningMode = mode
+        # Why the mode is what it is, when it was set from a routing probe (shown in /healthz).
+        self.mode_reason = ""
+
+    def decide(self, state: RunState) -> Decision:
+        if self.mode == "model":
+            return self._checked(self.llm.decide(state), state, "the model plans every step")
+        if self.mode == "prose":
+            # The mode line says why the model only writes the prose (the loop reads it off the decision).
+            why = self.mode_reason or "configured: llm.planning = prose"
+            return dataclasses.replace(self._prose_only(state), prose_only=why)
+        pending = self.rules.next_steps(state)
+        certain = next((step for step in pending if step.certain), None)
+        if certain is not None:
+            return _rules(certain, certain.why)
+        guess = self._open_guess(pending, state)
+        if _model_requests(state) >= MODEL_TOOL_CALLS or guess is None:
+            return self._answer(state, "the rules have nothing left to call: the model writes the answer")
+        # The tool is the rules' (never worse than them); its arguments, or an answer instead, the model's.
+        why, tool = guess
+        return self._checked(self.llm.decide(state, tools=(tool,)), state, f"the rules would guess: {why}")
+
+    def _prose_only(self, state: RunState) -> Decision:
+        pending = self.rules.next_steps(state)
+        if not pending:
+            return self._answer(state, "the rules have nothing left to call: the model writes the prose")
+        step = next((step for step in pending if step.certain), pending[0])
+        return _rules(step, step.why if step.certain else f"{step.why}; the model writes only the prose")
+
+    def _answer(self, state: RunState, why: str) -> Decision:
+        return _by_model(self.llm.answer_now(state), why)
+
+    def _open_guess(self, pending: list[RuleStep], state: RunState) -> tuple[str, str] | None:
+        """What the rules would guess at and the model has not yet decided, or a search that found nothing
+        and may be reworded, with the tool it takes; None when there is nothing for the model to decide."""
+        for step in pending:
+            if step.call is not None and not _decided_by_model(step.call.tool, state):
+                return step.why, step.call.tool
+        last = state.observations[-1] if state.observations else None
+        if last is not None and last.tool == _MANUAL and last.status == "not_found":
+            return "the manual had nothing under those words: a search in other words", _MANUAL
+        return None
+
+    def _checked(self, decision: Decision, state: RunState, why: str) -> Decision:
+        """The model's decision, unless it repeats a call whose result it holds (it is told so, once) or
+        its arguments state what nothing in the run backs (it is told which)."""
+        action = decision.action
+        if not isinstance(action, ToolCall):
+            return _by_model(decision, "the model answers" if isinstance(action, FinalAnswer) else why)
+        done = {ToolCall("", s.action, s.args).key(): s for s in state.steps if s.action}
+        earlier = done.get(action.key())
+        if earlier is not None and not state.scratch.get(_TOLD_REPEAT):
+            state.scratch[_TOLD_REPEAT] = True
+            held = earlier.observation.id if earlier.observation else None
+            return _refused(decision, repeated_call_note(held), "repeated a call: told it holds the result")
+        unbacked = self._unbacked_arguments(action, state)
+        if unbacked:
+            error = (
+                f"The arguments of {action.tool} state what neither the question nor an observation holds: "
+                f"{', '.join(unbacked)}. Use only their words and ids."
+            )
+            return _refused(decision, error, "its arguments were not backed: " + ", ".join(unbacked))
+        return _by_model(decision, why)
+
+    def _unbacked_arguments(self, action: ToolCall, state: RunState) -> list[str]:
+        # The plant's ids are checked by the tool against the plant; the facts a model can invent in
+        # free text (a code, a manual, a page, a value) are the ones the answer check knows.
+        texts = [
+            value
+            for value in (action.args or {}).values()
+            if isinstance(value, str) and value and value not in self._plant_ids
+        ]
+        if not texts:
+            return []
+        evidence = collect_evidence(state.observations, state.question, self._devices, state.session.summary)
+        return list(dict.fromkeys(fact for text in texts for fact in ungrounded(text, evidence)))
+
+
+def _rules(step: RuleStep, why: str) -> Decision:
+    return Decision(action=step.call, decided_by="rules", why=why)
+
+
+def _by_model(decision: Decision, why: str) -> Decision:
+    return Decision(
+        action=decision.action,
+        format_error=decision.format_error,
+        raw=decision.raw,
+        usage=decision.usage,
+        empty=decision.empty,
+        decided_by="model",
+        why=why,
+    )
+
+
+def _refused(decision: Decision, error: str, why: str) -> Decision:
+    """The model's call, not run: `error` goes back to it as the observation of its step."""
+    return Decision(
+        action=None, format_error=error, raw=decision.raw, usage=decision.usage, decided_by="model", why=why
+    )
+
+
+def _model_requests(state: RunState) -> int:
+    """The model's round trips so far, an unreadable or refused reply too: a model stuck on its guess is
+    asked for the answer after `MODEL_TOOL_CALLS` of them, not again and again."""
+    return sum(1 for step in state.steps if step.decided_by == "model" and step.llm is not None)
+
+
+def _decided_by_model(tool: str, state: RunState) -> bool:
+    return any(step.decided_by == "model" and step.action == tool for step in state.steps)
