@@ -153,8 +153,9 @@ def test_a_search_query_with_a_code_from_nowhere_is_refused(planned):
 def quoting_the_manual(body: dict) -> dict:
     """A final answer that says one step of a manual observation in its words."""
     for message in body["messages"]:
-        if message["role"] == "user" and message["content"].startswith("Observation: {"):
-            payload = json.loads(message["content"].removeprefix("Observation: ").split("\n")[0])
+        prefix = "Observation (quoted data): <data>"
+        if message["role"] == "user" and message["content"].startswith(prefix):
+            payload = json.loads(message["content"].removeprefix(prefix).split("\n")[0].removesuffix("</data>"))
             steps = [item["text"] for item in payload["content"] if item.get("kind") == "step" and item.get("text")]
             if steps:
                 return final(steps[0], [payload.get("id", "obs-1")])

@@ -216,7 +216,7 @@ class _Run:
                     self.fall_back("format_errors")
                 continue
             format_errors = 0
-            step.thought = self.shown_thought(action)
+            step.thought = self.shown_thought(action, step.decided_by)
             if step.thought:
                 self.emit(events.ThoughtEvent, step=n, planner=step.planner, text=step.thought)
             if isinstance(action, FinalAnswer):
@@ -300,11 +300,11 @@ class _Run:
                 return None
             return self.planner.decide(self.state)
 
-    def shown_thought(self, action: ToolCall | FinalAnswer) -> str:
+    def shown_thought(self, action: ToolCall | FinalAnswer, decided_by: str) -> str:
         """A model's thought as the technician may read it: only when it passes the checks a sentence of
         its answer passes; otherwise the action it led to (the record keeps the raw reply)."""
-        if self.planner is self.loop.fallback or not action.thought:
-            return action.thought  # the rules planner's thoughts are its phrase table's
+        if decided_by == "rules" or not action.thought:
+            return action.thought  # the rules' thoughts are their phrase table's
         if self.checked(action.thought, build_document(self.request.question, self.state.observations)).rejected:
             return "" if isinstance(action, FinalAnswer) else self.words["thought_action"].format(tool=action.tool)
         return action.thought
