@@ -99,7 +99,10 @@ class OtlpReceiver:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="otlp-receiver", daemon=True)
+        # A short poll: `shutdown` waits for it (0.5 s by default).
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="otlp-receiver", daemon=True
+        )
 
     @property
     def url(self) -> str:

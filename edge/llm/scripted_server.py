@@ -44,7 +44,10 @@ class ScriptedLlmServer:
         self._root = root
         self._httpd = ThreadingHTTPServer((host, port), self._handler())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
+        # serve_forever's default poll of 0.5 s is how long `stop` waits: every test and benchmark run paid it.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="scripted-llm", daemon=True
+        )
 
     @property
     def url(self) -> str:

@@ -40,7 +40,7 @@ class Confirmations:
             return await run_in_threadpool(self._confirm_once, run_id, request_id)
 
     def _confirm_once(self, run_id: str, request_id: str) -> ConfirmResult:
-        if self.runs.get(run_id) is not None:
+        if self.runs.running(run_id):
             raise RunStillRunning(run_id)
         record = self.run_store.get(run_id)
         if record is None:

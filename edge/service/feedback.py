@@ -30,7 +30,7 @@ def confirm_fix(runs: RunManager, work_orders: WorkOrderStore, run_id: str, body
 
 
 def _stored(runs: RunManager, run_id: str) -> RunRecord:
-    if runs.get(run_id) is not None:
+    if runs.running(run_id):
         raise RunStillRunning(run_id)
     record = runs.store.get(run_id)
     if record is None:

@@ -136,6 +136,12 @@ class RunManager:
         with self._lock:
             return self._live.get(run_id)
 
+    def running(self, run_id: str) -> bool:
+        """Whether the run is live and not stored yet. A stored run leaves the live set a moment after its
+        `stored` event is sent, and a client that read that event may confirm or view it at once."""
+        live = self.get(run_id)
+        return live is not None and live.record is None
+
     def start(self, request: RunRequest, client_request_id: str | None = None) -> Asked:
         """Start the run; unless `client_request_id` started one before: that run then, live or stored, and
         nothing new starts (the same key for another question or device raises `RequestKeyConflict`).
@@ -210,7 +216,7 @@ class RunManager:
     # so this order cannot miss it. They block on the run store: call them off the event loop.
 
     def view(self, run_id: str) -> RunView:
-        if self.get(run_id) is not None:
+        if self.running(run_id):
             return RunView(run_id=run_id, running=True)
         record = self.store.get(run_id)
         if record is None:

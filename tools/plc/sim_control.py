@@ -101,7 +101,10 @@ class ControlServer:
         handler = _handler(sims)
         self._server = ThreadingHTTPServer((host, port), handler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="plc-sim-control", daemon=True)
+        # A short poll: `stop` waits for it (0.5 s by default).
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="plc-sim-control", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
