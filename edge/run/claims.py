@@ -92,7 +92,7 @@ def forbidden(sentence: str, doc: AnswerDocument, sources: Iterable[str]) -> lis
     return reasons
 
 
-def required_wait_s(doc: AnswerDocument) -> float | None:
+def _required_wait_s(doc: AnswerDocument) -> float | None:
     """The longest wait the manual's safety statements and steps or the plant's lock-out name, in seconds."""
     texts = [s.text for s in doc.safety] + [s.text for s in doc.isolation]
     texts += [step for entry in doc.entries for step in entry.steps]
@@ -103,7 +103,7 @@ def required_wait_s(doc: AnswerDocument) -> float | None:
 def _softens_wait(sentence: str, doc: AnswerDocument) -> bool:
     if not _WAIT.search(sentence) or (_UNTIL.search(sentence) and not _DURATION.search(sentence)):
         return False
-    needed = required_wait_s(doc)
+    needed = _required_wait_s(doc)
     if needed is None:
         return False
     said = [_seconds(m) for m in _DURATION.finditer(sentence)]
