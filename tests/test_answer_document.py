@@ -196,16 +196,17 @@ def test_a_work_order_for_another_machine_than_the_question_is_refused(plant):
 
 
 def test_an_order_on_a_code_no_manual_search_listed_is_refused(plant):
+    # The code is the technician's own (so the model's arguments are grounded), but no manual lists it.
     term = ask(
         plant,
         model(
-            call(ORDER, device_id="press-3", fault_code="M214", summary="Motor overheating (mx900_en.pdf, p. 27)"),
+            call(ORDER, device_id="press-3", fault_code="M214", summary="Motor overheating"),
             answer="Stop the press and switch the main motor off.",
         ),
-        question="press-3 is overheating, open a work order",
+        question="press-3 shows M214, open a work order",
     )
-    [order_step] = [s for s in term["record"]["record"]["steps"] if s.get("action") == ORDER]
-    assert order_step["observation"]["error_code"] == "code_not_listed"
+    refusals = [s["observation"]["error_code"] for s in term["record"]["record"]["steps"] if s.get("action") == ORDER]
+    assert refusals and set(refusals) == {"code_not_listed"}
     assert plant.client().get("/v1/work-orders", params={"device_id": "press-3"}).json() == []
 
 

@@ -48,7 +48,7 @@ def check_run(record: RunRecord, config: Config) -> None:
     budget_s = config.loop.max_wall_s + (config.loop.handover_wall_s if record.fallback else 0.0)
     assert record.elapsed_ms <= (budget_s + SLACK_S) * 1000, (record.elapsed_ms, budget_s)
     for step in record.steps:
-        if step.planner != "llm":
+        if step.planner != "llm" or step.decided_by == "rules":  # rules-first: a certain step costs no model trip
             continue
         decided = step.action is not None or step.final_answer is not None
         assert decided != (step.format_error is not None), f"step {step.n}: neither a valid action nor a format error"
