@@ -441,7 +441,11 @@ class _Run:
         if fallback is None:
             if self.loop.planner is self.loop.fallback:
                 return "no_model", None
-            return ("rules_first", self.prose_only) if self.prose_only else ("model", None)
+            if not self.prose_only:
+                return "model", None
+            # The probe's figures stay in /healthz: an answer's numbers must be the observations', and these are not.
+            configured = self.prose_only.startswith("configured")
+            return "rules_first", self.words["prose_configured" if configured else "routes_worse"]
         if fallback in ("llm_unavailable", "circuit_open", "llm_out_of_time"):
             return "model_unavailable", self.words[f"fallback_{fallback}"]
         return "handed_over", self.words[f"fallback_{fallback}"]
