@@ -1,7 +1,7 @@
 """Fetch the vendor manuals a recipe file names into a git-ignored folder, each checked against its sha256.
 
     python scripts/fetch_manuals.py                              # held-out set -> devcorpus-pdfs/heldout
-    python scripts/fetch_manuals.py --repos /work/.mirror        # from snapshots already fetched (owner+name/repo)
+    python scripts/fetch_manuals.py --repos DIR                  # from repository snapshots already on disk (owner+name/repo)
     python scripts/fetch_manuals.py --recipes FILE --out DIR
 
 A recipe (one JSON object a line, `scripts/data/heldout_manuals.jsonl`) names the local `file`, the GitHub `repo`,

@@ -78,6 +78,7 @@ EXPORTED = {
         "render_text",
         "refusal_kind",
         "asks_if_safe",
+        "listed_codes",
         "AnswerDocument",
         "decode_object",
         "events_from_record",

@@ -33,6 +33,7 @@ from edge.run import (
     asks_if_safe,
     build_document,
     language_of,
+    listed_codes,
     render_text,
     supporting_ids,
 )
@@ -478,14 +479,7 @@ class RulesPlanner:
     def _listed_for_device(code: str, state: RunState) -> bool:
         """Whether this run's manual lookup found `code` for the asked machine (not for another one)."""
         keys = set(lookup_keys(code))
-        return any(
-            item.kind == "ref"
-            and code_key(str(item.fields.get("fault_code") or "")) in keys
-            and item.fields.get("applies_to_device") is not False
-            for obs in state.observations
-            if obs.tool == _MANUAL and obs.status in _ANSWERED
-            for item in obs.content
-        )
+        return any(code_key(listed) in keys for listed in listed_codes(state.observations))
 
     def _reported_code(self, intent: Intent, state: RunState) -> str | None:
         """The fault a technician or the MES reported (now or earlier in the session), in the manual's

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from edge.run.record import LlmUsage, RunRecord, TerminationReason, cap_text
     from edge.run.render import render_text
     from edge.run.sentence_support import UNSUPPORTED
-    from edge.run.sessions import session_context
+    from edge.run.sessions import listed_codes, session_context
     from edge.run.store import (
         WORK_ORDER_TOOL,
         Confirmation,
@@ -99,6 +99,7 @@ _EXPORTS = {
     "evidence_of": "edge.run.loop",
     "fault_codes_of": "edge.run.store",
     "language_of": "edge.run.phrases",
+    "listed_codes": "edge.run.sessions",
     "new_id": "edge.run.loop",
     "session_context": "edge.run.sessions",
     "stored_event": "edge.run.events",
@@ -154,6 +155,7 @@ __all__ = [
     "evidence_of",
     "fault_codes_of",
     "language_of",
+    "listed_codes",
     "new_id",
     "refusal_kind",
     "render_text",
