@@ -82,6 +82,8 @@ def app_service(tmp_path_factory, demo_index) -> Iterator[RunningService]:
 def answered(page: Page, question: str) -> None:
     ask(page, "press-3", question)
     expect(page.get_by_test_id("reason")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    # The termination is shown before the run is stored; tests that read the record wait for the store.
+    expect(page.get_by_test_id("feedback")).to_be_visible(timeout=RUN_TIMEOUT_MS)
 
 
 def fits(page: Page) -> None:
