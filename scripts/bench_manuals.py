@@ -161,7 +161,8 @@ def print_build(report, text_only) -> None:
     print(
         f"index build {report.elapsed_s:.1f} s for {report.pages} pages ({report.pages / report.elapsed_s:.1f} pages/s "
         f"with OCR); text pages alone (OCR off): {text_pages} in {text_only.elapsed_s:.1f} s = "
-        f"{text_pages / text_only.elapsed_s:.1f} pages/s; {report.ocr_pages} OCR pages in {report.ocr_s:.1f} s of OCR"
+        f"{text_pages / text_only.elapsed_s:.1f} pages/s; {report.ocr_pages} OCR pages "
+        f"({report.outline_pages} of them outlines or an unusable text layer) in {report.ocr_s:.1f} s of OCR"
         + (f" ({report.ocr_pages / report.ocr_s:.2f} pages/s)" if report.ocr_s else "")
     )
     print(

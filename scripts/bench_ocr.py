@@ -63,7 +63,7 @@ from rich.console import Console
 from rich.table import Table
 
 from knowledge.ingest import ocr
-from knowledge.ingest.ocr import languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
+from knowledge.ingest.ocr import languages_for, ocr_pages, quick_dpi_for, shows_images, unread_layer
 
 DEFAULT_ENGINES = "baseline,t300-psm3,t250-psm3,t200-psm3,eng200-psm3,library,rapidocr"
 SCAN_DPI = 200  # a text page made a scan, as the tests make them
@@ -171,9 +171,7 @@ def load_pages(pdfs: Path, truth: Path | None, sample: int, tmp: Path) -> list[P
                     (pdf, number) if shows_images(page) else (rasterised(page, tmp / f"{pdf.stem}-p{number}.pdf"), 1)
                 )
                 pages.append(Page(f"{pdf.stem}-p{number}", source, at, languages, lines, tokens))
-            scanned = [
-                p.number + 1 for p in doc if needs_ocr(p.get_text(), shows_images(p)) and p.number + 1 not in numbers
-            ]
+            scanned = [p.number + 1 for p in doc if unread_layer(p, p.get_text()) and p.number + 1 not in numbers]
             for number in scanned[:: max(1, -(-len(scanned) // sample))][:sample] if sample else []:
                 pages.append(Page(f"{pdf.stem}-p{number}", pdf, number, languages))
     return pages
@@ -269,7 +267,7 @@ def run_library(name: str, pages: list[Page], quick_dpi: int | None) -> Run:
             with pymupdf.open(pdf) as doc:
                 quick = quick_dpi or quick_dpi_for("\n".join(page.get_text() for page in doc))
             found = ocr_pages(pdf, [p.number for p in group], languages, quick_dpi=quick)
-            run.texts.update((p.key, found[p.number].text) for p in group)
+            run.texts.update((p.key, found.pages[p.number].text) for p in group if p.number in found.pages)
     finally:
         ocr._read = read
     run.cpu_s, run.wall_s = cpu_seconds() - cpu, time.perf_counter() - wall

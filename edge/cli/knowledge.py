@@ -171,7 +171,13 @@ def _print_build(console: Console, report: BuildReport) -> None:
     console.print(
         f"[bold]{len(report.manuals)}[/] manuals ({counts['indexed']} indexed, {counts['reused']} unchanged, "
         f"{counts['failed']} failed, {counts['duplicate']} duplicate files) · [bold]{report.pages}[/] pages "
-        f"({report.ocr_pages} read by OCR in {report.ocr_s:.1f} s, {report.scanned_pages} without text) · "
+        f"({report.ocr_pages} read by OCR in {report.ocr_s:.1f} s"
+        + (
+            f", {report.outline_pages} of them had only outlines or an unusable text layer"
+            if report.outline_pages
+            else ""
+        )
+        + f", {report.scanned_pages} without text) · "
         f"[bold]{report.records}[/] fault entries · {report.safety} safety statements · "
         f"{report.embedded} texts embedded · {report.duplicates} duplicates · "
         f"{report.elapsed_s:.1f} s ({rate:.0f} pages/s)"

@@ -81,6 +81,9 @@ class ManualReport(BaseModel):
     safety: int = 0  # hazard statements
     scanned_pages: list[int] = Field(default_factory=list)
     ocr_pages: list[int] = Field(default_factory=list)
+    # Pages without images whose text layer held no words (outlines, unmapped glyphs), OCR'd or scanned_pages;
+    # known for the manuals this build read (a reused manual's are not stored).
+    outline_pages: list[int] = Field(default_factory=list)
     fault_sections: int = 0
     device: str = ""
     duplicates: int = 0
@@ -107,6 +110,11 @@ class BuildReport(BaseModel):
     @property
     def ocr_pages(self) -> int:
         return sum(len(m.ocr_pages) for m in self.manuals if m.status == "indexed")
+
+    @property
+    def outline_pages(self) -> int:
+        """OCR'd pages that had only outlines or an unusable text layer."""
+        return sum(len(set(m.outline_pages) & set(m.ocr_pages)) for m in self.manuals if m.status == "indexed")
 
     @property
     def safety(self) -> int:
@@ -284,6 +292,7 @@ def _fill(
                     len(outcome.passages),
                     outcome.warnings,
                     len(outcome.safety),
+                    outcome.outline_pages,
                 )
             )
             ocr_s += outcome.ocr_seconds
@@ -370,6 +379,7 @@ def _report(
     passages: int = 0,
     warnings: list[str] | None = None,
     safety: int = 0,
+    outline_pages: list[int] | None = None,
 ) -> ManualReport:
     return ManualReport(
         file=path.name,
@@ -386,6 +396,7 @@ def _report(
         safety=safety,
         scanned_pages=info.scanned_pages,
         ocr_pages=info.ocr_pages,
+        outline_pages=outline_pages or [],
         fault_sections=info.fault_sections,
         device=info.device,
         duplicates=duplicates,

@@ -26,6 +26,7 @@ class Extraction:
     safety: list[SafetyStatement]
     ocr_seconds: float
     warnings: list[str]
+    outline_pages: list[int]  # no images, but lettering drawn as outlines or a layer of unmapped glyphs
 
 
 def file_sha256(path: Path) -> str:
@@ -63,4 +64,5 @@ def extract_manual(
         safety=find_statements(path, raw.pages, raw.body_size, assembly.records),
         ocr_seconds=raw.ocr_seconds,
         warnings=raw.warnings,
+        outline_pages=[page.number for page in raw.pages if page.outlines],
     )

@@ -1,6 +1,8 @@
 """OCR for scanned manual pages: which pages need it, and Tesseract to read them.
 
-A page is OCR'd when it shows images and its text layer is empty or garbage. Each page is
+A page is OCR'd when its text layer does not hold the words it shows: it shows images (a scan) and its
+layer is empty or garbage, its lettering is drawn as vector outlines (no text layer at all), or its layer is
+glyphs that map to no text (private-use code points, U+FFFD, symbol strings). Each page is
 rendered with PyMuPDF to grayscale pixels and read by Tesseract in this process (tesserocr's
 Tesseract 5.5, with Debian's traineddata), one page per core at a time: a model is loaded once
 per core and kept, not once per page by a `tesseract` process, and Tesseract 5.5 reads a page
@@ -56,6 +58,13 @@ MIN_WORD_CHARS = 40
 MIN_WORD_SHARE = 0.5
 # A logo in the page header covers ~0.2% of the page; text set as images, 2% and more.
 MIN_IMAGE_COVERAGE = 0.01
+# Lettering drawn as vector outlines: a glyph is a filled path of ~4-20 segments no taller than a heading.
+# 400 segments is about the 40 characters a page must hold to say anything (MIN_WORD_CHARS); the arrowheads
+# and dots of a drawing are a few dozen segments, and its lines are stroked, not filled.
+MAX_GLYPH_HEIGHT = 36.0  # points
+MIN_OUTLINE_SEGMENTS = 400
+# Why a page is read by OCR (`unread_layer`).
+SCANNED, OUTLINES, UNUSABLE = "scanned", "outlines", "unusable"
 # Dot leaders of a contents page and rules of a form are layout, neither word nor garbage.
 _LEADERS = re.compile(r"([.·…_\-])(?:\s*\1){2,}")
 _CODE_HEAD = re.compile(r"[A-Za-z]{1,4}-?\d*")
@@ -64,6 +73,14 @@ _CODE_TAIL = re.compile(r"-?\d+")
 
 class OcrError(Exception):
     """OCR could not run or failed on a page; the message names the page and the reason."""
+
+
+class _PageFailed(OcrError):
+    """One page could not be read (not rendered, or too slowly); the others can."""
+
+
+class _PageTimeout(_PageFailed):
+    """Tesseract gave up on a page or a cell after PAGE_TIMEOUT_S."""
 
 
 OcrWord = tuple[str, tuple[float, float, float, float]]  # a word and its bbox in PDF points
@@ -96,14 +113,38 @@ def shows_images(page: pymupdf.Page) -> bool:
     return bool(covered >= MIN_IMAGE_COVERAGE * area.get_area())  # PyMuPDF's areas are untyped
 
 
-def needs_ocr(text: str, has_images: bool) -> bool:
-    """Whether a page that shows images has no usable text layer: almost no words, or mostly
-    tokens that are no words (OCR debris, private-use glyphs, U+FFFD, symbol strings)."""
-    if not has_images:
-        return False
+def unread_layer(page: pymupdf.Page, text: str) -> str | None:
+    """Why a page must be read by OCR, or None when its text layer (`text`: the page's, between its running
+    header and footer) holds its words: SCANNED, it shows images and its layer holds no words; UNUSABLE, its
+    layer is glyphs that map to no text; OUTLINES, its lettering is drawn as filled paths. The text is judged
+    first, so a page with words enough costs nothing more; a drawing's paths are read only on a page without."""
+    words, glyphs = _word_counts(text)
+    if words >= MIN_WORD_CHARS and words >= MIN_WORD_SHARE * glyphs:
+        return None
+    if shows_images(page):
+        return SCANNED
+    # Tokens enough that are no words (OCR debris, private-use glyphs, U+FFFD, symbol strings): the
+    # rendered page shows what the font draws for them.
+    if glyphs >= MIN_WORD_CHARS and words < MIN_WORD_SHARE * glyphs:
+        return UNUSABLE
+    return OUTLINES if outlined(page) else None
+
+
+def outlined(page: pymupdf.Page) -> bool:
+    """Whether a page draws lettering as paths: many segments of filled glyph-sized paths."""
+    segments = 0
+    for path in page.get_cdrawings():
+        if "f" in path["type"] and path["rect"][3] - path["rect"][1] <= MAX_GLYPH_HEIGHT:
+            segments += len(path["items"])
+            if segments >= MIN_OUTLINE_SEGMENTS:
+                return True
+    return False
+
+
+def _word_counts(text: str) -> tuple[int, int]:
+    """The characters of a text layer's words, and of all its tokens (dot leaders are neither)."""
     tokens = _LEADERS.sub(" ", text).split()
-    word_chars = sum(_word_chars(token) for token in tokens)
-    return word_chars < MIN_WORD_CHARS or word_chars < MIN_WORD_SHARE * sum(map(len, tokens))
+    return sum(_word_chars(token) for token in tokens), sum(map(len, tokens))
 
 
 def _word_chars(token: str) -> int:
@@ -132,14 +173,25 @@ def _chinese(text: str) -> bool:
     return sum("\u3400" <= c <= "\u9fff" for c in text) >= 10
 
 
+@dataclass(frozen=True)
+class OcrRun:
+    pages: dict[int, OcrPage]  # by 1-based page number
+    unread: dict[int, str] = field(default_factory=dict)  # pages OCR could not read, each with why
+
+
 def ocr_pages(
     pdf_path: Path, numbers: list[int], languages: str = LANGUAGES, dpi: int = 300, quick_dpi: int | None = QUICK_DPI
-) -> dict[int, OcrPage]:
+) -> OcrRun:
     """OCR the given 1-based pages of a PDF, one page per core at a time. A page is read
     quickly first when `languages` include English (`quick_dpi=None`: never), and read again
-    in `languages` at `dpi` with orientation detection when the quick read is unsure."""
+    in `languages` at `dpi` with orientation detection when the quick read is unsure.
+
+    A page Tesseract gives up on after PAGE_TIMEOUT_S (as under load) is read once more after the
+    others; one that fails again, or cannot be rendered, is left unread alone (`OcrRun.unread`) and
+    the other pages keep their text. What no page can get past (no traineddata, an engine that does
+    not load) raises OcrError."""
     if not numbers:
-        return {}
+        return OcrRun({})
     which = f"{pdf_path.name}: cannot OCR page {numbers[0]}" + (
         f" and {len(numbers) - 1} more" if len(numbers) > 1 else ""
     )
@@ -164,21 +216,39 @@ def ocr_pages(
             try:
                 pixmap = page.get_pixmap(dpi=how[2], colorspace=pymupdf.csGRAY, alpha=False)
             except (RuntimeError, pymupdf.mupdf.FzErrorBase) as exc:
-                raise OcrError(f"page {number}: cannot render it ({exc})") from None
+                failed: Future[OcrPage] = Future()
+                failed.set_exception(_PageFailed(f"page {number}: cannot render it ({exc})"))
+                return failed
             image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)
             to_points = pymupdf.Matrix(72 / how[2], 72 / how[2]) * page.derotation_matrix
             return pool.submit(_read, image[:, : pixmap.width], number, how, to_points)
 
+        def settle(reads: dict[int, tuple[str, str, int]]) -> tuple[dict[int, OcrPage], dict[int, str]]:
+            """The pages read, and why the others were not; a page that timed out is read again the
+            same way, once, after the rest."""
+            futures = {number: submit(number, how) for number, how in reads.items()}
+            read: dict[int, OcrPage] = {}
+            failed: dict[int, str] = {}
+            for number, future in futures.items():
+                try:
+                    read[number] = future.result()
+                except _PageTimeout:
+                    futures[number] = submit(number, reads[number])
+                except _PageFailed as exc:
+                    failed[number] = str(exc)
+            for number in reads.keys() - read.keys() - failed.keys():
+                try:
+                    read[number] = futures[number].result()
+                except _PageFailed as exc:
+                    failed[number] = f"{exc} (read twice)" if isinstance(exc, _PageTimeout) else str(exc)
+            return read, failed
+
         try:
-            first = {number: submit(number, quick or careful) for number in dict.fromkeys(numbers)}
-            pages: dict[int, OcrPage] = {}
-            again: dict[int, Future[OcrPage]] = {}
-            for number, future in first.items():
-                pages[number] = future.result()
-                if quick and pages[number].confidence < MIN_QUICK_CONFIDENCE:
-                    again[number] = submit(number, careful)
-            pages.update((number, future.result()) for number, future in again.items())
-            return pages
+            pages, unread = settle(dict.fromkeys(numbers, quick or careful))
+            # A page the careful read fails keeps its quick read: unsure text beats none.
+            unsure = [n for n, page in pages.items() if quick and page.confidence < MIN_QUICK_CONFIDENCE]
+            pages.update(settle(dict.fromkeys(unsure, careful))[0])
+            return OcrRun(dict(sorted(pages.items())), unread)
         except OcrError as exc:
             raise OcrError(f"{pdf_path.name}: {exc}") from None
         finally:
@@ -249,7 +319,7 @@ def _recognize(
     engine.SetImageBytes(image.tobytes(), image.shape[1], image.shape[0], 1, image.shape[1])
     engine.SetSourceResolution(dpi)
     if not engine.Recognize(timeout=int(PAGE_TIMEOUT_S * 1000)):
-        raise OcrError(f"{what}: tesseract took longer than {PAGE_TIMEOUT_S} s")
+        raise _PageTimeout(f"{what}: tesseract took longer than {PAGE_TIMEOUT_S} s")
     return str(engine.GetTSVText(0))
 
 

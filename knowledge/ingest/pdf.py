@@ -1,6 +1,6 @@
 """Reading a PDF manual with PyMuPDF: text blocks by page in reading order, band clipping,
-symbol-font decoding, OCR of scanned pages, and tables on the pages of fault sections (ruled
-ones by PyMuPDF; unruled ones and those on scanned pages by knowledge.ingest.tables)."""
+symbol-font decoding, OCR of pages without a usable text layer, and tables on the pages of fault sections
+(ruled ones by PyMuPDF; unruled ones and those on scanned pages by knowledge.ingest.tables)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import pymupdf
 
 from knowledge.ingest.bands import Bands, PositionedText, find_bands
-from knowledge.ingest.ocr import OcrError, OcrWord, languages_for, needs_ocr, ocr_pages, quick_dpi_for, shows_images
+from knowledge.ingest.ocr import SCANNED, OcrError, OcrWord, languages_for, ocr_pages, quick_dpi_for, unread_layer
 from knowledge.ingest.ruled import ruled_tables
 from knowledge.ingest.sections import FaultSections, fault_pages
 from knowledge.ingest.tables import Columns, Table, scanned_tables, unruled_tables
@@ -49,8 +49,9 @@ class Page:
     tables: list[Table] = field(default_factory=list)
     # Everything on the page between the bands, tables included, block by block in reading order.
     text_blocks: list[str] = field(default_factory=list)
-    scanned: bool = False  # shows images and has no usable text layer
+    scanned: bool = False  # its words are in no usable text layer (`unread_layer`), and OCR did not read them
     ocr: bool = False  # the text comes from OCR (lower confidence)
+    outlines: bool = False  # no images, but lettering drawn as outlines or a layer of glyphs that map to no text
 
     @property
     def text(self) -> str:
@@ -88,12 +89,13 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
         ]
         manual.bands = find_bands(lines, doc.page_count)
         manual.pages = [_content(page, blocks, manual.bands) for page, blocks in zip(doc, raw)]
-        # The text layer is judged first: a page with words enough needs no OCR whatever images it shows.
-        scanned = [
-            content.number
+        # The text layer is judged first: a page with words enough needs no OCR whatever it shows.
+        unread = {
+            content.number: why
             for page, content in zip(doc, manual.pages)
-            if needs_ocr(content.text, has_images=True) and shows_images(page)
-        ]
+            if (why := unread_layer(page, content.text)) is not None
+        }
+        scanned = list(unread)
         layer = "\n".join(t for blocks in raw for b in blocks for t, _ in b.lines)
         languages = languages_for(layer)
         ocr_done = _ocr(path, raw, scanned, manual, languages, quick_dpi_for(layer)) if ocr and scanned else {}
@@ -103,6 +105,7 @@ def read_manual(path: Path, ocr: bool = True) -> RawManual:
         for page in manual.pages:
             page.scanned = page.number in scanned and page.number not in ocr_done
             page.ocr = page.number in ocr_done
+            page.outlines = unread.get(page.number, SCANNED) != SCANNED
         manual.sections = fault_pages(manual.pages, manual.body_size)
         carried: Columns | None = None
         for page in manual.pages:
@@ -312,15 +315,17 @@ def _ocr(
     path: Path, raw: list[list[_RawBlock]], numbers: list[int], manual: RawManual, languages: str, quick_dpi: int | None
 ) -> dict[int, list[OcrWord]]:
     """Replace the blocks of scanned pages by their OCR text and return those pages with their words;
-    pages OCR could not read stay scanned."""
+    pages OCR could not read stay scanned, each named in a warning."""
     started = time.perf_counter()
     try:
-        read = ocr_pages(path, numbers, languages, quick_dpi=quick_dpi)
+        run = ocr_pages(path, numbers, languages, quick_dpi=quick_dpi)
     except OcrError as exc:
         manual.warnings.append(f"OCR skipped: {exc}")
         return {}
     finally:
         manual.ocr_seconds = time.perf_counter() - started
+    manual.warnings += [f"{path.name}: {why}; the page is left without text" for why in run.unread.values()]
+    read = run.pages
     for number, page in read.items():
         size = _body_size([raw[number - 1]]) if raw[number - 1] else 10.0
         raw[number - 1] = [
