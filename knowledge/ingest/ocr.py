@@ -255,9 +255,11 @@ def ocr_pages(
             pool.shutdown(cancel_futures=True)
 
 
-def ocr_cells(images: list[np.ndarray], languages: str, dpi: int) -> list[str]:
-    """The text of each image (a table cell: grayscale pixels), read as one block of text, the
-    cells shared among the cores."""
+def ocr_cells(
+    images: list[np.ndarray], languages: str, dpi: int, segmentation: str = CELL_SEGMENTATION, whitelist: str = ""
+) -> list[str]:
+    """The text of each image (a table cell: grayscale pixels), read as one block of text (or as
+    `segmentation` says), of `whitelist`'s characters alone when given, the cells shared among the cores."""
     if not images:
         return []
     workers = min(os.cpu_count() or 1, len(images))
@@ -269,7 +271,8 @@ def ocr_cells(images: list[np.ndarray], languages: str, dpi: int) -> list[str]:
             for n in chunk:
                 lines: dict[tuple[str, str, str], list[str]] = {}
                 # |: a rule the cell's crop kept an edge of.
-                for fields in _words(_recognize(engine, images[n], CELL_SEGMENTATION, dpi, "£€|", "a table cell")):
+                tsv = _recognize(engine, images[n], segmentation, dpi, "£€|", "a table cell", whitelist)
+                for fields in _words(tsv):
                     lines.setdefault((fields[2], fields[3], fields[4]), []).append(fields[11].strip())
                 texts[n] = "\n".join(_join(words) for words in lines.values())
 
@@ -309,12 +312,19 @@ def _engine(languages: str) -> Iterator[tesserocr.PyTessBaseAPI]:
 
 
 def _recognize(
-    engine: tesserocr.PyTessBaseAPI, image: np.ndarray, segmentation: str, dpi: int, blacklist: str, what: str
+    engine: tesserocr.PyTessBaseAPI,
+    image: np.ndarray,
+    segmentation: str,
+    dpi: int,
+    blacklist: str,
+    what: str,
+    whitelist: str = "",
 ) -> str:
     """Tesseract's TSV of a grayscale image; `what`: the image, as an error names it when Tesseract gives up
     after PAGE_TIMEOUT_S."""
     engine.SetPageSegMode(int(segmentation))
     engine.SetVariable("tessedit_char_blacklist", blacklist)
+    engine.SetVariable("tessedit_char_whitelist", whitelist)  # set every time: engines are kept and shared
     # tobytes() lays out a cropped view row after row, as a contiguous copy would: one copy, not two.
     engine.SetImageBytes(image.tobytes(), image.shape[1], image.shape[0], 1, image.shape[1])
     engine.SetSourceResolution(dpi)

@@ -1,6 +1,7 @@
 """Reading a PDF manual with PyMuPDF: text blocks by page in reading order, band clipping,
 symbol-font decoding, OCR of pages without a usable text layer, and tables on the pages of fault sections
-(ruled ones by PyMuPDF; unruled ones and those on scanned pages by knowledge.ingest.tables)."""
+(ruled ones by PyMuPDF; unruled ones and ruled ones on scanned pages by knowledge.ingest.tables; unruled ones
+on scanned pages by knowledge.ingest.scanned_tables)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pymupdf
 from knowledge.ingest.bands import Bands, PositionedText, find_bands
 from knowledge.ingest.ocr import SCANNED, OcrError, OcrWord, languages_for, ocr_pages, quick_dpi_for, unread_layer
 from knowledge.ingest.ruled import ruled_tables
+from knowledge.ingest.scanned_tables import layout_tables
 from knowledge.ingest.sections import FaultSections, fault_pages
 from knowledge.ingest.tables import Columns, Table, scanned_tables, unruled_tables
 from knowledge.models import ManualError
@@ -416,9 +418,10 @@ def _moved(box: Sequence[float], matrix: pymupdf.Matrix) -> tuple[float, float, 
 def _add_scanned_tables(
     page: pymupdf.Page, content: Page, manual: RawManual, languages: str, words: list[OcrWord]
 ) -> None:
+    """Ruled tables on a scanned page, else tables found from where its words sit (a code column)."""
     started = time.perf_counter()
     try:
-        found = scanned_tables(page, languages, words)
+        found = scanned_tables(page, languages, words) or layout_tables(page, words)
     except OcrError as exc:
         manual.warnings.append(f"page {content.number}: table cells not read: {exc}")
         return
