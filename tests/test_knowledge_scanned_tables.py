@@ -7,7 +7,7 @@ import pymupdf
 
 from knowledge.codes import loose_key
 from knowledge.ingest.extract import extract_manual
-from knowledge.ingest.scanned_tables import plausible_code, shape
+from knowledge.ingest.scanned_tables import layout_tables, plausible_code, shape
 
 # Display codes of letters and digits, as a drive's panel shows them; the first column numbers the rows.
 ROWS = (
@@ -65,3 +65,17 @@ def test_a_code_is_a_display_token_and_a_sentence_is_none():
     assert all(plausible_code(code) for code in ("oL3", "PF03", "EF1", "GF", "E.OC", "Err02"))
     assert not any(plausible_code(text) for text in ("Motor overload", "The", "check the fuses", ""))
     assert shape("oL3") == shape("PF03") == "A9" and shape("E.OC") == "A.A"
+
+
+def test_a_column_of_labels_with_nothing_beside_them_is_no_table():
+    """A connector drawing's labels line up like codes of one shape; a fault table says something about each.
+    The words are placed as OCR gives them, on a page that prints them (where their cells are read again)."""
+    page = pymupdf.open().new_page(width=595, height=420)
+    labels = []
+    for label, y in zip(("ENC2", "ENC3", "ENC4", "HOLD1", "HOLD2"), range(270, 340, 13)):
+        page.insert_text((500, y + 9), label, fontsize=10)
+        page.insert_text((560, y + 9), "Encoder", fontsize=10)
+        labels.append((label, (500.0, float(y), 500 + pymupdf.get_text_length(label, fontsize=10), y + 10.0)))
+    assert layout_tables(page, labels) == []
+    described = labels + [("Encoder", (560.0, y0, 595.0, y1)) for _, (_, y0, _, y1) in labels]
+    assert [row[0] for row in layout_tables(page, described)[0].rows] == ["ENC2", "ENC3", "ENC4", "HOLD1", "HOLD2"]

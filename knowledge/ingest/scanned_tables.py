@@ -225,8 +225,8 @@ def _rows(lines: list[list[_Word]], column: _Column) -> _Found | None:
         elif line and rows:
             rows[-1].text = f"{rows[-1].text}\n{_text(line)}".strip()
             rows[-1].box |= _box(line)
-    if len(rows) < MIN_ROWS:
-        return None
+    if sum(bool(row.text) for row in rows) < MIN_ROWS:
+        return None  # labels of a drawing (`CN1`, `ENC2`): a fault table says something about its codes
     if column.header is None:
         return _Found([], None, rows)
     head = [w for w in lines[column.header] if w.x1 > left]
