@@ -197,9 +197,18 @@ def parse_heading(text: str, emphasized: bool) -> Heading | None:
     )
 
 
+# Marks a table cell prints around a code: brackets, a footnote's star or dagger, a colon or slash after it, a
+# note's number in parentheses (`[E07]`, `*E07*`, `E07:`, `AL-07/`, `E07(1)`). The display shows the code alone.
+_CELL_MARKS = re.compile(r"^[\s\[({<*†‡\"'“”]*(?P<code>.*?)(?:\s*\(\d{1,2}\)|[\s\])}>*†‡:：;,/|\"'“”])*$", re.S)
+
+
 def parse_code_cell(text: str) -> str | None:
-    """The content of a table's code column, if it is a code."""
-    match = _CELL.match(unicodedata.normalize("NFKC", text))
+    """The content of a table's code column, if it is a code, without the marks printed around it. A number
+    with marks (`[3]`, `1:`) is a footnote's reference or a list's item as often as a code: not read."""
+    text = unicodedata.normalize("NFKC", text)
+    match = _CELL.match(text)
+    if match is None and (bare := _CELL_MARKS.match(text)) and re.search(r"[A-Za-z]", bare.group("code")):
+        match = _CELL.match(bare.group("code"))
     return _tidy_code(match.group("strong") or match.group("code")) if match else None
 
 

@@ -285,3 +285,16 @@ def test_an_ordinary_word_is_no_code_from_prose(word):
 @pytest.mark.parametrize("text", ["CN1 Encoder connector", "A.C. supply", "Part8. FAQ", "Step2 Wiring", "Fig3 Layout"])
 def test_connector_and_abbreviation_headings_are_no_codes(text):
     assert parse_heading(text, emphasized=True) is None
+
+
+@pytest.mark.parametrize(
+    ("cell", "code"),
+    [("[E07]", "E07"), ("E07:", "E07"), ("*E07*", "E07"), ("AL-07/", "AL-07"), ("E07(1)", "E07"), ("“oH1”", "oH1")],
+)
+def test_a_code_cell_is_read_without_the_marks_printed_around_the_code(cell: str, code: str) -> None:
+    assert parse_code_cell(cell) == code
+
+
+@pytest.mark.parametrize("cell", ["[3]", "1:", "(2)", "E07 (see note)"])
+def test_a_number_with_marks_or_a_code_with_words_is_no_code_cell(cell: str) -> None:
+    assert parse_code_cell(cell) is None
