@@ -49,9 +49,12 @@ class ManualNames:
         self._elsewhere = max(GENERAL_ELSEWHERE, len(manuals) // 50)
         names = {m["sha256"]: _names(m) for m in manuals}
         products: dict[tuple[str, str], set[str]] = {}
+        self._product: dict[str, tuple[str, str]] = {}
+        self._titles = {m["sha256"]: str(m.get("title") or m.get("file") or "") for m in manuals}
         for m in manuals:  # editions and versions of one product share their names
             key = (str(m.get("vendor") or "").lower(), str(m.get("model") or "").lower())
             products.setdefault(key, set()).update(names[m["sha256"]])
+            self._product[m["sha256"]] = key
         spread = Counter(name for product in products.values() for name in product)
         limit = max(2, len(products) // 3)
         self._names = {sha: {n for n in own if spread[n] < limit or len(products) == 1} for sha, own in names.items()}
@@ -66,14 +69,34 @@ class ManualNames:
         self._cjk = [n for n in self._owners if _is_cjk(n)]
 
     def mentioned(self, question: str) -> set[str]:
-        """sha256 of each manual the question names."""
-        return {sha for name in self._matched(question) for sha in self._owners[name]}
+        """sha256 of each manual the question names. A product named by every word that names another, and by
+        more, is the one meant: `Tidewell TW-90` names the TW-90's manuals, not those of the TW-40, which the
+        series word alone names too (through its file name)."""
+        naming: dict[str, set[str]] = {}  # manual → the question's words that name it
+        for token, names in self._naming(question).items():
+            for sha in {sha for name in names for sha in self._owners[name]}:
+                naming.setdefault(sha, set()).add(token)
+        by_product: dict[tuple[str, str], set[str]] = {}
+        for sha, tokens in naming.items():
+            by_product.setdefault(self._product[sha], set()).update(tokens)
+        return {
+            sha for sha in naming if not any(by_product[self._product[sha]] < other for other in by_product.values())
+        }
+
+    def title(self, sha256: str) -> str:
+        """A manual's title (its file name where it has none), as a message names it."""
+        return self._titles.get(sha256, "")
 
     def _matched(self, question: str) -> set[str]:
-        matched = {name for name in self._cjk if name in question}
+        return {name for names in self._naming(question).values() for name in names}
+
+    def _naming(self, question: str) -> dict[str, set[str]]:
+        """Each word of the question that names manuals, with the names it matches."""
+        found = {name: {name} for name in self._cjk if name in question}
         for token in _question_tokens(question):
-            matched.update(self._named_by(token))
-        return {name for name in matched if not self._is_general(name)}
+            found.setdefault(token, set()).update(self._named_by(token))
+        named = {token: {n for n in names if not self._is_general(n)} for token, names in found.items()}
+        return {token: names for token, names in named.items() if names}
 
     def _is_general(self, name: str) -> bool:
         """A word (no digit) that at least `_elsewhere` manuals it does not name print (any manual, for a word

@@ -8,7 +8,7 @@ use and kept: a code's lookup (`fixloop search E102`) cuts no words and loads no
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from knowledge.codes import DISPLAY_TOKEN, MENTION, TYPED_TOKEN, asked_besides, code_terms
@@ -30,6 +30,8 @@ _CODE_LIKE_WORD = re.compile(
 @dataclass(frozen=True)
 class Question:
     asked: str  # as typed
+    # Without the manual names it gives: left in, a model name outweighs every other word in BM25.
+    text: str
     language: str
     mentioned: frozenset[str]  # sha256 of the manuals it names
     # The codes it gives: `printed` with their cue where they have one (`err 07`, `E102`), `shown` adds the
@@ -38,26 +40,23 @@ class Question:
     printed: tuple[str, ...]
     shown: tuple[str, ...]
     codes: tuple[str, ...]
-    names: ManualNames = field(repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: str, names: ManualNames) -> Question:
-        printed = tuple(dict.fromkeys(m.group(0) for m in MENTION.finditer(text)))
-        shown = tuple(dict.fromkeys(printed + tuple(m.group(0) for m in DISPLAY_TOKEN.finditer(text))))
+        # Its codes are read without the names of the manuals it names: `TW-90` of `E07 on the TW-90` is the
+        # product, not a code no manual lists.
+        bare = names.without_names(text)
+        printed = tuple(dict.fromkeys(m.group(0) for m in MENTION.finditer(bare)))
+        shown = tuple(dict.fromkeys(printed + tuple(m.group(0) for m in DISPLAY_TOKEN.finditer(bare))))
         return cls(
             asked=text,
+            text=bare,
             language=language(text),
             mentioned=frozenset(names.mentioned(text)),
             printed=printed,
             shown=shown,
-            codes=tuple(dict.fromkeys(shown + tuple(m.group(0) for m in TYPED_TOKEN.finditer(text)))),
-            names=names,
+            codes=tuple(dict.fromkeys(shown + tuple(m.group(0) for m in TYPED_TOKEN.finditer(bare)))),
         )
-
-    @cached_property
-    def text(self) -> str:
-        """Without the manual names it gives: left in, a model name outweighs every other word in BM25."""
-        return self.names.without_names(self.asked)
 
     @cached_property
     def besides_codes(self) -> list[str]:
@@ -67,7 +66,7 @@ class Question:
     @cached_property
     def printed_words(self) -> list[str]:
         """The words of its printed codes, without their cues."""
-        bare = [m.group("bare") or m.group("cued") for m in MENTION.finditer(self.asked)]
+        bare = [m.group("bare") or m.group("cued") for m in MENTION.finditer(self.text)]
         return list(dict.fromkeys(word for code in bare for word in terms(code)))
 
     @cached_property
