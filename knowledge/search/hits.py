@@ -70,8 +70,9 @@ def prefer(hits: list[Hit], mentioned: frozenset[str], language: str) -> list[Hi
 # -- messages ----------------------------------------------------------------
 
 
-def code_answer(code: str, hits: list[Hit], match: Match, scope: Scope, listed_for_scope: bool) -> SearchResult:
-    """A code's entries, saying how they were found when that was not as typed, or not for the asker's machine."""
+def code_answer(code: str, hits: list[Hit], match: Match, elsewhere: str = "") -> SearchResult:
+    """A code's entries, saying how they were found when that was not as typed, or (`elsewhere`: the manuals of
+    the machine asked about, which do not list it) that they are other machines'."""
     result = SearchResult(status="ok", hits=hits)
     if match == "lookalike":
         printed = ", ".join(dict.fromkeys(hit.fault_code for hit in hits))
@@ -80,9 +81,13 @@ def code_answer(code: str, hits: list[Hit], match: Match, scope: Scope, listed_f
             "characters a 7-segment display shows alike)."
         )
         result.suggestion = f"Check that the HMI shows {printed}."
-    if scope.label and not listed_for_scope:
-        result.message = f"Code {code} is not in the manuals for {scope.label} ({scope_name(scope)}); it is listed for other machines."
-        result.suggestion = "These meanings belong to other machines; check the device and the code on the HMI."
+    if elsewhere:
+        listing = list(dict.fromkeys(f"the {hit.manual_title or hit.manual} ({hit.scope})" for hit in hits))
+        result.message = (
+            f"Code {code} is not in {elsewhere}; {', '.join(listing)} list{'s' if len(listing) == 1 else ''} it. "
+            "These meanings belong to other machines."
+        )
+        result.suggestion = "Check the device and the code on the HMI before following another machine's steps."
     elif len({(h.vendor, h.model) for h in hits}) > 1:
         result.message = f"Code {code} means different things on different machines; each hit names its scope."
         result.suggestion = "Give device_id to get the meaning for one machine."

@@ -44,6 +44,8 @@ class ManualIndex:
         snap = self._current()
         question = Question.parse(text, snap.names)
         codes = look_up_codes(snap, question, scope, version, k, self.tuning)
+        if codes.answer is not None and codes.elsewhere:
+            return codes.answer  # another machine's entries, said so: no page of the asked machine prints the code
         if codes.answer is not None:
             return self._and_pages(question, codes.answer, codes.looked_up, scope, version, k)
         if codes.reported and question.printed and not question.mentioned and only_unknown_codes(snap, question):

@@ -11,10 +11,18 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from knowledge.codes import code_key, lookalike_keys, lookup_keys, loose_key
+from knowledge.codes import code_key, code_terms, lookalike_keys, lookup_keys, loose_key
 from knowledge.models import Match, Scope, SearchResult
 from knowledge.search.floors import unknown_names
-from knowledge.search.hits import code_answer, code_not_found, collapse, listed_elsewhere, prefer, version_not_found
+from knowledge.search.hits import (
+    code_answer,
+    code_not_found,
+    collapse,
+    listed_elsewhere,
+    prefer,
+    scope_name,
+    version_not_found,
+)
 from knowledge.search.question import Question
 from knowledge.search.rows import in_scope
 from knowledge.search.store import Snapshot
@@ -38,16 +46,50 @@ def look_up(
     snap: Snapshot, code: str, scope: Scope, version: str | None, language: str, k: int, tuning: Tuning
 ) -> SearchResult | None:
     """A code's entries as hits, those of the scope's machine where it has any; None when no entry holds it."""
+    found = _entries(snap, code, scope, frozenset(), version, language, k, tuning)
+    return found.result if found is not None else None
+
+
+@dataclass(frozen=True)
+class _Entries:
+    result: SearchResult
+    # Only manuals other than those asked about (the scope's machine's, the manuals the question names) list it.
+    elsewhere: bool
+
+
+def _entries(
+    snap: Snapshot,
+    code: str,
+    scope: Scope,
+    named: frozenset[str],
+    version: str | None,
+    language: str,
+    k: int,
+    tuning: Tuning,
+) -> _Entries | None:
+    """A code's entries as hits: those of the scope's machine and of the manuals the question names (`named`,
+    sha256) where they list it, else the other manuals' entries, each marked as not the asked machine's."""
     ids, match = entry_ids(snap, code)
     rows = [snap.rows[i] for i in ids]
     if not rows:
         return None
-    scoped = [row for row in rows if in_scope(row, scope)]
-    chosen = scoped or rows
+    asked = [row for row in rows if in_scope(row, scope) and (not named or row["manual_sha256"] in named)]
+    chosen = asked or rows
     hits = collapse(snap, [(row, 1.0, match) for row in chosen], scope, version, language, k, tuning)
     if not hits:
-        return version_not_found(code, chosen, version)
-    return code_answer(code, hits, match, scope, listed_for_scope=bool(scoped))
+        return _Entries(version_not_found(code, chosen, version), elsewhere=not asked)
+    if not asked and named:  # the question named its machine by its manual: these entries are another's
+        hits = [hit.model_copy(update={"applies_to_device": False}) for hit in hits]
+    where = ""
+    if not asked and named:
+        where = " or ".join(f"the {snap.names.title(sha)}" for sha in sorted(named, key=snap.names.title))
+    elif not asked and (scope.vendor or scope.model):
+        where = (
+            f"the manuals for {scope.label} ({scope_name(scope)})"
+            if scope.label
+            else f"the {scope_name(scope)} manuals"
+        )
+    return _Entries(code_answer(code, hits, match, where), elsewhere=not asked)
 
 
 def near_codes(snap: Snapshot, code: str, scope: Scope, tuning: Tuning) -> list[str]:
@@ -70,6 +112,8 @@ class CodeLookup:
     """A question's codes looked up: the answer, if one of them has one, else what to say about them."""
 
     answer: SearchResult | None
+    # The answer is other machines' entries: the manuals of the machine asked about do not list the code.
+    elsewhere: bool
     looked_up: list[str]  # the codes it gives and those the linker read in it
     # The codes reported as not found when nothing else answers (not its typed tokens), each with its entries.
     reported: list[tuple[str, SearchResult | None]]
@@ -91,28 +135,35 @@ def look_up_codes(
     snap: Snapshot, question: Question, scope: Scope | None, version: str | None, k: int, tuning: Tuning
 ) -> CodeLookup:
     """The codes a question prints, then (when none of them answers) those the linker reads in it, then the
-    whole of a short question as a code the index holds. A code answers unless the question names manuals and
-    none of its hits is from them, or names a machine no manual is about."""
+    whole of a short question as a code the index holds. A code answers unless it names a machine no manual is
+    about, or only other machines' manuals list it while a page of the asked machine's (the scope's, the
+    manuals the question names) prints it: then that page, which a search finds, is the answer."""
+    asked = scope or Scope()
 
-    def look(code: str) -> SearchResult | None:
-        found = look_up(snap, code, scope or Scope(), version, question.language, k, tuning)
-        if found is not None:
-            found.hits = prefer(found.hits, question.mentioned, question.language)
-        return found
+    def look(code: str) -> tuple[_Entries | None, bool]:
+        """A code's entries, and whether they may answer."""
+        found = _entries(snap, code, asked, question.mentioned, version, question.language, k, tuning)
+        if found is None:
+            return None, False
+        found.result.hits = prefer(found.result.hits, question.mentioned, question.language)
+        answers = found.result.status == "ok" and not (
+            found.elsewhere and _printed_on_pages(snap, found.result, asked, question.mentioned, tuning)
+        )
+        return found, answers
 
     codes = list(question.codes)
-    results = [(code, look(code)) for code in codes]
+    results = [(code, *look(code)) for code in codes]
     # A machine the question names that no manual is about: another machine's code of the same number is no
     # answer. The codes entries hold are no such name (`ALM` of `ALM 5`).
-    held = [re.escape(code) for code, result in results if result is not None]
+    held = [re.escape(code) for code, found, _ in results if found is not None]
     foreign = (
         unknown_names(snap, re.sub("|".join(held), " ", question.asked))
         if held and not question.mentioned and not (scope and (scope.vendor or scope.model))
         else []
     )
 
-    def answer() -> SearchResult | None:
-        return next((r for _, r in results if r is not None and not foreign and _answers(r, question.mentioned)), None)
+    def answer() -> _Entries | None:
+        return next((found for _, found, answers in results if answers and not foreign), None)
 
     answered = answer()
     linked: list[str] = []
@@ -124,7 +175,7 @@ def look_up_codes(
             for code in snap.linked_codes(question.asked, question.language)
             if not (code.isdigit() and len(code) < tuning.bare_code_digits)
         ]
-        results += [(code, look(code)) for code in linked if code not in codes]
+        results += [(code, *look(code)) for code in linked if code not in codes]
         answered = answer()
         if (
             answered is None
@@ -133,12 +184,14 @@ def look_up_codes(
             and _short(question.asked, tuning)
             and _known(snap, question.asked)
         ):
-            answered = look(question.asked)
+            answered = look(question.asked)[0]
             linked = [question.asked]  # the whole question is the code
+    reported = results[: len(question.shown)] + results[len(codes) :]
     return CodeLookup(
-        answer=answered,
+        answer=answered.result if answered is not None else None,
+        elsewhere=answered is not None and answered.elsewhere,
         looked_up=codes + linked,
-        reported=results[: len(question.shown)] + results[len(codes) :],
+        reported=[(code, found.result if found is not None else None) for code, found, _ in reported],
         foreign=foreign,
     )
 
@@ -160,9 +213,14 @@ def _short(text: str, tuning: Tuning) -> bool:
     return 0 < len(text.split()) <= tuning.code_question_words and len(text.strip()) <= tuning.code_question_chars
 
 
-def _answers(result: SearchResult, mentioned: frozenset[str]) -> bool:
-    """A code lookup answers unless the question names manuals and none of the hits is from them."""
-    return result.status == "ok" and (not mentioned or result.hits[0].manual_sha256 in mentioned)
+def _printed_on_pages(snap: Snapshot, found: SearchResult, scope: Scope, named: frozenset[str], tuning: Tuning) -> bool:
+    """Whether a page of the asked machine (the scope's, of the manuals named) prints a code as the entries found
+    print it: a manual whose table was not read as entries still names its codes in its text."""
+    words = [term for hit in found.hits for term in code_terms(hit.fault_code, every_token=True)]
+    rows = snap.bm25(list(dict.fromkeys(words)), scope, tuning.candidates, tuning.bm25_columns) if words else []
+    return any(
+        snap.rows[i]["kind"] == "page" and (not named or snap.rows[i]["manual_sha256"] in named) for i, _ in rows
+    )
 
 
 def _distance(a: str, b: str) -> int:

@@ -1,0 +1,102 @@
+"""Codes as a technician types them beside the product's name, in a library that holds its sibling's manual too,
+and codes printed with marks around them in a table's cells (tests/fixtures/sibling_manuals.py).
+
+The Tidewell TW-40 and TW-90 inverters share a series name and some codes: `E02` means one thing on each, `E07`
+and `E09` are the TW-40's alone (the TW-90's manual names `E09` only in a firmware note). The Quillon QX-5's
+alarm table prints `[A12]`, `A13:`, `*A14*`, `Err.15`, `AL-16/` and `A17(1)`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.embed import Embedder
+from knowledge.ingest.build import build_index
+from knowledge.models import Scope
+from knowledge.search import ManualIndex
+from tests.fixtures.hard_manuals import make_mnemonic_codes
+from tests.fixtures.sibling_manuals import MARKED_ROWS, Siblings, make_siblings
+
+
+@pytest.fixture(scope="module")
+def siblings(tmp_path_factory: pytest.TempPathFactory) -> Siblings:
+    return make_siblings(tmp_path_factory.mktemp("siblings"))
+
+
+@pytest.fixture(scope="module")
+def index(siblings: Siblings, tmp_path_factory: pytest.TempPathFactory) -> ManualIndex:
+    folder = tmp_path_factory.mktemp("sibling-index")
+    embedder = Embedder()
+    db = folder / "siblings.db"
+    # A third drive manual that prints `E02` as well: the code alone names no machine.
+    build_index(
+        [siblings.tw40, siblings.tw90, siblings.marked, make_mnemonic_codes(folder).path], db, embedder=embedder
+    )
+    return ManualIndex(db, embedder=embedder)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what does E02 mean on the Tidewell TW-90",
+        "Tidewell TW-90 inverter E02",
+        "TW-90 inverter E02",
+        "tw90 fault E02?",
+    ],
+)
+def test_the_product_named_beside_a_code_scopes_it_to_that_products_manual(index: ManualIndex, question: str) -> None:
+    result = index.query(question)
+    assert result.status == "ok"
+    assert [(hit.manual, hit.fault_code, hit.title) for hit in result.hits if hit.match == "exact"] == [
+        ("tidewell_tw90.pdf", "E02", "Mains undervoltage")
+    ]
+    assert "different things" not in result.message
+
+
+def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:
+    result = index.query("TW-90 E55")
+    assert result.status == "not_found" and "'E55'" in result.message and "TW-90'" not in result.message
+    # The series word printed by both siblings' manuals names neither: the question is about both.
+    result = index.query("Tidewell inverter E02")
+    assert {hit.manual for hit in result.hits if hit.match == "exact"} >= {"tidewell_tw40.pdf", "tidewell_tw90.pdf"}
+
+
+@pytest.mark.parametrize("question", ["what does E07 mean on the Tidewell TW-90", "TW-90 shows E07"])
+def test_a_code_only_a_sibling_lists_is_reported_as_the_siblings(index: ManualIndex, question: str) -> None:
+    result = index.query(question)
+    assert result.status == "ok"
+    assert "not in the Tidewell TW-90 Inverter Manual" in result.message
+    assert "Tidewell TW-40 Inverter Manual" in result.message
+    assert [(hit.manual, hit.fault_code) for hit in result.hits] == [("tidewell_tw40.pdf", "E07")]
+    assert all(hit.applies_to_device is False for hit in result.hits)
+
+
+def test_a_code_only_a_sibling_lists_is_reported_so_at_the_machine(index: ManualIndex) -> None:
+    result = index.query("E07", scope=Scope(vendor="Brannock Drives Ltd.", model="TW-90"))
+    assert "not in the Brannock Drives Ltd. TW-90 manuals" in result.message
+    assert "Tidewell TW-40 Inverter Manual" in result.message
+    assert result.hits[0].manual == "tidewell_tw40.pdf" and result.hits[0].applies_to_device is False
+
+
+def test_the_named_manuals_own_page_printing_the_code_answers_before_a_siblings_entry(index: ManualIndex) -> None:
+    result = index.query("what does E09 mean on the Tidewell TW-90")
+    assert result.status == "ok"
+    assert (result.hits[0].manual, result.hits[0].kind, result.hits[0].page) == ("tidewell_tw90.pdf", "page", 3)
+    assert "not in the" not in result.message
+
+
+def test_a_code_the_named_manual_lists_answers_without_a_note(index: ManualIndex) -> None:
+    result = index.query("what does E07 mean on the TW-40")
+    assert [(hit.manual, hit.fault_code) for hit in result.hits] == [("tidewell_tw40.pdf", "E07")]
+    assert result.message == "" and result.hits[0].applies_to_device is None
+
+
+@pytest.mark.parametrize(("printed", "code", "title"), [(row[0], row[1], row[2]) for row in MARKED_ROWS])
+def test_a_code_printed_with_marks_in_its_cell_is_an_exact_entry(
+    index: ManualIndex, printed: str, code: str, title: str
+) -> None:
+    for typed in (code, printed):
+        result = index.query(typed)
+        assert result.status == "ok", typed
+        top = result.hits[0]
+        assert (top.manual, top.kind, top.title, top.match) == ("quillon_qx5.pdf", "entry", title, "exact"), typed
