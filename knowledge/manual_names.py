@@ -83,6 +83,10 @@ class ManualNames:
             sha for sha in naming if not any(by_product[self._product[sha]] < other for other in by_product.values())
         }
 
+    def printing(self, word: str) -> set[str]:
+        """The manuals (sha256) whose rows hold a word, as the index stores its words."""
+        return self._printed_in(word)
+
     def title(self, sha256: str) -> str:
         """A manual's title (its file name where it has none), as a message names it."""
         return self._titles.get(sha256, "")

@@ -85,6 +85,12 @@ def test_the_named_manuals_own_page_printing_the_code_answers_before_a_siblings_
     assert "not in the" not in result.message
 
 
+def test_at_the_machine_its_own_page_printing_the_code_answers_before_a_siblings_entry(index: ManualIndex) -> None:
+    result = index.query("E09", scope=Scope(vendor="Brannock Drives Ltd.", model="TW-90"))
+    assert (result.hits[0].manual, result.hits[0].kind, result.hits[0].page) == ("tidewell_tw90.pdf", "page", 3)
+    assert "not in the" not in result.message
+
+
 def test_a_code_the_named_manual_lists_answers_without_a_note(index: ManualIndex) -> None:
     result = index.query("what does E07 mean on the TW-40")
     assert [(hit.manual, hit.fault_code) for hit in result.hits] == [("tidewell_tw40.pdf", "E07")]

@@ -147,7 +147,7 @@ def look_up_codes(
             return None, False
         found.result.hits = prefer(found.result.hits, question.mentioned, question.language)
         answers = found.result.status == "ok" and not (
-            found.elsewhere and _printed_on_pages(snap, found.result, asked, question.mentioned, tuning)
+            found.elsewhere and _asked_manuals_print(snap, found.result, asked, question.mentioned, tuning)
         )
         return found, answers
 
@@ -213,14 +213,13 @@ def _short(text: str, tuning: Tuning) -> bool:
     return 0 < len(text.split()) <= tuning.code_question_words and len(text.strip()) <= tuning.code_question_chars
 
 
-def _printed_on_pages(snap: Snapshot, found: SearchResult, scope: Scope, named: frozenset[str], tuning: Tuning) -> bool:
-    """Whether a page of the asked machine (the scope's, of the manuals named) prints a code as the entries found
-    print it: a manual whose table was not read as entries still names its codes in its text."""
-    words = [term for hit in found.hits for term in code_terms(hit.fault_code, every_token=True)]
-    rows = snap.bm25(list(dict.fromkeys(words)), scope, tuning.candidates, tuning.bm25_columns) if words else []
-    return any(
-        snap.rows[i]["kind"] == "page" and (not named or snap.rows[i]["manual_sha256"] in named) for i, _ in rows
-    )
+def _asked_manuals_print(snap: Snapshot, found: SearchResult, scope: Scope, named: frozenset[str], tuning: Tuning) -> bool:
+    """Whether the asked machine's manuals (those the question names, else the scope's) print a code as the
+    entries found print it, in any row: a manual whose table was not read as entries still names its codes."""
+    words = list(dict.fromkeys(term for hit in found.hits for term in code_terms(hit.fault_code, every_token=True)))
+    if named:  # every manual that prints the word: a common code is on more rows than a ranking keeps
+        return any(snap.names.printing(word) & named for word in words)
+    return bool(words) and bool(snap.bm25(words, scope, 1, tuning.bm25_columns))
 
 
 def _distance(a: str, b: str) -> int:
