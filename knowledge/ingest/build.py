@@ -51,8 +51,9 @@ SCHEMA_VERSION = "7"
 # German fault headings open fault sections. 6: the messages a display shows, keyed by a header's message column;
 # no header in a row that repeats a cell (a drawing); no entries from a list of numbered pins, parts or models.
 # 7: a company named in an approval or certification is no vendor, nor a site hosting anyone's files (GitHub);
-# `code` alone is a cue word (a heading `Code 5 ...`).
-EXTRACTION_VERSION = "7"
+# `code` alone is a cue word (a heading `Code 5 ...`). 8: a code cell's marks around the code (`[E07]`, `E07:`,
+# `AL-07/`, `E07(1)`) are no part of it.
+EXTRACTION_VERSION = "8"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
