@@ -53,6 +53,12 @@ def test_the_product_named_beside_a_code_scopes_it_to_that_products_manual(index
     assert "different things" not in result.message
 
 
+def test_a_symptom_asked_beside_the_model_is_answered_from_that_models_manual(index: ManualIndex) -> None:
+    result = index.query("Tidewell TW-90 heatsink too hot, fan blocked")
+    assert result.status == "ok"
+    assert (result.hits[0].manual, result.hits[0].fault_code) == ("tidewell_tw90.pdf", "E05")
+
+
 def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:
     result = index.query("TW-90 E55")
     assert result.status == "not_found" and "'E55'" in result.message and "TW-90'" not in result.message
