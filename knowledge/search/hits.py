@@ -74,8 +74,9 @@ def code_answer(code: str, hits: list[Hit], match: Match, elsewhere: str = "") -
     """A code's entries, saying how they were found when that was not as typed, or (`elsewhere`: the manuals of
     the machine asked about, which do not list it) that they are other machines'."""
     result = SearchResult(status="ok", hits=hits)
+    # As the manuals print it: the code as typed may carry the words around it (`inverter E02`, `shows E07`).
+    printed = ", ".join(dict.fromkeys(hit.fault_code for hit in hits))
     if match == "lookalike":
-        printed = ", ".join(dict.fromkeys(hit.fault_code for hit in hits))
         result.message = (
             f"No code {code} is printed in the manuals; read as {printed} (padded, in another notation, or "
             "characters a 7-segment display shows alike)."
@@ -84,12 +85,12 @@ def code_answer(code: str, hits: list[Hit], match: Match, elsewhere: str = "") -
     if elsewhere:
         listing = list(dict.fromkeys(f"the {hit.manual_title or hit.manual} ({hit.scope})" for hit in hits))
         result.message = (
-            f"Code {code} is not in {elsewhere}; {', '.join(listing)} list{'s' if len(listing) == 1 else ''} it. "
+            f"Code {printed} is not in {elsewhere}; {', '.join(listing)} list{'s' if len(listing) == 1 else ''} it. "
             "These meanings belong to other machines."
         )
         result.suggestion = "Check the device and the code on the HMI before following another machine's steps."
     elif len({(h.vendor, h.model) for h in hits}) > 1:
-        result.message = f"Code {code} means different things on different machines; each hit names its scope."
+        result.message = f"Code {printed} means different things on different machines; each hit names its scope."
         result.suggestion = "Give device_id to get the meaning for one machine."
     return result
 
