@@ -16,6 +16,9 @@ from knowledge.models import Scope
 from knowledge.search import ManualIndex
 from tests.fixtures.hard_manuals import make_mnemonic_codes
 from tests.fixtures.sibling_manuals import MARKED_ROWS, Siblings, make_siblings
+from tools.contract import ToolContext
+from tools.manual_search import ManualSearchTool
+from tools.registry import ToolRegistry
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +116,23 @@ def test_a_code_printed_with_marks_in_its_cell_is_an_exact_entry(
         assert result.status == "ok", typed
         top = result.hits[0]
         assert (top.manual, top.kind, top.title, top.match) == ("quillon_qx5.pdf", "entry", title, "exact"), typed
+
+
+def test_the_manual_tool_says_a_siblings_code_is_another_machines(index: ManualIndex) -> None:
+    """What the answer is written from: the message first, each reference marked as another machine's, and no
+    more than half confidence."""
+    registry = ToolRegistry([ManualSearchTool(index.path, {}, None)])
+    try:
+        obs = registry.call(
+            "search_maintenance_manual_by_fault_code",
+            {"query": "what does E07 mean on the Tidewell TW-90"},
+            ToolContext(request_id="r1", run_id="run1", loop_step=1),
+            "obs-1",
+        )
+    finally:
+        registry.close()
+    assert obs.status in ("ok", "degraded")
+    assert obs.content[0].kind == "text" and "not in the Tidewell TW-90 Inverter Manual" in obs.content[0].text
+    refs = [item for item in obs.content if item.kind == "ref"]
+    assert refs and all(ref.fields["applies_to_device"] is False for ref in refs)
+    assert obs.confidence <= 0.5
