@@ -54,7 +54,8 @@ class ManualNames:
         for m in manuals:  # editions and versions of one product share their names
             key = (str(m.get("vendor") or "").lower(), str(m.get("model") or "").lower())
             products.setdefault(key, set()).update(names[m["sha256"]])
-            self._product[m["sha256"]] = key
+            # Editions are one product by the model read from them; a manual without one is its own.
+            self._product[m["sha256"]] = key if key[1] else (m["sha256"], "")
         spread = Counter(name for product in products.values() for name in product)
         limit = max(2, len(products) // 3)
         self._names = {sha: {n for n in own if spread[n] < limit or len(products) == 1} for sha, own in names.items()}
@@ -71,16 +72,20 @@ class ManualNames:
     def mentioned(self, question: str) -> set[str]:
         """sha256 of each manual the question names. A product named by every word that names another, and by
         more, is the one meant: `Tidewell TW-90` names the TW-90's manuals, not those of the TW-40, which the
-        series word alone names too (through its file name)."""
-        naming: dict[str, set[str]] = {}  # manual → the question's words that name it
+        series word alone names too (through its file name). A word counts for the products of its most specific
+        names (those of the fewest products): `silence50` names the Silence 50's `marlow_silence_50` more than
+        the `silence` every Silence manual is named by."""
+        named: set[str] = set()
+        naming: dict[tuple[str, str], set[str]] = {}  # product → the words that name it most specifically
         for token, names in self._naming(question).items():
-            for sha in {sha for name in names for sha in self._owners[name]}:
-                naming.setdefault(sha, set()).add(token)
-        by_product: dict[tuple[str, str], set[str]] = {}
-        for sha, tokens in naming.items():
-            by_product.setdefault(self._product[sha], set()).update(tokens)
+            products = {name: {self._product[sha] for sha in self._owners[name]} for name in names}
+            fewest = min(len(of) for of in products.values())
+            for name, of in products.items():
+                named |= self._owners[name]
+                for product in of if len(of) == fewest else ():
+                    naming.setdefault(product, set()).add(token)
         return {
-            sha for sha in naming if not any(by_product[self._product[sha]] < other for other in by_product.values())
+            sha for sha in named if not any(naming.get(self._product[sha], set()) < other for other in naming.values())
         }
 
     def printing(self, word: str) -> set[str]:

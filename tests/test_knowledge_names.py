@@ -142,3 +142,14 @@ def test_a_series_and_a_model_name_that_models_manuals_not_the_siblings_the_seri
     assert siblings.mentioned("tidewell inverter trips") == {"tw40", "tw90"}
     assert siblings.mentioned("what does E07 mean on the Tidewell TW-90") == {"tw90", "tw90-zh"}
     assert siblings.mentioned("TW-40 or TW-90, E01 on both") == {"tw40", "tw90", "tw90-zh"}
+
+
+def test_siblings_without_a_model_read_from_them_are_told_apart_by_their_file_names():
+    siblings = ManualNames(
+        [
+            _manual("s30", file="marlow_silence_30_service.pdf"),
+            _manual("s50", file="marlow_silence_50_service.pdf"),
+            _manual("other", file="quillon_qx5.pdf", vendor="Quillon", model="QX-5"),
+        ]
+    )
+    assert siblings.mentioned("Marlow Silence 50 error E03") == {"s50"}
