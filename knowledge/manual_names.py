@@ -56,6 +56,9 @@ class ManualNames:
             products.setdefault(key, set()).update(names[m["sha256"]])
             # Editions are one product by the model read from them; a manual without one is its own.
             self._product[m["sha256"]] = key if key[1] else (m["sha256"], "")
+        self._editions: dict[tuple[str, str], set[str]] = {}
+        for sha, product in self._product.items():
+            self._editions.setdefault(product, set()).add(sha)
         spread = Counter(name for product in products.values() for name in product)
         limit = max(2, len(products) // 3)
         self._names = {sha: {n for n in own if spread[n] < limit or len(products) == 1} for sha, own in names.items()}
@@ -70,7 +73,7 @@ class ManualNames:
         self._cjk = [n for n in self._owners if _is_cjk(n)]
 
     def mentioned(self, question: str) -> set[str]:
-        """sha256 of each manual the question names. A product named by every word that names another, and by
+        """sha256 of each manual the question names, with the other editions and versions of its product. A product named by every word that names another, and by
         more, is the one meant: `Tidewell TW-90` names the TW-90's manuals, not those of the TW-40, which the
         series word alone names too (through its file name). A word counts for the products of its most specific
         names (those of the fewest products): `silence50` names the Silence 50's `marlow_silence_50` more than
@@ -84,9 +87,11 @@ class ManualNames:
                 named |= self._owners[name]
                 for product in of if len(of) == fewest else ():
                     naming.setdefault(product, set()).add(token)
-        return {
-            sha for sha in named if not any(naming.get(self._product[sha], set()) < other for other in naming.values())
+        meant = {self._product[sha] for sha in named}
+        meant = {
+            product for product in meant if not any(naming.get(product, set()) < other for other in naming.values())
         }
+        return {sha for product in meant for sha in self._editions[product]}  # each edition and version
 
     def printing(self, word: str) -> set[str]:
         """The manuals (sha256) whose rows hold a word, as the index stores its words."""

@@ -130,16 +130,17 @@ def test_a_designation_typed_after_a_kind_of_product_names_the_manual():
 
 def test_a_series_and_a_model_name_that_models_manuals_not_the_siblings_the_series_names_too():
     """Each sibling's file name begins with the series (`tidewell_tw40`): the series word alone names both, the
-    model beside it names one product, in each of its editions."""
+    model beside it names one product, in each of its editions (the Chinese one too, whose file name is no
+    name)."""
     siblings = ManualNames(
         [
             _manual("tw40", file="tidewell_tw40.pdf", vendor="Brannock", model="TW-40"),
             _manual("tw90", file="tidewell_tw90.pdf", vendor="Brannock", model="TW-90"),
-            _manual("tw90-zh", file="tw90_zh.pdf", vendor="Brannock", model="TW-90"),
+            _manual("tw90-zh", file="说明书.pdf", vendor="Brannock", model="TW-90"),
             _manual("other", file="quillon_qx5.pdf", vendor="Quillon", model="QX-5"),
         ]
     )
-    assert siblings.mentioned("tidewell inverter trips") == {"tw40", "tw90"}
+    assert siblings.mentioned("tidewell inverter trips") == {"tw40", "tw90", "tw90-zh"}
     assert siblings.mentioned("what does E07 mean on the Tidewell TW-90") == {"tw90", "tw90-zh"}
     assert siblings.mentioned("TW-40 or TW-90, E01 on both") == {"tw40", "tw90", "tw90-zh"}
 
