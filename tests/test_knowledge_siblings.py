@@ -56,6 +56,15 @@ def test_the_product_named_beside_a_code_scopes_it_to_that_products_manual(index
     assert "different things" not in result.message
 
 
+def test_a_siblings_meaning_of_the_code_found_besides_is_marked_another_machines(index: ManualIndex) -> None:
+    """The words beside the code (`Brannock`) find the TW-40's `E02` as well: listed after the TW-90's, as the
+    TW-40's."""
+    result = index.query("Brannock TW90 E02")
+    assert (result.hits[0].manual, result.hits[0].fault_code) == ("tidewell_tw90.pdf", "E02")
+    others = [hit for hit in result.hits if hit.manual != "tidewell_tw90.pdf"]
+    assert others and all(hit.applies_to_device is False for hit in others)
+
+
 def test_a_symptom_asked_beside_the_model_is_answered_from_that_models_manual(index: ManualIndex) -> None:
     result = index.query("Tidewell TW-90 heatsink too hot, fan blocked")
     assert result.status == "ok"

@@ -67,6 +67,14 @@ def prefer(hits: list[Hit], mentioned: frozenset[str], language: str) -> list[Hi
     return sorted(hits, key=lambda hit: (hit.manual_sha256 not in mentioned, hit.language != language))
 
 
+def others_marked(hits: list[Hit], named: frozenset[str]) -> list[Hit]:
+    """Hits from manuals other than those the question names (sha256) marked as not the asked machine's: a
+    sibling's meaning of the same code is no answer for the named one."""
+    if not named:
+        return hits
+    return [hit if hit.manual_sha256 in named else hit.model_copy(update={"applies_to_device": False}) for hit in hits]
+
+
 # -- messages ----------------------------------------------------------------
 
 

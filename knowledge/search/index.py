@@ -9,7 +9,7 @@ from knowledge.glossary import expand
 from knowledge.models import SafetyStatement, Scope, SearchResult
 from knowledge.search.candidates import Candidates, Mode, gather
 from knowledge.search.floors import only_unknown_codes
-from knowledge.search.hits import code_not_found, collapse, no_section, prefer, version_not_found
+from knowledge.search.hits import code_not_found, collapse, no_section, others_marked, prefer, version_not_found
 from knowledge.search.lookup import look_up, look_up_codes, near_codes
 from knowledge.search.question import Question
 from knowledge.search.ranking import rank
@@ -75,7 +75,10 @@ class ManualIndex:
         found = [hit for hit in found if (hit.manual_sha256, hit.page, hit.fault_code) not in shown]
         ordered = sorted(
             [(hit, False) for hit in answered.hits]
-            + [(hit, True) for hit in prefer(found, question.mentioned, question.language)],
+            + [
+                (hit, True)
+                for hit in others_marked(prefer(found, question.mentioned, question.language), question.mentioned)
+            ],
             key=lambda item: (item[0].manual_sha256 not in question.mentioned, item[1]),
         )
         answered.hits = [hit for hit, _ in ordered][:k]

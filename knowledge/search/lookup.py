@@ -19,6 +19,7 @@ from knowledge.search.hits import (
     code_not_found,
     collapse,
     listed_elsewhere,
+    others_marked,
     prefer,
     scope_name,
     version_not_found,
@@ -78,8 +79,7 @@ def _entries(
     hits = collapse(snap, [(row, 1.0, match) for row in chosen], scope, version, language, k, tuning)
     if not hits:
         return _Entries(version_not_found(code, chosen, version), elsewhere=not asked)
-    if not asked and named:  # the question named its machine by its manual: these entries are another's
-        hits = [hit.model_copy(update={"applies_to_device": False}) for hit in hits]
+    hits = others_marked(hits, named)
     where = ""
     if not asked and named:
         where = " or ".join(f"the {snap.names.title(sha)}" for sha in sorted(named, key=snap.names.title))
@@ -213,7 +213,9 @@ def _short(text: str, tuning: Tuning) -> bool:
     return 0 < len(text.split()) <= tuning.code_question_words and len(text.strip()) <= tuning.code_question_chars
 
 
-def _asked_manuals_print(snap: Snapshot, found: SearchResult, scope: Scope, named: frozenset[str], tuning: Tuning) -> bool:
+def _asked_manuals_print(
+    snap: Snapshot, found: SearchResult, scope: Scope, named: frozenset[str], tuning: Tuning
+) -> bool:
     """Whether the asked machine's manuals (those the question names, else the scope's) print a code as the
     entries found print it, in any row: a manual whose table was not read as entries still names its codes."""
     words = list(dict.fromkeys(term for hit in found.hits for term in code_terms(hit.fault_code, every_token=True)))
