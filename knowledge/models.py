@@ -25,7 +25,8 @@ class ManualInfo(BaseModel):
     vendor: str = ""
     model: str = ""
     version: str = ""
-    language: str = "en"
+    language: str = "en"  # the language of most of its pages
+    languages: list[str] = Field(default_factory=list)  # every language a good share of its pages is in
     valid_for: str = ""
     pages: int = 0
     scanned_pages: list[int] = Field(default_factory=list)  # images without text, even after OCR
@@ -44,6 +45,7 @@ class FaultRecord(BaseModel):
     page: int
     pages: list[int]
     source: Literal["table", "text"]
+    language: str = ""  # its text's own (a page may hold two languages); empty: its manual's
     # Where the entry is printed, for highlighting it on its page: (page, x0, y0, x1, y1) in PDF points
     # of the unrotated page, as PyMuPDF's text extraction gives them.
     boxes: list[tuple[int, float, float, float, float]] = Field(default_factory=list)

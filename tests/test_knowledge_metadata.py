@@ -161,7 +161,7 @@ def test_sidecar_file(tmp_path):
     [
         ('vendr = "Quillon"\n', "'vendr'"),
         ("version = 2.1\n", "'version' must be a string"),
-        ('language = "de"\n', "'language' must be one of"),
+        ('language = "fr"\n', "'language' must be one of"),
         ('vendor = "Quillon\n', "cannot read"),
     ],
 )

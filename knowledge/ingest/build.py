@@ -42,8 +42,9 @@ from knowledge.text import FTS_TOKENIZER, terms
 # the second look's words of each row. 7: records.words gone with the second look, which was removed (it never
 # gained on the first stage: docs/manual-search.md). A build reuses manuals only from an index of this schema, so
 # rebuilding an older index extracts them again; readers take an older one without boxes or hazard statements,
-# and one with the words (which they do not read).
-SCHEMA_VERSION = "7"
+# and one with the words (which they do not read). 8: a row's language is its page's or its own text's (it was
+# its manual's), and manuals.languages lists every language a good share of a manual's pages is in.
+SCHEMA_VERSION = "8"
 # What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
 # rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings;
@@ -52,8 +53,9 @@ SCHEMA_VERSION = "7"
 # no header in a row that repeats a cell (a drawing); no entries from a list of numbered pins, parts or models.
 # 7: a company named in an approval or certification is no vendor, nor a site hosting anyone's files (GitHub);
 # `code` alone is a cue word (a heading `Code 5 ...`). 8: a code cell's marks around the code (`[E07]`, `E07:`,
-# `AL-07/`, `E07(1)`) are no part of it.
-EXTRACTION_VERSION = "8"
+# `AL-07/`, `E07(1)`) are no part of it. 9: each page's language its own, German fault sections and tables
+# (`languages.py`), troubleshooting tables keyed by symptom give entries without a code.
+EXTRACTION_VERSION = "9"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
@@ -418,6 +420,7 @@ def _create_schema(db: sqlite_utils.Database) -> None:
             "model": str,
             "version": str,
             "language": str,
+            "languages": str,
             "valid_for": str,
             "pages": int,
             "scanned_pages": str,
@@ -652,8 +655,9 @@ def _insert_fresh(
         stat = path.stat()
         db["manuals"].insert(
             {
-                **info.model_dump(exclude={"scanned_pages", "ocr_pages"}),
+                **info.model_dump(exclude={"scanned_pages", "ocr_pages", "languages"}),
                 "path": str(path),
+                "languages": json.dumps(info.languages),
                 "scanned_pages": json.dumps(info.scanned_pages),
                 "ocr_pages": json.dumps(info.ocr_pages),
                 "records": len(extraction.records),
@@ -670,19 +674,18 @@ def _insert_fresh(
 
 
 def embed_text(record: FaultRecord) -> str:
-    """What a symptom description is compared with: name, symptom and cause (steps dilute it)."""
-    return " ".join(part for part in (record.title + ".", record.symptom, record.cause) if part.strip("."))
+    """What a symptom description is compared with: name, symptom and cause (steps dilute it); a symptom's entry
+    is named by its symptom, said once."""
+    symptom = "" if record.symptom == record.title else record.symptom
+    return " ".join(part for part in (record.title + ".", symptom, record.cause) if part.strip("."))
 
 
 def _record_row(record: FaultRecord, info: ManualInfo) -> dict[str, Any]:
     return {
-        **_manual_columns(info),
+        **_manual_columns(info, record.language),
         "kind": "entry",
         "code": record.code,
-        "code_key": code_key(record.code),
-        "loose_key": loose_key(record.code),
-        "code_pattern": glob_pattern(record.code),
-        "canonical_id": canonical_id(record.code),
+        **(_code_columns(record.code) if record.code else _symptom_columns(record)),
         "title": record.title,
         "symptom": record.symptom,
         "cause": record.cause,
@@ -704,9 +707,30 @@ def _record_row(record: FaultRecord, info: ManualInfo) -> dict[str, Any]:
     }
 
 
+def _code_columns(code: str) -> dict[str, Any]:
+    return {
+        "code_key": code_key(code),
+        "loose_key": loose_key(code),
+        "code_pattern": glob_pattern(code),
+        "canonical_id": canonical_id(code),
+    }
+
+
+def _symptom_columns(record: FaultRecord) -> dict[str, Any]:
+    """A symptom's entry (a troubleshooting table keyed by what the machine does) has no code to look up: its
+    key is its symptom, which no code's key can be (a code's key has no space or colon), so that each symptom
+    is one answer, and its editions and versions are one."""
+    return {
+        "code_key": "symptom: " + " ".join(record.title.casefold().split()),
+        "loose_key": "",
+        "code_pattern": None,
+        "canonical_id": "",
+    }
+
+
 def _passage_row(passage: Passage, info: ManualInfo) -> dict[str, Any]:
     return {
-        **_manual_columns(info),
+        **_manual_columns(info, passage.language),
         "kind": "page",
         "code": "",
         "code_key": "",
@@ -746,7 +770,8 @@ def _safety_row(statement: SafetyStatement, info: ManualInfo) -> dict[str, Any]:
     }
 
 
-def _manual_columns(info: ManualInfo) -> dict[str, str]:
+def _manual_columns(info: ManualInfo, language: str) -> dict[str, str]:
+    """The manual's columns of a row in `language`, the row's own (else the manual's)."""
     return {
         "manual_sha256": info.sha256,
         "vendor": info.vendor,
@@ -754,7 +779,7 @@ def _manual_columns(info: ManualInfo) -> dict[str, str]:
         "vendor_key": scope_key(info.vendor),
         "model_key": scope_key(info.model),
         "version": info.version,
-        "language": info.language,
+        "language": language or info.language,
     }
 
 
@@ -784,10 +809,11 @@ def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
                         **dict(row),
                         "scanned_pages": json.loads(row["scanned_pages"]),
                         "ocr_pages": json.loads(row["ocr_pages"]),
+                        "languages": json.loads(row["languages"]),
                     }
                 )
                 for row in conn.execute(
-                    "SELECT sha256, file, title, vendor, model, version, language, valid_for,"
+                    "SELECT sha256, file, title, vendor, model, version, language, languages, valid_for,"
                     " pages, scanned_pages, ocr_pages, fault_sections, device, overrides"
                     " FROM manuals"
                 )
@@ -881,7 +907,8 @@ def read_status(db_path: Path) -> IndexStatus:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema") != SCHEMA_VERSION:
             raise IndexSchemaMismatch(
-                f"{db_path}: index schema {meta.get('schema')}, this fixloop reads {SCHEMA_VERSION}"
+                f"{db_path}: index schema {meta.get('schema')}, this fixloop reads {SCHEMA_VERSION};"
+                " rebuild it with `fixloop index build`"
             )
         manuals = []
         for row in conn.execute("SELECT * FROM manuals ORDER BY vendor, model, version, language, file"):

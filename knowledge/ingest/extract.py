@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowledge.codes import code_key
+from knowledge.ingest.languages import detect
 from knowledge.ingest.metadata import manual_info, merge_overrides, read_sidecar
 from knowledge.ingest.passages import Passage, page_passages
 from knowledge.ingest.pdf import read_manual
@@ -46,7 +47,8 @@ def extract_manual(
     """`overrides`: the operator's word on vendor, model, version, device… (command-line options),
     over a sidecar file beside the PDF, over what the pages say."""
     raw = read_manual(path, ocr=ocr)
-    info = manual_info(path, sha256 or file_sha256(path), raw, merge_overrides(read_sidecar(path), overrides or {}))
+    said = merge_overrides(read_sidecar(path), overrides or {})
+    info = manual_info(path, sha256 or file_sha256(path), raw, said)
     info = info.model_copy(
         update={
             "ocr_pages": [page.number for page in raw.pages if page.ocr],
@@ -56,13 +58,32 @@ def extract_manual(
     assembly = assemble(
         raw.pages, raw.body_size, raw.sections.pages, frozenset(code_key(name) for name in (info.model,) if name)
     )
+    # A page's language is its own, and a passage's or an entry's too where its text says enough: a page that
+    # cannot be told (a table of codes and numbers) is in its manual's language. The operator's word on the
+    # language (a sidecar, an option) is every page's.
+    told = "language" not in said
+    pages = {page.number: detect(page.text, info.language) if told else info.language for page in raw.pages}
+    records = [
+        record.model_copy(update={"language": detect(_text(record), pages[record.page]) if told else info.language})
+        for record in assembly.records
+    ]
     return Extraction(
         info=info,
-        records=assembly.records,
+        records=records,
         duplicates=assembly.duplicates,
-        passages=page_passages(raw.pages, raw.sections, {page for record in assembly.records for page in record.pages}),
+        passages=page_passages(
+            raw.pages,
+            raw.sections,
+            {page for record in records for page in record.pages},
+            pages,
+            "language" not in said,
+        ),
         safety=find_statements(path, raw.pages, raw.body_size, assembly.records),
         ocr_seconds=raw.ocr_seconds,
         warnings=raw.warnings,
         outline_pages=[page.number for page in raw.pages if page.outlines],
     )
+
+
+def _text(record: FaultRecord) -> str:
+    return "\n".join([record.title, record.symptom, record.cause, *record.steps])

@@ -1,4 +1,4 @@
-"""Who a manual is for: title, vendor, model, version, language and validity, read from its text.
+"""Who a manual is for: title, vendor, model, version, languages and validity, read from its text.
 
 A PDF's document information is mostly noise on real manuals (author
 "Administrator" or "12345", title "Microsoft Word - x.doc"), so each field is
@@ -25,8 +25,9 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from knowledge.ingest.languages import LANGUAGES, languages_of
 from knowledge.models import ManualError, ManualInfo
-from knowledge.text import CJK, join_lines, language
+from knowledge.text import CJK, join_lines
 
 if TYPE_CHECKING:  # PyMuPDF is not loaded by a search that only needs version order
     from knowledge.ingest.pdf import Block, Page, RawManual
@@ -42,7 +43,6 @@ _VERSION = re.compile(
     re.I,
 )
 OVERRIDE_KEYS = ("vendor", "model", "version", "title", "language", "device", "valid_for")
-LANGUAGES = ("en", "zh")
 COVER_PAGES = 2
 COVER_TITLE = 1.4  # a cover's largest print is at least this many times the body size
 TITLE_PRINT = 1.25  # cover text this much larger than the body belongs to the title
@@ -104,6 +104,10 @@ def manual_info(path: Path, sha256: str, raw: RawManual, overrides: dict[str, st
     header = _running_title(raw)
     stem = " ".join(path.stem.replace("_", " ").split())
     title = big_print or (doc_title if _plausible_title(doc_title, path) else "") or header or stem
+    # Each page told by itself (a German manual's first pages may be an English cover and contents), judged on the
+    # pages' whole text: a fault list is mostly tables, and the running text left beside them may be no more than
+    # a heading and the codes' Latin letters.
+    languages = languages_of([page.text for page in raw.pages])
     info = ManualInfo(
         file=path.name,
         sha256=sha256,
@@ -112,9 +116,8 @@ def manual_info(path: Path, sha256: str, raw: RawManual, overrides: dict[str, st
         model=labelled.get("model") or _model(raw, path, big_print, header, cover_blocks, body),
         version=normalize_version(labelled.get("version", ""))
         or _first_version(big_print, *raw.bands.texts, cover, doc_title, stem),
-        # Judged on the pages' whole text: a fault list is mostly tables, and the running text left
-        # beside them may be no more than a heading and the codes' Latin letters.
-        language=language(cover + "\n".join(page.text for page in raw.pages[:6])),
+        language=languages[0],
+        languages=languages,
         valid_for=labelled.get("valid_for", ""),
         pages=len(raw.pages),
         scanned_pages=[page.number for page in raw.pages if page.scanned],
@@ -125,7 +128,7 @@ def manual_info(path: Path, sha256: str, raw: RawManual, overrides: dict[str, st
 def read_sidecar(pdf_path: Path) -> dict[str, str]:
     """The operator's corrections for `manual.pdf`, from `manual.pdf.toml` beside it ({} if none).
 
-    Keys: vendor, model, version, title, language ("en"/"zh"), device, valid_for; all strings.
+    Keys: vendor, model, version, title, language (one of `languages.LANGUAGES`), device, valid_for; all strings.
     """
     sidecar = pdf_path.with_name(pdf_path.name + ".toml")
     try:
@@ -165,6 +168,8 @@ def _apply(info: ManualInfo, overrides: dict[str, str]) -> ManualInfo:
     if "version" in update:
         # "2.1" and "V2.1" must sort and compare like extracted versions; "A1.5" stays as typed.
         update["version"] = normalize_version(update["version"]) or update["version"]
+    if "language" in update:  # the operator's word on the manual's language is its every page's
+        update["languages"] = [update["language"]]
     return info.model_copy(update=update)
 
 

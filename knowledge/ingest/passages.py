@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from knowledge.ingest.languages import detect
 from knowledge.text import CJK, join_lines
 
 if TYPE_CHECKING:
@@ -33,12 +34,17 @@ class Passage:
     ocr: bool
     fault: bool
     embedded: bool  # searched by meaning too (else by words only)
+    language: str  # its own text's, else its page's
 
 
-def page_passages(pages: list[Page], sections: FaultSections, entry_pages: set[int]) -> list[Passage]:
+def page_passages(
+    pages: list[Page], sections: FaultSections, entry_pages: set[int], languages: dict[int, str], told: bool = True
+) -> list[Passage]:
     """A heading printed on a page starts a passage and names the passages after it; above it,
     the page is still under the heading in force where the page begins. `entry_pages`: pages
-    that gave fault entries, which carry their meaning (the page is still searched by words)."""
+    that gave fault entries, which carry their meaning (the page is still searched by words).
+    `languages`: each page's; a passage is told by its own text where `told` (a bilingual page holds both),
+    else it is in its page's (the operator said which)."""
     out: list[Passage] = []
     for page in pages:
         fault = page.number in sections.pages
@@ -67,8 +73,17 @@ def page_passages(pages: list[Page], sections: FaultSections, entry_pages: set[i
             else:
                 chunks.extend((section, piece) for piece in _split(text, width))
             heading_only = False
+        language = languages[page.number]
         out.extend(
-            Passage(page.number, chunk_section, chunk, page.ocr, fault, embedded=described or n < EMBEDDED_PER_PAGE)
+            Passage(
+                page.number,
+                chunk_section,
+                chunk,
+                page.ocr,
+                fault,
+                embedded=described or n < EMBEDDED_PER_PAGE,
+                language=detect(chunk, language) if told else language,
+            )
             for n, (chunk_section, chunk) in enumerate(chunks)
         )
     return out

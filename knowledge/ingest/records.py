@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from knowledge.codes import code_key, hex_code, named_alarm, parse_code_cell, parse_heading
+from knowledge.ingest.languages import VOCABULARIES, every
 from knowledge.ingest.pdf import Block, Page
 from knowledge.ingest.safety import signal_statements
 from knowledge.ingest.sections import FAULT_WORDS
@@ -111,7 +112,9 @@ def assemble(
     duplicates = 0
     for draft in drafts:
         record = draft.record()
-        key = code_key(record.code)
+        # A symptom's entry (a troubleshooting table keyed by what the machine does) has no code: its key is
+        # the symptom as printed, so that each is its own entry.
+        key = code_key(record.code) if record.code else f"\0{' '.join(record.title.casefold().split())}"
         if key in not_codes:
             continue
         if key in merged:
@@ -275,13 +278,16 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                 printed = column_roles(header)
                 rows, boxes = rows[header_at + lines :], boxes[header_at + lines :]
                 roles, headed, columns = _header_roles(header, rows), True, len(header)
-                code_header = header[next(i for i, role in roles.items() if role == "code")]
-                if _numbers_things(code_header, roles):
+                code_at = next((i for i, role in roles.items() if role == "code"), None)
+                if code_at is not None and _numbers_things(header[code_at], roles):
                     roles = None  # a list of pins, parts or models printed inside a fault section
                     continue
                 # "Alarm", "Fault": names may stand for codes; so may the short tokens of a column the
-                # header left unnamed ("Display | Error | Cause | Remedy" over `OCA`, `*LV`).
-                named = bool(FAULT_WORDS.search(code_header)) or "code" not in printed.values()
+                # header left unnamed ("Display | Error | Cause | Remedy" over `OCA`, `*LV`). No code column:
+                # a troubleshooting table keyed by symptom (`_symptom_row`).
+                named = code_at is not None and (
+                    bool(FAULT_WORDS.search(header[code_at])) or "code" not in printed.values()
+                )
             elif roles is None or len(rows[0]) != columns:
                 # No header (or a new table): the column where most cells are codes is the code column.
                 roles, headed, named, columns = _roles_from_content(rows), False, False, len(rows[0])
@@ -321,11 +327,21 @@ def _header(rows: list[list[str]]) -> tuple[int | None, list[str], int]:
                 return at, joined, 2
         if _names_a_fault(row) and _token_column(rows[at + 1 :], len(row)) is not None:
             return at, row, 1
+        if _names_symptoms(row) and len(rows) > at + 1 and _roles_from_content(rows[at + 1 :]) is None:
+            return at, row, 1
     return None, [], 0
 
 
+def _names_symptoms(row: list[str]) -> bool:
+    """A troubleshooting table's header keyed by what the machine does, not by a code: a symptom or a fault
+    named (`Symptom | Check | Remedy`, `Problem | Possible cause | Corrective action`, `Störung | Ursache |
+    Abhilfe`) with what to do about it. Only over rows no column of which holds codes (`_roles_from_content`)."""
+    roles = set(column_roles(row).values())
+    return "code" not in roles and "remedy" in roles and bool(roles & {"symptom", "title"}) and not _is_data(row)
+
+
 # What a display shows, named in a header: its messages are what a technician reads off the machine.
-_MESSAGE = re.compile(r"message|display|显示|提示")
+_MESSAGE = re.compile("|".join(word for v in VOCABULARIES for word in v.messages))
 
 
 def _names_a_fault(row: list[str]) -> bool:
@@ -419,11 +435,7 @@ def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
 
 
 # A header with one of these heads a parameter list, or a parts list (its "No." column numbers items).
-_PARAMETER_WORDS = re.compile(
-    r"\b(?:range|default|unit|factory setting|setting range|quantity|qty|specifications?)\b"
-    r"|范围|缺省|默认|出厂|单位|数量|规格",
-    re.I,
-)
+_PARAMETER_WORDS = every("parameters")
 
 
 def _is_parameter_header(row: list[str]) -> bool:
@@ -465,6 +477,9 @@ def _add_row(
     box: tuple[float, float, float, float] | None,
 ) -> None:
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
+    if headed and "code" not in cells:
+        _symptom_row(drafts, cells, page, box)
+        return
     if named and (several := _names_several(cells.get("code", ""))):
         column = next(i for i, role in roles.items() if role == "code")
         for name in several:  # one row for the alarms a display may show for one problem: an entry each
@@ -490,6 +505,35 @@ def _add_row(
     draft = _Draft(code=code, title=f"{title} ({alias})" if alias else title, page=page, source="table")
     draft.mark(page, box)
     draft.add("symptom", join_lines(cells.get("symptom", "")))
+    draft.add("cause", join_lines(cells.get("cause", "")))
+    draft.steps = _steps(cells.get("remedy", ""))
+    drafts.append(draft)
+
+
+def _symptom_row(
+    drafts: list[_Draft], cells: dict[str, str], page: int, box: tuple[float, float, float, float] | None
+) -> None:
+    """A row of a troubleshooting table keyed by symptom: an entry without a code, named by its symptom (or the
+    fault it names), with the check or cause and the remedy. A row whose symptom cell is empty goes on with the
+    entry above (the symptom printed once over several checks)."""
+    symptom = join_lines(cells.get("symptom", ""))
+    title = join_lines(cells.get("title", "")) or symptom
+    if not title:
+        if not (drafts and drafts[-1].source == "table" and not drafts[-1].code):
+            return
+        if not cells.get("cause", "").strip():
+            _continue_row(drafts[-1], cells, page, box)  # a row broken over two lines or pages
+            return
+        # Another check under the same symptom: its remedy is a step of its own.
+        draft = drafts[-1]
+        draft.pages.add(page)
+        draft.mark(page, box)
+        draft.add("cause", join_lines(cells["cause"]))
+        draft.steps.extend(_steps(cells.get("remedy", "")))
+        return
+    draft = _Draft(code="", title=title, page=page, source="table")
+    draft.mark(page, box)
+    draft.add("symptom", symptom)
     draft.add("cause", join_lines(cells.get("cause", "")))
     draft.steps = _steps(cells.get("remedy", ""))
     drafts.append(draft)

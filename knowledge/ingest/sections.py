@@ -1,5 +1,5 @@
 """Fault sections: the pages under a fault / alarm / trip / error / protection / troubleshooting / FAQ
-heading (故障, 报警, 异常, 保护, 常见问题; Fehler, Störungen), up to the next heading of the same rank
+heading (故障, 报警, 异常, 保护, 常见问题; Fehler, Störungen: each language's words in `languages.py`), up to the next heading of the same rank
 about something else, and any page that pairs causes with remedies.
 
 Only these pages are searched for fault tables and bare-number codes: elsewhere a manual's
@@ -12,24 +12,18 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from knowledge.ingest.languages import every
 from knowledge.text import CJK, join_lines
 
 if TYPE_CHECKING:
     from knowledge.ingest.pdf import Block, Page
 
-# A manual's FAQ is where it answers "the motor does X": troubleshooting under another name. German manuals
-# head their fault lists Fehler (error) or Störungen (faults).
-FAULT_WORDS = re.compile(
-    r"\b(?:faults?|alarms?|trips?|errors?|protections?|protective|troubleshoot\w*|trouble\s*shooting|"
-    r"diagnos\w*|faqs?|frequently\s+asked\s+questions|fehler(?:n|meldung\w*|behebung|liste|codes?)?|störung(?:en)?)\b|故障|报警|警报|异常|保护|告警|常见问题",
-    re.I,
-)
+# The words of every language a manual comes in (`languages.py`).
+FAULT_WORDS = every("headings")
 # A page that pairs causes with remedies is a troubleshooting table wherever it sits (a scanned
 # manual's headings are unreadable; a quick guide's table has none).
-_CAUSE = re.compile(r"\b(?:causes?|reasons?)\b|原因", re.I)
-_REMEDY = re.compile(
-    r"\b(?:remed(?:y|ies)|countermeasures?|corrective actions?|solutions?)\b|处理方法|处理措施|对策|解决方法", re.I
-)
+_CAUSE = every("page_causes")
+_REMEDY = every("page_remedies")
 _NUMBERED = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|第\s*[一二三四五六七八九十\d]{1,3}\s*[章节])\s*\S")
 _TOC_LEADER = re.compile(r"(?:\.\s*){4,}\d*\s*$|…{2,}")
 MAX_HEADING_WIDTH = 80

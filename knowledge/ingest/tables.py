@@ -22,73 +22,15 @@ import numpy.typing as npt
 import pymupdf
 
 from knowledge.codes import parse_code_cell
+from knowledge.ingest.languages import ROLES, words_of
 from knowledge.ingest.ocr import OcrWord, ocr_cells
 from knowledge.text import CJK
 
-FIELD_WORDS = {
-    "symptom": ("symptom", "symptoms", "problem", "phenomenon", "现象", "故障现象", "症状"),
-    "cause": ("cause", "causes", "possible cause", "possible causes", "reason", "原因", "故障原因", "可能原因"),
-    "remedy": (
-        "remedy",
-        "remedies",
-        "action",
-        "actions",
-        "solution",
-        "corrective action",
-        "corrective measure",
-        "corrective measures",
-        "countermeasure",
-        "troubleshooting",
-        "recovery procedure",
-        "处理方法",
-        "处理办法",
-        "处理",
-        "排除方法",
-        "解决方法",
-        "措施",
-        "对策",
-        "解除",
-        "报警解除",
-    ),
-}
+# Labels of a field in running text (`Cause:`, `原因：`, `Ursache:`), every language's (`languages.py`).
+FIELD_WORDS = {role: words_of(role, columns=False) for role in ("symptom", "cause", "remedy")}
 MAX_HEADER_CHARS = 30
-_COLUMN_WORDS = {
-    "code": (
-        "fault code",
-        "error code",
-        "alarm code",
-        "alarm no",
-        "alarm",
-        "code",
-        "no.",
-        "代码",
-        "故障代码",
-        "报警号",
-        "错误代码",
-        "编号",
-        "故障码",
-        "报警代码",
-    ),
-    "title": (
-        "name",
-        "title",
-        "description",
-        "message",
-        "display",  # the text the display shows, beside its code
-        "meaning",
-        "fault",
-        "名称",
-        "描述",
-        "故障名称",
-        "内容",
-        "含义",
-        "意义",
-    ),
-    "symptom": FIELD_WORDS["symptom"],
-    # "Possible defect": what a scanned service chart calls the cause.
-    "cause": FIELD_WORDS["cause"] + ("content", "explanation", "details", "defect"),
-    "remedy": FIELD_WORDS["remedy"],
-}
+# A column's names in a table's header: the labels and the further names of each role.
+_COLUMN_WORDS = {role: words_of(role, columns=True) for role in ROLES}
 _COLUMN_ORDER = ("remedy", "cause", "symptom", "code", "title")
 
 Box = tuple[float, float, float, float]
@@ -104,30 +46,40 @@ class Table:
 def column_roles(header: Sequence[str]) -> dict[int, str]:
     """Which column holds the code, the name, the cause, the remedy, by the header's words."""
     roles: dict[int, str] = {}
-    for index, cell in enumerate(header):
-        name = " ".join(unicodedata.normalize("NFKC", cell).lower().split())
-        name = re.sub(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])", "", name)  # 意 义 is 意义, spaced to fill the cell
+    names = [_header_name(cell) for cell in header]
+    for index, name in enumerate(names):
         if len(name) > MAX_HEADER_CHARS:
             continue  # a data cell that happens to say "cause" or "解除"
         for role in _COLUMN_ORDER:
             if role in roles.values() and role != "title":
                 continue
-            if any(_says(name, word) for word in _COLUMN_WORDS[role]):
+            if _says_role(name, role):
                 if role not in roles.values():
                     roles[index] = role
-                elif "cause" not in roles.values():
-                    roles[index] = "cause"  # "Fault | Description": the second name describes what happened
+                elif "cause" not in roles.values() and not any(_says_role(n, "cause") for n in names[index + 1 :]):
+                    # "Fault | Description": the second name describes what happened, unless a cause column
+                    # follows (`Anzeige | Störung | Ursache | Abhilfe`: the display, the fault, its cause).
+                    roles[index] = "cause"
                 break
     return roles
 
 
+def _header_name(cell: str) -> str:
+    name = " ".join(unicodedata.normalize("NFKC", cell).lower().split())
+    return re.sub(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])", "", name)  # 意 义 is 意义, spaced to fill the cell
+
+
+def _says_role(name: str, role: str) -> bool:
+    return len(name) <= MAX_HEADER_CHARS and any(_says(name, word) for word in _COLUMN_WORDS[role])
+
+
 def _says(name: str, word: str) -> bool:
-    """Whether a header cell says a column word: a Chinese word anywhere in it, an English one not running on
+    """Whether a header cell says a column word: a Chinese word anywhere in it, a Latin-script one not running on
     into a longer word (`display` is no "Where Displayed" column) but as a plural or run together with the
-    word before it (`ErrorCode`)."""
+    word before it (`ErrorCode`, `Fehlercode`, `Störungsursache`)."""
     if CJK.search(word):
         return word in name
-    return re.search(rf"{re.escape(word)}(?:s|es)?(?![a-z])", name) is not None
+    return re.search(rf"{re.escape(word)}(?:s|es)?(?![a-zäöüß])", name) is not None
 
 
 def fault_header(cells: Sequence[str]) -> bool:

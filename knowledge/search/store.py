@@ -68,8 +68,12 @@ class Snapshot:
     # -- rows --------------------------------------------------------------
 
     def codes(self) -> set[str]:
-        """Every code the entries print."""
-        return {row["code"] for row in self.rows.values() if row["kind"] == "entry" and not is_named(row["code"])}
+        """Every code the entries print (a symptom's entry prints none)."""
+        return {
+            row["code"]
+            for row in self.rows.values()
+            if row["kind"] == "entry" and row["code"] and not is_named(row["code"])
+        }
 
     def entry_pages(self) -> dict[Group, set[tuple[str, int]]]:
         """Each entry group's pages (`rows.entry_pages`), made on first use."""
@@ -92,7 +96,7 @@ class Snapshot:
                 self._scope_codes[key] = {
                     row["code_key"]: row["code"]
                     for row in self.rows.values()
-                    if row["kind"] == "entry" and in_scope(row, scope)
+                    if row["kind"] == "entry" and row["code"] and in_scope(row, scope)
                 }
             return self._scope_codes[key]
 

@@ -1,0 +1,253 @@
+"""The languages manuals come in: how a text's language is told, and the words each language uses for what fault
+reading looks for (a fault section's heading, a table's columns, a field's label). Adding a language is adding
+its `Vocabulary` here; `sections.py`, `tables.py` and `records.py` read every language's words from these.
+
+A text's language is told cheaply, without a model: Chinese by its share of CJK characters (as
+`knowledge.text.language` tells a question's), a Latin-script language by its function words and letters
+(`der`, `und`, `nicht`, `ü`: German; `the`, `and`, `is`: English). A page is often two languages (a German
+manual's English parameter names, a bilingual quick guide), so each passage and entry is told by itself, and a
+text too short to tell (a heading, a code and its name) takes its page's language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from knowledge.text import CJK
+
+ROLES = ("code", "title", "symptom", "cause", "remedy")
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """One language's words. Words are matched without case; a Latin-script word only as a whole word
+    (`headings`, `page_causes`, `page_remedies`, `parameters` are regular-expression fragments)."""
+
+    language: str  # ISO 639-1
+    cjk: bool = False
+    stop_words: frozenset[str] = frozenset()  # function words that tell a Latin-script language
+    letters: str = ""  # letters only this language writes (`äöüß`)
+    # A heading with one of these opens a fault section.
+    headings: tuple[str, ...] = ()
+    # A page that names both a cause and a remedy is a troubleshooting table wherever it sits.
+    page_causes: tuple[str, ...] = ()
+    page_remedies: tuple[str, ...] = ()
+    # A field's label in running text (`Cause:`) and a table column's name: symptom, cause, remedy.
+    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Further names of a table column, by role (code, title, symptom, cause, remedy): not labels of running text.
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # A header cell over what a display shows: its messages are what a technician reads off the machine.
+    messages: tuple[str, ...] = ()
+    # A header with one of these heads a parameter list, or a parts list (its "No." numbers items).
+    parameters: tuple[str, ...] = ()
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+ENGLISH = Vocabulary(
+    language="en",
+    stop_words=_words(
+        "the and of to is are be was for with this that if or not from by it its as at when then"
+        " will can may should must does do has have there which"
+    ),
+    # A manual's FAQ is where it answers "the motor does X": troubleshooting under another name.
+    headings=(
+        r"faults?",
+        r"alarms?",
+        r"trips?",
+        r"errors?",
+        r"protections?",
+        r"protective",
+        r"troubleshoot\w*",
+        r"trouble\s*shooting",
+        r"diagnos\w*",
+        r"faqs?",
+        r"frequently\s+asked\s+questions",
+    ),
+    page_causes=(r"causes?", r"reasons?"),
+    page_remedies=(r"remed(?:y|ies)", r"countermeasures?", r"corrective actions?", r"solutions?"),
+    labels={
+        "symptom": ("symptom", "symptoms", "problem", "phenomenon"),
+        "cause": ("cause", "causes", "possible cause", "possible causes", "reason"),
+        "remedy": (
+            "remedy",
+            "remedies",
+            "action",
+            "actions",
+            "solution",
+            "corrective action",
+            "corrective measure",
+            "corrective measures",
+            "countermeasure",
+            "troubleshooting",
+            "recovery procedure",
+        ),
+    },
+    columns={
+        "code": ("fault code", "error code", "alarm code", "alarm no", "alarm", "code", "no."),
+        # "display": the text the display shows, beside its code.
+        "title": ("name", "title", "description", "message", "display", "meaning", "fault"),
+        # "Possible defect": what a scanned service chart calls the cause; "Check": what a symptom's table says to
+        # look at, one likely cause a row.
+        "cause": ("content", "explanation", "details", "defect", "check", "checks", "check point", "inspection"),
+    },
+    messages=("message", "display"),
+    parameters=(
+        r"range",
+        r"default",
+        r"unit",
+        r"factory setting",
+        r"setting range",
+        r"quantity",
+        r"qty",
+        r"specifications?",
+    ),
+)
+
+CHINESE = Vocabulary(
+    language="zh",
+    cjk=True,
+    headings=("故障", "报警", "警报", "异常", "保护", "告警", "常见问题"),
+    page_causes=("原因",),
+    page_remedies=("处理方法", "处理措施", "对策", "解决方法"),
+    labels={
+        "symptom": ("现象", "故障现象", "症状"),
+        "cause": ("原因", "故障原因", "可能原因"),
+        "remedy": ("处理方法", "处理办法", "处理", "排除方法", "解决方法", "措施", "对策", "解除", "报警解除"),
+    },
+    columns={
+        "code": ("代码", "故障代码", "报警号", "错误代码", "编号", "故障码", "报警代码"),
+        "title": ("名称", "描述", "故障名称", "内容", "含义", "意义"),
+    },
+    messages=("显示", "提示"),
+    parameters=("范围", "缺省", "默认", "出厂", "单位", "数量", "规格"),
+)
+
+# German manuals head their fault lists Störungen (faults), Fehler (errors) or Fehlerbehebung, and print
+# `Störung | Ursache | Abhilfe` tables; words run together (`Fehlercode`, `Störungsursache`), and a column word
+# is found inside a header cell (`Fehlerursache` says `ursache`).
+GERMAN = Vocabulary(
+    language="de",
+    stop_words=_words(
+        "der die das und ist nicht mit für den dem des ein eine einen einer zu von bei auf im wird werden sind"
+        " oder wenn sie auch nach aus kein keine über durch wurde sich nur noch ob"
+    ),
+    letters="äöüß",
+    headings=(
+        r"fehler(?:n|meldung(?:en)?|behebung|beseitigung|liste|codes?|suche|diagnose|anzeigen?|ursachen?)?",
+        r"(?:betriebs)?störung(?:en|smeldung(?:en)?|sbehebung|sbeseitigung|sanzeigen?|sliste)?",
+        r"alarm(?:e|meldung(?:en)?)?",
+        r"diagnose",
+        r"problembehebung",
+    ),
+    page_causes=(r"ursachen?",),
+    page_remedies=(r"abhilfe(?:maßnahmen?)?", r"fehlerbehebung", r"störungsbehebung", r"störungsbeseitigung"),
+    labels={
+        "symptom": ("symptom", "fehlerbild", "störungsbild", "erscheinung"),
+        "cause": ("ursache", "ursachen", "mögliche ursache", "mögliche ursachen"),
+        "remedy": ("abhilfe", "maßnahme", "maßnahmen", "behebung", "beseitigung", "lösung"),
+    },
+    columns={
+        "code": ("fehlercode", "fehler-nr.", "fehlernummer", "störungscode", "code", "nr."),
+        "title": (
+            "störung",
+            "störungen",
+            "störungsmeldung",
+            "fehler",
+            "fehlermeldung",
+            "meldung",
+            "anzeige",
+            "bezeichnung",
+            "beschreibung",
+            "bedeutung",
+        ),
+        "cause": ("prüfung", "prüfen", "kontrolle"),
+    },
+    messages=("meldung", "anzeige"),
+    parameters=(r"einstellbereich", r"wertebereich", r"werkseinstellung", r"standardwert", r"technische daten"),
+)
+
+VOCABULARIES = (ENGLISH, CHINESE, GERMAN)
+LANGUAGES = tuple(v.language for v in VOCABULARIES)
+DEFAULT = ENGLISH.language
+# A text with fewer function words than this (and no CJK) cannot be told: it takes its page's language.
+MIN_WORDS = 3
+# Chinese when this share of a text's letters are CJK (as `knowledge.text.language` tells a question's).
+CJK_SHARE = 0.2
+# A page or manual is also in a language that holds this share of its text.
+LANGUAGE_SHARE = 0.2
+
+_LATIN_WORD = re.compile(r"[^\W\d_]+")
+
+
+def pattern(words: tuple[str, ...], cjk: tuple[str, ...] = ()) -> re.Pattern[str]:
+    """One expression for Latin-script fragments (as whole words) and CJK ones (anywhere)."""
+    parts = [rf"\b(?:{'|'.join(words)})\b"] if words else []
+    return re.compile("|".join(parts + list(cjk)), re.I)
+
+
+def every(name: str) -> re.Pattern[str]:
+    """An expression for one of a vocabulary's regular-expression fields (`headings`, `page_causes`…), every
+    language's words."""
+    latin = tuple(w for v in VOCABULARIES if not v.cjk for w in getattr(v, name))
+    cjk = tuple(w for v in VOCABULARIES if v.cjk for w in getattr(v, name))
+    return pattern(latin, cjk)
+
+
+def words_of(role: str, columns: bool) -> tuple[str, ...]:
+    """Every language's labels of a field (symptom, cause, remedy) and, with `columns`, its further column names."""
+    found = [w for v in VOCABULARIES for w in v.labels.get(role, ())]
+    if columns:
+        found += [w for v in VOCABULARIES for w in v.columns.get(role, ())]
+    return tuple(dict.fromkeys(found))
+
+
+def detect(text: str, fallback: str = "") -> str:
+    """A text's language: `zh` by its CJK share, else the Latin-script language whose function words and letters
+    it holds most; `fallback` (else English) for a text too short to tell."""
+    counts = _evidence(text)
+    if not counts:
+        return fallback or DEFAULT
+    return counts.most_common(1)[0][0]
+
+
+def shares(texts: list[str]) -> dict[str, float]:
+    """Each language's share of some texts (each text weighed by its letters, told by itself; a text too short
+    to tell counts for none), largest first."""
+    weights: Counter[str] = Counter()
+    for text in texts:
+        counts = _evidence(text)
+        if counts:
+            weights[counts.most_common(1)[0][0]] += sum(c.isalpha() for c in text)
+    total = sum(weights.values())
+    return {language: weight / total for language, weight in weights.most_common()} if total else {}
+
+
+def languages_of(texts: list[str], fallback: str = "") -> list[str]:
+    """The languages of some texts (a page's blocks, a manual's pages), largest first: each that holds
+    `LANGUAGE_SHARE` of them, at least the largest; `[fallback or English]` when none can be told."""
+    found = shares(texts)
+    kept = [language for n, (language, share) in enumerate(found.items()) if n == 0 or share >= LANGUAGE_SHARE]
+    return kept or [fallback or DEFAULT]
+
+
+def _evidence(text: str) -> Counter[str]:
+    """How much a text says for each language; empty when it says too little to tell."""
+    letters = sum(1 for c in text if c.isalpha())
+    cjk = len(CJK.findall(text))
+    if letters and cjk / letters > CJK_SHARE:
+        return Counter({CHINESE.language: cjk})
+    words = [w.casefold() for w in _LATIN_WORD.findall(text)]
+    counts: Counter[str] = Counter()
+    for vocabulary in VOCABULARIES:
+        if vocabulary.cjk:
+            continue
+        told = sum(w in vocabulary.stop_words for w in words)
+        told += sum(any(c in vocabulary.letters for c in w) for w in words) if vocabulary.letters else 0
+        if told:
+            counts[vocabulary.language] = told
+    return counts if sum(counts.values()) >= MIN_WORDS else Counter()

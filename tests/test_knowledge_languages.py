@@ -1,0 +1,249 @@
+"""A page's language is its own, fault sections and tables are found in each language a manual comes in, and a
+troubleshooting table keyed by symptom gives an entry per symptom, without a code.
+
+The manuals are written here, in our own words: a German fault table, a German and an English symptom table, a
+manual whose pages are English and German.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from knowledge.embed import Embedder
+from knowledge.ingest.build import SCHEMA_VERSION, IndexSchemaMismatch, build_index, read_status
+from knowledge.ingest.extract import extract_manual
+from knowledge.ingest.languages import detect, languages_of
+from knowledge.ingest.tables import column_roles
+from knowledge.search import ManualIndex
+from tests.fixtures.hard_manuals import Sheet, cover, english_cover, save
+
+GERMAN_FAULTS = [
+    ("E01", "Vorlauffühler defekt", "Der Fühler ist nicht angeschlossen oder das Kabel ist gebrochen.", "Kabel und Stecker prüfen, Fühler ersetzen."),
+    ("E02", "Überdruck im Heizkreis", "Das Ausdehnungsgefäß ist zu klein oder nicht gefüllt.", "Vordruck des Gefäßes prüfen und Anlage entlüften."),
+    ("E07", "Pumpe blockiert", "Die Umwälzpumpe dreht nicht, weil Schmutz im Laufrad sitzt.", "Pumpe ausbauen und das Laufrad reinigen."),
+]  # fmt: skip
+GERMAN_PROSE = (
+    "Wenn die Anlage eine Störung erkennt, wird der Fehlercode auf der Anzeige blinkend dargestellt. "
+    "Die Anlage schaltet dabei den Verdichter ab und wartet, bis die Ursache behoben ist."
+)
+# One problem a table: the symptom printed once over its checks, each with its remedy.
+SYMPTOMS = [
+    (
+        "Motor hums but the shaft does not turn",
+        [
+            ("Is one of the three supply phases missing?", "Measure the phases at the input terminals and replace the blown fuse."),
+            ("Is the brake still engaged?", "Check the brake supply and release the brake by hand to test."),
+        ],
+    ),
+    (
+        "Display stays dark after switching on",
+        [
+            ("Is the mains voltage present at the terminals?", "Switch on the supply isolator and check the fuse."),
+            ("Is the keypad cable seated?", "Push the keypad cable back into its socket."),
+        ],
+    ),
+]  # fmt: skip
+ENGLISH_CODES = [
+    ("F12", "Output overcurrent", "Short circuit at the motor terminals or a ramp too short.", "Check the motor cable insulation and lengthen the ramp."),
+    ("F31", "Heatsink overtemperature", "The cabinet is too warm or the heatsink fan stopped.", "Clean the heatsink and replace the fan."),
+]  # fmt: skip
+
+
+def _german_manual(folder: Path) -> Path:
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    cover(sheet, "Wärmepumpe WP-40 Bedienungsanleitung", {"Hersteller": "Beispielwerk", "Modell": "WP-40"})
+    sheet.heading("1 Sicherheit")
+    sheet.paragraph(
+        "Lesen Sie diese Anleitung vor der Installation vollständig durch und bewahren Sie sie bei dem Gerät auf. "
+        "Arbeiten an der Anlage dürfen nur von einer Fachkraft ausgeführt werden."
+    )
+    sheet.heading("7 Störungen und Fehlercodes")
+    sheet.paragraph(GERMAN_PROSE)
+    sheet.table((55, 120, 170, 150), ("Fehlercode", "Störungsmeldung", "Ursache", "Abhilfe"), GERMAN_FAULTS)
+    sheet.heading("8 Fehlerbehebung ohne Anzeige")
+    sheet.paragraph("Nicht jede Störung wird mit einem Code angezeigt. Prüfen Sie dann die folgenden Punkte.")
+    sheet.table(
+        (150, 170, 175),
+        ("Störung", "Ursache", "Abhilfe"),
+        [
+            (
+                "Die Wohnung wird nicht warm",
+                "Die Heizkurve ist zu flach eingestellt.",
+                "Heizkurve um eine Stufe anheben.",
+            ),
+            ("Das Gerät ist sehr laut", "Das Gerät steht nicht waagerecht auf dem Boden.", "Stellfüße nachstellen."),
+        ],
+    )
+    return save(doc, folder / "waermepumpe_de.pdf", "Wärmepumpe WP-40", "written for the fixloop tests")
+
+
+def _drive_manual(folder: Path, german_appendix: bool = False) -> Path:
+    """A drive manual with a fault-trip table of codes and a troubleshooting chapter of one problem per table
+    (symptom | check | remedy), and with `german_appendix` a German page at its end."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    english_cover(sheet, "Compact Drive CD-7 User Guide", "Example Drives", "CD-7")
+    sheet.heading("1 Installation")
+    sheet.paragraph(
+        "Mount the drive upright in a cabinet with free air above and below it. The drive must be earthed before "
+        "the supply is switched on, and the motor cable should be screened."
+    )
+    sheet.heading("8 Fault trips")
+    sheet.paragraph("When the drive trips, the display shows the fault code and the motor coasts to a stop.")
+    sheet.table((45, 130, 170, 150), ("Code", "Fault", "Cause", "Remedy"), ENGLISH_CODES)
+    sheet.heading("9 Troubleshooting")
+    sheet.paragraph("The problems below show no fault code. Work through the checks in the order given.")
+    for symptom, checks in SYMPTOMS:
+        rows = [(symptom if n == 0 else "", check, remedy) for n, (check, remedy) in enumerate(checks)]
+        sheet.table((150, 170, 175), ("Symptom", "Check", "Remedy"), rows, merge_empty=True)
+    if german_appendix:
+        sheet.new_page()
+        sheet.heading("Anhang: Hinweise für den Betreiber")
+        sheet.paragraph(
+            "Dieses Gerät darf nur von einer Elektrofachkraft angeschlossen werden. Wenn der Antrieb eine Störung "
+            "meldet, ist die Ursache zu beheben, bevor der Antrieb wieder eingeschaltet wird. Die Hinweise auf den "
+            "vorherigen Seiten gelten auch für den Betrieb mit einem externen Bremswiderstand."
+        )
+    return save(doc, folder / "drive_cd7.pdf", "Compact Drive CD-7 User Guide", "written for the fixloop tests")
+
+
+def test_a_text_s_language_is_told_by_its_words_and_letters() -> None:
+    assert detect("Check the fan and clean the filter if it is dirty.") == "en"
+    assert detect("Prüfen Sie den Lüfter und reinigen Sie den Filter, wenn er verschmutzt ist.") == "de"
+    assert detect("检查风扇，如果过滤网脏了请清洁。") == "zh"
+    # Too little to tell: a code and a name take what they are printed among.
+    assert detect("E07 Pumpe", "de") == "de" and detect("F12 Overcurrent", "en") == "en"
+    # A page of two languages is both, the larger first; one that says nothing is its fallback's.
+    english = "The drive must be earthed before the supply is switched on and the cover is closed."
+    german = "Das Gerät darf nur von einer Fachkraft geöffnet werden, wenn die Spannung abgeschaltet ist."
+    assert languages_of([english, german, german]) == ["de", "en"]
+    assert languages_of(["E01 E02 E03"], "zh") == ["zh"]
+
+
+def test_german_header_words_name_the_columns() -> None:
+    assert column_roles(("Fehlercode", "Störungsmeldung", "Ursache", "Abhilfe")) == {
+        0: "code",
+        1: "title",
+        2: "cause",
+        3: "remedy",
+    }
+    assert column_roles(("Störung", "Mögliche Ursache", "Maßnahmen")) == {0: "title", 1: "cause", 2: "remedy"}
+    # A display column and the fault it shows: the fault is no cause when a cause column follows.
+    assert column_roles(("Anzeige", "Störung", "Störungsursache", "Abhilfemaßnahme")) == {
+        0: "title",
+        2: "cause",
+        3: "remedy",
+    }
+
+
+def test_a_german_manual_is_german_and_its_fault_table_gives_entries(tmp_path: Path) -> None:
+    extraction = extract_manual(_german_manual(tmp_path), ocr=False)
+    assert (extraction.info.language, extraction.info.languages) == ("de", ["de"])
+    coded = {r.code: r for r in extraction.records if r.code}
+    assert sorted(coded) == ["E01", "E02", "E07"]
+    for code, title, cause, remedy in GERMAN_FAULTS:
+        record = coded[code]
+        assert (record.title, record.cause, " ".join(record.steps), record.language) == (title, cause, remedy, "de")
+    assert {p.language for p in extraction.passages} == {"de"}
+
+
+def test_a_german_symptom_table_gives_entries_without_codes(tmp_path: Path) -> None:
+    extraction = extract_manual(_german_manual(tmp_path), ocr=False)
+    symptoms = [(r.title, r.cause, r.steps) for r in extraction.records if not r.code]
+    assert symptoms == [
+        (
+            "Die Wohnung wird nicht warm",
+            "Die Heizkurve ist zu flach eingestellt.",
+            ["Heizkurve um eine Stufe anheben."],
+        ),
+        ("Das Gerät ist sehr laut", "Das Gerät steht nicht waagerecht auf dem Boden.", ["Stellfüße nachstellen."]),
+    ]
+
+
+def test_a_troubleshooting_table_keyed_by_symptom_gives_an_entry_per_symptom(tmp_path: Path) -> None:
+    """One problem a table, its symptom printed once over its checks: one entry each, with every check as a
+    cause and every remedy as a step, and no code made up for it."""
+    records = extract_manual(_drive_manual(tmp_path), ocr=False).records
+    assert sorted(r.code for r in records if r.code) == ["F12", "F31"]
+    symptoms = {r.title: r for r in records if not r.code}
+    assert list(symptoms) == [symptom for symptom, _ in SYMPTOMS]
+    for symptom, checks in SYMPTOMS:
+        record = symptoms[symptom]
+        assert record.symptom == symptom and record.source == "table"
+        assert all(check in record.cause for check, _ in checks)
+        assert record.steps == [remedy for _, remedy in checks]
+
+
+def test_a_code_table_is_not_taken_for_a_symptom_table(tmp_path: Path) -> None:
+    """A `Fault | Cause | Remedy` header over rows whose first column holds codes stays a table of codes."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    english_cover(sheet, "Pump Controller PC-2 Manual", "Example Pumps", "PC-2")
+    sheet.heading("5 Faults")
+    sheet.table(
+        (80, 200, 215), ("Fault", "Cause", "Remedy"), [(c, f"{t}: {cause}", r) for c, t, cause, r in ENGLISH_CODES]
+    )
+    path = save(doc, tmp_path / "pump.pdf", "Pump Controller PC-2 Manual", "written for the fixloop tests")
+    assert sorted(r.code for r in extract_manual(path, ocr=False).records) == ["F12", "F31"]
+
+
+def test_each_page_and_passage_of_a_mixed_manual_is_in_its_own_language(tmp_path: Path) -> None:
+    extraction = extract_manual(_drive_manual(tmp_path, german_appendix=True), ocr=False)
+    assert extraction.info.language == "en" and "de" in extraction.info.languages
+    last = max(p.page for p in extraction.passages)
+    assert {p.language for p in extraction.passages if p.page == last} == {"de"}
+    assert {p.language for p in extraction.passages if p.page < last} == {"en"}
+    assert {r.language for r in extraction.records} == {"en"}
+
+
+def test_the_operator_s_language_is_every_page_s(tmp_path: Path) -> None:
+    extraction = extract_manual(_drive_manual(tmp_path, german_appendix=True), overrides={"language": "en"}, ocr=False)
+    assert extraction.info.languages == ["en"] and {p.language for p in extraction.passages} == {"en"}
+
+
+@pytest.fixture(scope="module")
+def drive_index(tmp_path_factory: pytest.TempPathFactory) -> ManualIndex:
+    folder = tmp_path_factory.mktemp("symptom-tables")
+    db = folder / "index.sqlite"
+    embedder = Embedder()
+    build_index([_drive_manual(folder, german_appendix=True)], db, embedder=embedder)
+    return ManualIndex(db, embedder=embedder)
+
+
+def test_a_symptom_question_finds_the_symptom_s_entry_not_the_fault_trips(drive_index: ManualIndex) -> None:
+    hits = drive_index.query("the motor hums but the shaft does not turn").hits
+    assert hits, "a symptom the manual lists has an answer"
+    first = hits[0]
+    assert (first.kind, first.fault_code, first.title) == ("entry", "", SYMPTOMS[0][0])
+    assert first.steps == [remedy for _, remedy in SYMPTOMS[0][1]]
+    # Two symptoms are two answers, not one entry of an empty code.
+    dark = drive_index.query("the display stays dark after switching on").hits
+    assert dark and dark[0].title == SYMPTOMS[1][0]
+
+
+def test_a_symptom_s_entry_is_no_code(drive_index: ManualIndex) -> None:
+    assert drive_index.lookup("F12").hits[0].title == "Output overcurrent"
+    assert all(hit.fault_code for hit in drive_index.query("F31").hits if hit.kind == "entry")
+
+
+def test_the_index_stores_each_row_s_language_and_the_manual_s_languages(drive_index: ManualIndex) -> None:
+    with sqlite3.connect(drive_index.path) as conn:
+        languages = json.loads(conn.execute("SELECT languages FROM manuals").fetchone()[0])
+        rows = dict(conn.execute("SELECT language, count(*) FROM records GROUP BY language").fetchall())
+    assert languages[0] == "en" and "de" in languages
+    assert rows.keys() == {"en", "de"}
+
+
+def test_an_index_of_the_schema_before_row_languages_asks_for_a_rebuild(drive_index: ManualIndex, tmp_path: Path):
+    old = tmp_path / "old.sqlite"
+    with sqlite3.connect(drive_index.path) as conn, sqlite3.connect(old) as copy:
+        conn.backup(copy)
+        copy.execute("UPDATE meta SET value = '7' WHERE key = 'schema'")
+    with pytest.raises(IndexSchemaMismatch, match=f"index schema 7, this fixloop reads {SCHEMA_VERSION}; rebuild it"):
+        read_status(old)
