@@ -164,12 +164,12 @@ def version_order(version: str) -> tuple[int, ...]:
 
 
 def _apply(info: ManualInfo, overrides: dict[str, str]) -> ManualInfo:
-    update = {key: value for key, value in overrides.items() if value}
+    update: dict[str, str | list[str]] = {key: value for key, value in overrides.items() if value}
     if "version" in update:
         # "2.1" and "V2.1" must sort and compare like extracted versions; "A1.5" stays as typed.
-        update["version"] = normalize_version(update["version"]) or update["version"]
+        update["version"] = normalize_version(overrides["version"]) or overrides["version"]
     if "language" in update:  # the operator's word on the manual's language is its every page's
-        update["languages"] = [update["language"]]
+        update["languages"] = [overrides["language"]]
     return info.model_copy(update=update)
 
 

@@ -22,7 +22,7 @@ from knowledge.embed import Embedder
 from knowledge.models import Match, Scope
 from knowledge.search.floors import Evidence, unknown_names
 from knowledge.search.question import Question
-from knowledge.search.rows import Group, Ranking, group
+from knowledge.search.rows import Group, Ranking, group, searched_as
 from knowledge.search.store import Snapshot
 from knowledge.text import holds
 from knowledge.tuning import Tuning
@@ -83,7 +83,7 @@ def gather(
         [
             (i, s)
             for i, s in _by_words(snap, question.translated_words, scope, tuning)
-            if snap.rows[i]["language"] != lang
+            if searched_as(snap.rows[i]) != lang
         ]
         if mode != "semantic" and question.translation
         else []
@@ -92,11 +92,11 @@ def gather(
         cross.append(("lexical", translated))
     words = _word_evidence(snap, question, lexical, tuning)
     if by_vector is not None:
-        closest = [(i, s) for i, s in by_vector.result() if snap.rows[i]["language"] in readable]
+        closest = [(i, s) for i, s in by_vector.result() if searched_as(snap.rows[i]) in readable]
         if lang in readable:
             semantic = closest
         else:  # an English-only model read the question's English rendition: a cross-language ranking
-            rendered = [(i, s) for i, s in closest if snap.rows[i]["language"] != lang]
+            rendered = [(i, s) for i, s in closest if searched_as(snap.rows[i]) != lang]
             cross.append(("semantic", rendered))
     return Candidates(
         question=question,

@@ -54,6 +54,13 @@ Scored = list[tuple[IndexRow, float]]
 Ranking = list[tuple[int, float]]
 
 
+def searched_as(row: IndexRow) -> str:
+    """The language a search takes a row's for: a question is told English or Chinese (`knowledge.text.language`),
+    so a row in another Latin-script language (a German page) is compared with it, read by the model and weighed
+    by the language prior as the English rows are, as it was before each row had its own page's language."""
+    return row["language"] if row["language"] in ("en", "zh") else "en"
+
+
 def group(row: IndexRow) -> Group:
     if row["kind"] == "page":
         return "page", row["manual_sha256"], row["page"]
