@@ -3,8 +3,8 @@
 - `pdf.py` reads a PDF's text in reading order (PyMuPDF, symbol fonts, letter-spaced lines), with `bands.py`
   (running headers and footers), `ruled.py` (ruled tables by PyMuPDF's own steps) and `tables.py` (unruled
   and scanned tables); `ocr.py` reads scanned pages and table cells with Tesseract;
-- `sections.py` finds the fault sections, `records.py` assembles fault entries from their tables, headings
-  and sentences, `passages.py` cuts every page into passages, `metadata.py` reads vendor, model, version and
+- `languages.py` tells a page's language and holds each language's fault words; `sections.py` finds the
+  fault sections, `records.py` assembles fault entries from their tables, headings and sentences, `passages.py` cuts every page into passages, `metadata.py` reads vendor, model, version and
   language, `safety.py` the hazard statements;
 - `extract.py` runs these on one manual, and `build.py` builds the index from many: the schema, reuse of
   unchanged manuals, embedding, the atomic swap, and the index's status.
