@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from knowledge.text import CJK
 
@@ -181,8 +182,6 @@ CJK_SHARE = 0.2
 # A page or manual is also in a language that holds this share of its text.
 LANGUAGE_SHARE = 0.2
 
-_LATIN_WORD = re.compile(r"[^\W\d_]+")
-
 
 def pattern(words: tuple[str, ...], cjk: tuple[str, ...] = ()) -> re.Pattern[str]:
     """One expression for Latin-script fragments (as whole words) and CJK ones (anywhere)."""
@@ -209,45 +208,47 @@ def words_of(role: str, columns: bool) -> tuple[str, ...]:
 def detect(text: str, fallback: str = "") -> str:
     """A text's language: `zh` by its CJK share, else the Latin-script language whose function words and letters
     it holds most; `fallback` (else English) for a text too short to tell."""
-    counts = _evidence(text)
-    if not counts:
-        return fallback or DEFAULT
-    return counts.most_common(1)[0][0]
+    return tell(text) or fallback or DEFAULT
 
 
 def shares(texts: list[str]) -> dict[str, float]:
-    """Each language's share of some texts (each text weighed by its letters, told by itself; a text too short
+    """Each language's share of some texts (each text weighed by its length, told by itself; a text too short
     to tell counts for none), largest first."""
     weights: Counter[str] = Counter()
     for text in texts:
-        counts = _evidence(text)
-        if counts:
-            weights[counts.most_common(1)[0][0]] += sum(c.isalpha() for c in text)
+        if language := tell(text):
+            weights[language] += len(text)
     total = sum(weights.values())
     return {language: weight / total for language, weight in weights.most_common()} if total else {}
 
 
 def languages_of(texts: list[str], fallback: str = "") -> list[str]:
-    """The languages of some texts (a page's blocks, a manual's pages), largest first: each that holds
-    `LANGUAGE_SHARE` of them, at least the largest; `[fallback or English]` when none can be told."""
+    """The languages of some texts (a manual's pages), largest first: each that holds `LANGUAGE_SHARE` of them,
+    at least the largest; `[fallback or English]` when none can be told."""
     found = shares(texts)
     kept = [language for n, (language, share) in enumerate(found.items()) if n == 0 or share >= LANGUAGE_SHARE]
     return kept or [fallback or DEFAULT]
 
 
-def _evidence(text: str) -> Counter[str]:
-    """How much a text says for each language; empty when it says too little to tell."""
-    letters = sum(1 for c in text if c.isalpha())
+# A manual's pages are told twice: for the manual's languages, then each page's with that as its fallback.
+@lru_cache(maxsize=1024)
+def tell(text: str) -> str:
+    """A text's language, or "" when it says too little to tell (fewer than `MIN_WORDS` function words or own
+    letters, and no CJK share)."""
+    folded = text.casefold()
+    words = _LATIN_WORD.findall(folded)
     cjk = len(CJK.findall(text))
+    letters = sum(map(len, words)) + cjk
     if letters and cjk / letters > CJK_SHARE:
-        return Counter({CHINESE.language: cjk})
-    words = [w.casefold() for w in _LATIN_WORD.findall(text)]
+        return CHINESE.language
     counts: Counter[str] = Counter()
-    for vocabulary in VOCABULARIES:
-        if vocabulary.cjk:
-            continue
-        told = sum(w in vocabulary.stop_words for w in words)
-        told += sum(any(c in vocabulary.letters for c in w) for w in words) if vocabulary.letters else 0
+    for vocabulary, own_letters in _LATIN:
+        told = sum(map(vocabulary.stop_words.__contains__, words))
+        told += len(own_letters.findall(folded)) if own_letters is not None else 0
         if told:
             counts[vocabulary.language] = told
-    return counts if sum(counts.values()) >= MIN_WORDS else Counter()
+    return counts.most_common(1)[0][0] if sum(counts.values()) >= MIN_WORDS else ""
+
+
+_LATIN_WORD = re.compile(r"[a-zà-öø-ÿß]+")
+_LATIN = [(v, re.compile(f"[{v.letters}]") if v.letters else None) for v in VOCABULARIES if not v.cjk]
