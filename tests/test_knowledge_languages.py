@@ -117,6 +117,11 @@ def test_a_text_s_language_is_told_by_its_words_and_letters() -> None:
     assert detect("Check the fan and clean the filter if it is dirty.") == "en"
     assert detect("Prüfen Sie den Lüfter und reinigen Sie den Filter, wenn er verschmutzt ist.") == "de"
     assert detect("检查风扇，如果过滤网脏了请清洁。") == "zh"
+    # A program listing's `if` and `for` make no English page of a Chinese manual.
+    listing = (
+        "int clamp(float x, float x_min, float x_max) { if (x > x_max) x = x_max; else if (x < x_min) x = x_min; }"
+    )
+    assert detect(listing, "zh") == "zh"
     # Too little to tell: a code and a name take what they are printed among.
     assert detect("E07 Pumpe", "de") == "de" and detect("F12 Overcurrent", "en") == "en"
     # A page of two languages is both, the larger first; one that says nothing is its fallback's.

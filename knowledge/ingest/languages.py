@@ -175,8 +175,11 @@ GERMAN = Vocabulary(
 VOCABULARIES = (ENGLISH, CHINESE, GERMAN)
 LANGUAGES = tuple(v.language for v in VOCABULARIES)
 DEFAULT = ENGLISH.language
-# A text with fewer function words than this (and no CJK) cannot be told: it takes its page's language.
+# A text with fewer function words (and own letters) than this, or fewer for its words (no CJK), cannot be told:
+# it takes its page's language. Prose is a third function words; a program listing's `if` and `for` among its
+# identifiers, or a table of parameter names, are a few in a hundred (C code in a Chinese manual had been English).
 MIN_WORDS = 3
+MIN_WORD_SHARE = 0.1
 # Chinese when this share of a text's letters are CJK (as `knowledge.text.language` tells a question's).
 CJK_SHARE = 0.2
 # A page or manual is also in a language that holds this share of its text.
@@ -233,8 +236,8 @@ def languages_of(texts: list[str], fallback: str = "") -> list[str]:
 # A manual's pages are told twice: for the manual's languages, then each page's with that as its fallback.
 @lru_cache(maxsize=1024)
 def tell(text: str) -> str:
-    """A text's language, or "" when it says too little to tell (fewer than `MIN_WORDS` function words or own
-    letters, and no CJK share)."""
+    """A text's language, or "" when it says too little to tell (no CJK share, and too few function words or own
+    letters: `MIN_WORDS`, `MIN_WORD_SHARE`)."""
     folded = text.casefold()
     words = _LATIN_WORD.findall(folded)
     cjk = len(CJK.findall(text))
@@ -247,7 +250,10 @@ def tell(text: str) -> str:
         told += len(own_letters.findall(folded)) if own_letters is not None else 0
         if told:
             counts[vocabulary.language] = told
-    return counts.most_common(1)[0][0] if sum(counts.values()) >= MIN_WORDS else ""
+    if not counts:
+        return ""
+    language, told = counts.most_common(1)[0]
+    return language if sum(counts.values()) >= MIN_WORDS and told >= MIN_WORD_SHARE * len(words) else ""
 
 
 _LATIN_WORD = re.compile(r"[a-zà-öø-ÿß]+")
