@@ -76,7 +76,7 @@ def extract_manual(
             raw.sections,
             {page for record in records for page in record.pages},
             pages,
-            "language" not in said,
+            told,
         ),
         safety=find_statements(path, raw.pages, raw.body_size, assembly.records),
         ocr_seconds=raw.ocr_seconds,
