@@ -14,6 +14,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from edge.run import build_document, render_text
 from knowledge.embed import Embedder
 from knowledge.ingest.build import SCHEMA_VERSION, IndexSchemaMismatch, build_index, read_status
 from knowledge.ingest.extract import extract_manual
@@ -21,6 +22,9 @@ from knowledge.ingest.languages import detect, languages_of
 from knowledge.ingest.tables import column_roles
 from knowledge.search import ManualIndex
 from tests.fixtures.hard_manuals import Sheet, cover, english_cover, save
+from tools.contract import ToolContext
+from tools.manual_search import ManualSearchTool
+from tools.registry import ToolRegistry
 
 GERMAN_FAULTS = [
     ("E01", "Vorlauffühler defekt", "Der Fühler ist nicht angeschlossen oder das Kabel ist gebrochen.", "Kabel und Stecker prüfen, Fühler ersetzen."),
@@ -230,6 +234,24 @@ def test_a_symptom_question_finds_the_symptom_s_entry_not_the_fault_trips(drive_
     # Two symptoms are two answers, not one entry of an empty code.
     dark = drive_index.query("the display stays dark after switching on").hits
     assert dark and dark[0].title == SYMPTOMS[1][0]
+
+
+def test_a_symptom_s_entry_is_headed_by_its_symptom_in_the_tool_and_the_answer(drive_index: ManualIndex) -> None:
+    tool = ManualSearchTool(drive_index.path, {}, None)
+    tool.warm()
+    registry = ToolRegistry([tool])
+    try:
+        ctx = ToolContext(request_id="r", run_id="r", loop_step=1)
+        obs = registry.call(ManualSearchTool.name, {"query": "the motor hums but the shaft does not turn"}, ctx, "o1")
+    finally:
+        registry.close()
+    ref = next(item for item in obs.content if item.kind == "ref")
+    assert ref.text.startswith(f"{SYMPTOMS[0][0]} (")
+    answer = render_text(build_document("the motor hums but the shaft does not turn", [obs]))
+    lines = answer.splitlines()
+    assert any(line.startswith(f"{SYMPTOMS[0][0]} (") for line in lines) and f" — {SYMPTOMS[0][0]}" not in answer, (
+        answer
+    )
 
 
 def test_a_symptom_s_entry_is_no_code(drive_index: ManualIndex) -> None:

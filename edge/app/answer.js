@@ -96,7 +96,7 @@
     if (entry.scope) details.push(t("doc_scope", { scope: entry.scope }));
     const causes = entry.causes || [];
     return el("section", { class: "doc-entry", "data-testid": "answer-entry" },
-      el("h4", { text: entry.kind === "page" ? t("doc_page") : `${entry.code} — ${entry.title}` }),
+      el("h4", { text: entry.kind === "page" ? t("doc_page") : entry.code ? `${entry.code} — ${entry.title}` : entry.title }),
       source(details.join(" · ")),
       entry.applies_to_device === false ? el("div", { class: "doc-flag", "data-testid": "other-machine", text: t("doc_other_machine") }) : null,
       entry.kind === "page" && entry.snippet ? el("blockquote", { text: entry.snippet }) : null,

@@ -84,6 +84,11 @@ class FaultEntry(BaseModel):
     steps: list[str] = Field(default_factory=list)
     cited: Cited
 
+    @property
+    def heading(self) -> str:
+        """A troubleshooting table keyed by symptom gives entries without a code: their symptom is the heading."""
+        return f"{self.code} — {self.title}" if self.code else self.title
+
 
 class Reading(BaseModel):
     device_id: str

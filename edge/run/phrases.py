@@ -20,7 +20,7 @@ PHRASES = {
         "mode_rules_first": "Rules first (the language model plans worse than the rules on this box: {why}); "
         "the model wrote only its summary.",
         "prose": "The language model's summary (each sentence checked against the tool results):",
-        "manual": "{code} — {title} ({where})",
+        "manual": "{heading} ({where})",
         "manual_page": "Manual page ({where}{ocr}): “{snippet}”",
         "ocr": ", scanned page read by OCR: check the page",
         "where": "{manual}, {version}, p. {page}",
@@ -131,7 +131,7 @@ PHRASES = {
         "mode_handed_over": "降级模式（语言模型已移交：{why}）：规则规划器根据工具结果组成了答案。",
         "mode_rules_first": "规则优先（在本机上语言模型的规划不如规则：{why}）；语言模型只写了总结。",
         "prose": "语言模型的总结（每句均已用工具结果核对）：",
-        "manual": "{code} — {title}（{where}）",
+        "manual": "{heading}（{where}）",
         "manual_page": "手册页面（{where}{ocr}）：“{snippet}”",
         "ocr": "，扫描页经 OCR 识别，请核对原页",
         "where": "{manual}，{version}，第 {page} 页",

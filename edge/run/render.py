@@ -66,7 +66,7 @@ def _entry_lines(entry: FaultEntry, words: dict[str, str]) -> list[str]:
     if entry.kind == "page":  # no structured entry: the page's own words, quoted
         return [words["manual_page"].format(where=where, ocr=words["ocr"] if entry.ocr else "", snippet=entry.snippet)]
     # An entry read from a scanned page is OCR text too: the technician checks it against the page.
-    line = words["manual"].format(code=entry.code, title=entry.title, where=where + (words["ocr"] if entry.ocr else ""))
+    line = words["manual"].format(heading=entry.heading, where=where + (words["ocr"] if entry.ocr else ""))
     if entry.scope:
         line = f"{line}; {words['scope'].format(scope=entry.scope)}"
     if entry.applies_to_device is False:

@@ -290,7 +290,10 @@ def _safety(hit: Hit, statement: SafetyStatement) -> Item:
 
 
 def _ref(hit: Hit) -> Item:
-    what = f"{hit.fault_code} — {hit.title}" if hit.kind == "entry" else f"page text: {hit.snippet}"
+    if hit.kind != "entry":
+        what = f"page text: {hit.snippet}"
+    else:  # an entry of a table keyed by symptom has no code: its symptom is its title
+        what = f"{hit.fault_code} — {hit.title}" if hit.fault_code else hit.title
     return Item(
         kind="ref",
         text=f"{what} ({hit.scope}; {hit.manual}, p. {hit.page}, {hit.version}{', OCR' if hit.ocr else ''})",
