@@ -11,6 +11,7 @@ from edge.agent import build_registry
 from edge.config import ConfigError, load_config
 from edge.evaluation.adversarial import call, final, raw
 from edge.llm.action_schema import ReplyEnvelope, decoding_schema
+from edge.llm.client import STOP_SEQUENCES
 from edge.llm.scripted_server import ScriptedLlmServer
 
 MANUAL = "search_maintenance_manual_by_fault_code"
@@ -129,3 +130,15 @@ def test_a_stream_that_ends_without_finishing_its_reply_is_the_server_failing(se
     assert record.fallback == "llm_unavailable", record.fallback
     assert any("ended its reply before finishing it" in w for w in record.warnings), record.warnings
     assert agent.llm_breaker.snapshot()["consecutive_failures"] == 1
+
+
+def test_no_stop_sequence_can_cut_a_reply_inside_its_json():
+    """ "Observation:" as the stop cut every Qwen2.5-Coder reply whose thought began with the word at
+    `{"thought": "` (finish "stop", 4 tokens): a stop must not match inside a one-line JSON object, and
+    still match an observation the model goes on to invent on a line of its own."""
+    reply = json.dumps(
+        {"thought": "Observation: obs-1 holds it.", "final_answer": "Observation: obs-1.", "evidence": []}
+    )
+    assert not [stop for stop in STOP_SEQUENCES if stop in reply]
+    invented = reply + '\nObservation: {"id": "obs-2", "status": "ok"}'
+    assert [stop for stop in STOP_SEQUENCES if stop in invented]

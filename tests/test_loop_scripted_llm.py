@@ -61,7 +61,7 @@ def test_well_formed_run_ends_with_final_answer_and_shares_the_prompt_prefix(scr
     assert [s.observation.status for s in record.steps[:2]] == ["ok", "ok"]
     assert record.planner == "llm" and not record.degraded
     body = server.requests[0]
-    assert body["temperature"] == 0 and body["stop"] == ["Observation:"]
+    assert body["temperature"] == 0 and body["stop"] == ["\nObservation:"]
     assert {branch["properties"]["action"]["const"] for branch in body["structured_outputs"]["json"]["anyOf"][:-1]} == {
         MANUAL,
         PLC,

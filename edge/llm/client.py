@@ -32,7 +32,10 @@ from edge.run import LlmCircuitOpen, LlmOutOfTime, LlmUnavailable, strip_stop_re
 
 __all__ = ["STOP_SEQUENCES", "ChatClient", "Completion", "LlmCircuitOpen", "LlmUnavailable"]
 
-STOP_SEQUENCES = ["Observation:"]
+# An observation the model goes on to invent starts a line of its own. A thought may well say "Observation:"
+# (Qwen2.5-Coder began its thoughts with it and the stop cut each reply at `{"thought": "`), and a JSON
+# string holds no raw newline, so the stop is the line break with the word.
+STOP_SEQUENCES = ["\nObservation:"]
 # A reply of a few hundred tokens is a few KiB; a server that ignores max_tokens is cut off here.
 MAX_REPLY_BYTES = 1024 * 1024
 
