@@ -30,6 +30,8 @@ __all__ = ["RulesFirstPlanner"]
 
 _MANUAL = ManualSearchTool.name
 _TOLD_REPEAT = "told_repeat"
+# `RunState.scratch` key: the step at which the model was last asked for a guess.
+_GUESSED_AT = "guessed_at"
 
 
 class RulesFirstPlanner:
@@ -61,10 +63,17 @@ class RulesFirstPlanner:
         if certain is not None:
             return _rules(certain, certain.why)
         guess = self._open_guess(pending, state)
+        if guess is not None and _guess_failed(state):
+            # One try at a guess: a refused or unreadable one is followed by the rules' own step, not
+            # asked again (each try is a round trip, and a model that missed once mostly misses again).
+            ruled = next((step for step in pending if step.call is not None), None)
+            if ruled is not None:
+                return _rules(ruled, f"{ruled.why}; the model's guess was not usable: the rules' own")
         if _model_requests(state) >= MODEL_TOOL_CALLS or guess is None:
             return self._answer(state, "the rules have nothing left to call: the model writes the answer")
         # The tool is the rules' (never worse than them); its arguments, or an answer instead, the model's.
         why, tool = guess
+        state.scratch[_GUESSED_AT] = len(state.steps) + 1
         return self._checked(self.llm.decide(state, tools=(tool,)), state, f"the rules would guess: {why}")
 
     def _prose_only(self, state: RunState) -> Decision:
@@ -150,6 +159,12 @@ def _model_requests(state: RunState) -> int:
     """The model's round trips so far, an unreadable or refused reply too: a model stuck on its guess is
     asked for the answer after `MODEL_TOOL_CALLS` of them, not again and again."""
     return sum(1 for step in state.steps if step.decided_by == "model" and step.llm is not None)
+
+
+def _guess_failed(state: RunState) -> bool:
+    """The last step was the model's guess and it was refused or unreadable (no call was run)."""
+    last = state.steps[-1] if state.steps else None
+    return last is not None and last.n == state.scratch.get(_GUESSED_AT) and last.format_error is not None
 
 
 def _decided_by_model(tool: str, state: RunState) -> bool:
