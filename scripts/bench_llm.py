@@ -333,23 +333,27 @@ def progress(report: CaseReport) -> None:
 
 
 def run(
-    config: Config, cases: list[EvalCase], workdir: Path, clients: int
+    config: Config, sets: list[tuple[str, list[EvalCase]]], workdir: Path, clients: int
 ) -> tuple[list[CaseReport], list[float], list[float]]:
-    plant = EvalPlant(config, workdir)
-    try:
-        agent = Agent(plant.config)
+    """Each set on a plant of its own, as it is scored alone: an order one set's case opens would be
+    'existing' for the next set's (the sets are written apart and share devices and codes)."""
+    reports: list[CaseReport] = []
+    parallel: list[float] = []
+    for name, cases in sets:
+        plant = EvalPlant(config, workdir / name)
         try:
-            agent.warm()
-            started = time.perf_counter()
-            report = evaluate_on(agent, plant, cases, on_case=progress)
-            print(f"  {len(cases)} cases in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-            serial = [r.record.elapsed_ms for r in report.cases if r.record is not None]
-            parallel = concurrent_walls(agent, cases, clients) if clients > 1 else []
-            return report.cases, serial, parallel
+            agent = Agent(plant.config)
+            try:
+                agent.warm()
+                started = time.perf_counter()
+                reports += evaluate_on(agent, plant, cases, on_case=progress).cases
+                print(f"  {name}: {len(cases)} cases in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+                parallel += concurrent_walls(agent, cases, clients) if clients > 1 else []
+            finally:
+                agent.close()
         finally:
-            agent.close()
-    finally:
-        plant.close()
+            plant.close()
+    return reports, [r.record.elapsed_ms for r in reports if r.record is not None], parallel
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,9 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         env = {"FIXLOOP_STATE_DIR": tmp}
         print("rules planner (baseline) …", file=sys.stderr)
-        rules, rules_serial, rules_parallel = run(
-            load_config(env=env), everything, Path(tmp) / "rules", args.concurrency
-        )
+        rules, rules_serial, rules_parallel = run(load_config(env=env), sets, Path(tmp) / "rules", args.concurrency)
         for model_name in models:
             with model_server(args, model_name) as (url, model, profile):
                 llm_config = load_config(
@@ -426,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"model {model} at {url}, profile {profile}: {llm_config.model_profile} {tuning}", file=sys.stderr
                 )
-                llm, llm_serial, llm_parallel = run(llm_config, everything, Path(tmp) / model_name, args.concurrency)
+                llm, llm_serial, llm_parallel = run(llm_config, sets, Path(tmp) / model_name, args.concurrency)
             if args.records:
                 records_path(args.records, model_name, models).write_text(
                     "".join(r.record.model_dump_json() + "\n" for r in llm if r.record is not None)
