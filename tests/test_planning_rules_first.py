@@ -86,9 +86,11 @@ def test_a_symptom_search_is_the_models_words_and_the_rules_go_on_from_its_resul
     first = record.steps[0]
     assert (first.decided_by, first.action, first.args["query"]) == ("model", MANUAL, "spindle grinding noise")
     assert "a symptom" in first.why
-    # Its first request may search (the rules' tool, its words) or answer; the rules' own symptom search
-    # is not made on top of the model's.
-    assert schema_branches(server.requests[0]) == [MANUAL, "final_answer"]
+    # Its first request may only search: the rules' tool and kind of call (words, not a code), its words;
+    # with nothing observed an answer could only be rejected. The rules' own search is not made on top.
+    assert schema_branches(server.requests[0]) == [MANUAL]
+    args = server.requests[0]["structured_outputs"]["json"]["anyOf"][0]["properties"]["args"]
+    assert set(args["properties"]) == set(args["required"]) == {"query", "device_id"}
     before, answer = split_at_the_answer(record)
     assert [s.args.get("query") for s in before if s.action == MANUAL] == ["spindle grinding noise"]
     assert all(s.decided_by == "rules" for s in before[1:])  # the readings the entry it found names
@@ -152,7 +154,8 @@ def test_a_guess_refused_for_an_invented_code_costs_two_round_trips_not_three(pl
     )
     record = agent.ask("the tool changer arm on cnc-7 stopped halfway", device_id="cnc-7")
     refused, ruled = record.steps[:2]
-    assert refused.action is None and "fault code ALARM1" in refused.format_error
+    # A server that holds the grammar cannot decode the code's argument; this one ignores it and is told.
+    assert refused.action is None and "Only the arguments query, device_id are accepted now" in refused.format_error
     assert ruled.decided_by == "rules" and ruled.action == MANUAL and "ALARM" not in json.dumps(ruled.args)
     assert ruled.observation is not None and len(server.requests) == 2
 

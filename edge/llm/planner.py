@@ -22,7 +22,7 @@ from edge.llm.prompt import (
 )
 from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
 from edge.run import ContextFull, Decision, FormatError, LlmUsage, RunState, action_of, cap_text, decode_object
-from edge.run.actions import FinalAnswer
+from edge.run.actions import FinalAnswer, ToolCall
 from edge.run.record import Step
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
@@ -125,16 +125,25 @@ class LlmPlanner:
         state.scratch.setdefault(ANSWER_NOW_AFTER, set()).add(len(state.steps))
         return self.decide(state, tools=())
 
-    def decide(self, state: RunState, tools: tuple[str, ...] | None = None) -> Decision:
+    def decide(
+        self,
+        state: RunState,
+        tools: tuple[str, ...] | None = None,
+        arguments: tuple[str, ...] | None = None,
+        answer: bool = True,
+    ) -> Decision:
         """The model's next action; with `tools`, only a call of one of them or the final answer is
-        decoded (and accepted): () asks for the final answer alone."""
+        decoded (and accepted): () asks for the final answer alone. `arguments`: the names a call must
+        fill, no others; `answer=False`: a call only, no final answer."""
         messages = self.messages(state)
         if self._expected_prompt_tokens(state, messages) + self.client.max_tokens > self._context_tokens:
             raise ContextFull(f"the next prompt and its reply would not fit {self._context_tokens} tokens")
         flat = json.dumps(messages, ensure_ascii=False)
         # LlmUnavailable propagates: the loop degrades.
         completion = self.client.chat(
-            messages, self._schema if tools is None else _only(self._schema, tools), time_left_s=state.time_left()
+            messages,
+            self._schema if tools is None else _only(self._schema, tools, arguments, answer),
+            time_left_s=state.time_left(),
         )
         state.scratch[LAST_REQUEST_MESSAGES] = len(messages)
         previous = state.scratch.get("previous_prompt", "")
@@ -176,15 +185,27 @@ class LlmPlanner:
                 raise FormatError(" ".join(errors[:2]))
         except FormatError as exc:
             return Decision(action=None, format_error=str(exc), raw=raw, usage=usage)
-        if tools is not None and not isinstance(action, FinalAnswer) and action.tool not in tools:
-            allowed = " or ".join([*tools, "the final answer"])
-            error = (
-                "You hold every result the tools will give: only the final answer is accepted now."
-                if not tools
-                else f"Only {allowed} is accepted now."
-            )
+        error = _not_accepted(action, tools, arguments, answer)
+        if error:
             return Decision(action=None, format_error=error, raw=raw, usage=usage)
         return Decision(action=action, raw=raw, usage=usage)
+
+
+def _not_accepted(
+    action: ToolCall | FinalAnswer, tools: tuple[str, ...] | None, arguments: tuple[str, ...] | None, answer: bool
+) -> str:
+    """Why a reply the request did not allow is refused ("" when it is allowed): a server may drop the
+    grammar that would have held it."""
+    if tools is None:
+        return ""
+    if isinstance(action, FinalAnswer):
+        return "" if answer else f"Nothing is observed yet to answer from: only {' or '.join(tools)} is accepted now."
+    if action.tool not in tools:
+        if not tools:
+            return "You hold every result the tools will give: only the final answer is accepted now."
+        return f"Only {' or '.join([*tools] + (['the final answer'] if answer else []))} is accepted now."
+    extra = sorted(set(action.args or {}) - set(arguments)) if arguments is not None else []
+    return f"Only the arguments {', '.join(arguments or ())} are accepted now, not {', '.join(extra)}." if extra else ""
 
 
 def _as_written(step: Step) -> str:
@@ -200,17 +221,27 @@ def _tell(messages: list[dict[str, str]], note: str) -> None:
         messages.append({"role": "user", "content": note})
 
 
-def _only(schema: dict[str, Any] | None, tools: tuple[str, ...]) -> dict[str, Any] | None:
-    """`schema` with the calls of `tools` and the final answer only. With no tool there is nothing to
-    decide and so no thought to give: the grammar holds it empty and the reply's tokens are the prose
-    (Qwen2.5-Coder-0.5B's thoughts there were 30-60 tokens copied from the prompt's notes)."""
+def _only(
+    schema: dict[str, Any] | None, tools: tuple[str, ...], arguments: tuple[str, ...] | None, answer: bool
+) -> dict[str, Any] | None:
+    """`schema` with the calls of `tools` (with exactly `arguments`, when given) and the final answer
+    (unless `answer` is False). With no tool there is nothing to decide and so no thought to give: the
+    grammar holds it empty and the reply's tokens are the prose (Qwen2.5-Coder-0.5B's thoughts there
+    were 30-60 tokens copied from the prompt's notes)."""
     if schema is None:
         return None
-    kept = [
-        branch
-        for branch in schema["anyOf"]
-        if "final_answer" in branch["properties"] or branch["properties"]["action"].get("const") in tools
-    ]
-    if not tools:
-        kept = [{**b, "properties": {**b["properties"], "thought": {"type": "string", "const": ""}}} for b in kept]
+    kept = []
+    for branch in schema["anyOf"]:
+        properties = branch["properties"]
+        if "final_answer" in properties:
+            if answer:
+                thought = {"type": "string", "const": ""} if not tools else properties["thought"]
+                kept.append({**branch, "properties": {**properties, "thought": thought}})
+        elif properties["action"].get("const") in tools:
+            if arguments is not None:
+                args = properties["args"]
+                named = {name: spec for name, spec in args["properties"].items() if name in arguments}
+                args = {**args, "properties": named, "required": list(named)}
+                branch = {**branch, "properties": {**properties, "args": args}}
+            kept.append(branch)
     return {**schema, "anyOf": kept}

@@ -72,9 +72,13 @@ class RulesFirstPlanner:
         if _model_requests(state) >= MODEL_TOOL_CALLS or guess is None:
             return self._answer(state, "the rules have nothing left to call: the model writes the answer")
         # The tool is the rules' (never worse than them); its arguments, or an answer instead, the model's.
-        why, tool = guess
+        # The kind of call is the rules' too (a symptom's search is by words, not by a code the model
+        # makes up); with nothing observed yet an answer could only be rejected, so it is not offered.
+        why, tool, rules_call = guess
         state.scratch[_GUESSED_AT] = len(state.steps) + 1
-        return self._checked(self.llm.decide(state, tools=(tool,)), state, f"the rules would guess: {why}")
+        arguments = tuple(rules_call.args) if rules_call is not None else None
+        decision = self.llm.decide(state, tools=(tool,), arguments=arguments, answer=bool(state.observations))
+        return self._checked(decision, state, f"the rules would guess: {why}")
 
     def _prose_only(self, state: RunState) -> Decision:
         pending = self.rules.next_steps(state)
@@ -86,15 +90,16 @@ class RulesFirstPlanner:
     def _answer(self, state: RunState, why: str) -> Decision:
         return _by_model(self.llm.answer_now(state), why)
 
-    def _open_guess(self, pending: list[RuleStep], state: RunState) -> tuple[str, str] | None:
+    def _open_guess(self, pending: list[RuleStep], state: RunState) -> tuple[str, str, ToolCall | None] | None:
         """What the rules would guess at and the model has not yet decided, or a search that found nothing
-        and may be reworded, with the tool it takes; None when there is nothing for the model to decide."""
+        and may be reworded, with the tool it takes and the rules' own call; None when there is nothing
+        for the model to decide."""
         for step in pending:
             if step.call is not None and not _decided_by_model(step.call.tool, state):
-                return step.why, step.call.tool
+                return step.why, step.call.tool, step.call
         last = state.observations[-1] if state.observations else None
         if last is not None and last.tool == _MANUAL and last.status == "not_found":
-            return "the manual had nothing under those words: a search in other words", _MANUAL
+            return "the manual had nothing under those words: a search in other words", _MANUAL, None
         return None
 
     def _checked(self, decision: Decision, state: RunState, why: str) -> Decision:
