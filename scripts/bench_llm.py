@@ -122,10 +122,6 @@ def model_called_a_tool(record: RunRecord) -> bool:
     return any(step.decided_by == "model" and step.action for step in record.steps)
 
 
-def first_tool_step(record: RunRecord):
-    return next((step for step in record.steps if step.action), None)
-
-
 def model_answered(record: RunRecord) -> bool:
     """The answer shown carries the model's prose: it wrote the final answer and was not handed over."""
     last = record.steps[-1] if record.steps else None
@@ -239,9 +235,11 @@ def comparison_row(label: str, set_name: str, reports: list[CaseReport], rules: 
     """One planner on one case set, beside the rules' pass count on the same cases."""
     records = [r.record for r in reports if r.record is not None]
     steps = [s for rec in records for s in llm_steps(rec)]
-    scored = [r for r in reports if r.score.first_tool is not None and r.record is not None]
-    # Where the model chose the first tool (under rules-first the rules choose it whenever they are certain).
-    by_model = [r for r in scored if (step := first_tool_step(r.record)) is not None and step.decided_by == "model"]
+    scored = [(r.score.first_tool is True, r.record) for r in reports if r.score.first_tool is not None and r.record]
+    # Runs whose first step was the model's (under rules-first the rules take it whenever they are certain):
+    # the first tool run agreed, and how many of those first replies were refused (the rules' step followed).
+    by_model = [(agreed, rec) for agreed, rec in scored if rec.steps and rec.steps[0].decided_by == "model"]
+    refused = sum(rec.steps[0].format_error is not None for _, rec in by_model)
     gain = sum(r.score.passed for r in reports) - sum(r.score.passed for r in rules)
     fallbacks = Counter(rec.fallback for rec in records if rec.fallback)
     prose_only = [model_trips(rec) for rec in records if not model_called_a_tool(rec)]
@@ -252,8 +250,8 @@ def comparison_row(label: str, set_name: str, reports: list[CaseReport], rules: 
         passed(reports),
         f"{gain:+d}" if label != "rules" else "",
         f"{sum(model_answered(rec) for rec in records)}/{len(records)}" if modelled else "-",
-        f"{sum(r.score.first_tool for r in scored)}/{len(scored)}" if scored else "-",
-        f"{sum(r.score.first_tool for r in by_model)}/{len(by_model)}" if modelled else "-",
+        f"{sum(agreed for agreed, _ in scored)}/{len(scored)}" if scored else "-",
+        f"{sum(agreed for agreed, _ in by_model)}/{len(by_model)} ({refused} refused)" if modelled else "-",
         mean_max([model_trips(rec) for rec in records]) if modelled else "-",
         mean_max([sum(s.llm.completion_tokens for s in llm_steps(rec)) for rec in records]) if modelled else "-",
         ms([s.llm.prompt_ms for s in steps if s.llm.prompt_ms is not None]),
@@ -271,7 +269,7 @@ COMPARISON_HEADER = (
     "vs rules",
     "model answered",
     "1st tool",
-    "1st tool by model",
+    "1st step the model's: tool agreed",
     "trips/answer avg/max",
     "gen tok/answer avg/max",
     "step prompt ms p50/p95",
