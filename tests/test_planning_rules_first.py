@@ -70,8 +70,12 @@ def test_the_rules_take_the_certain_steps_and_the_model_writes_only_the_answer(p
     assert len(server.requests) == 1
     body = server.requests[0]
     assert schema_branches(body) == ["final_answer"]
-    # Nothing to decide, nothing to explain: the grammar holds the thought empty, the tokens go to the prose.
-    assert body["structured_outputs"]["json"]["anyOf"][0]["properties"]["thought"] == {"type": "string", "const": ""}
+    # Nothing to decide, nothing to explain: the grammar holds the thought empty, the tokens go to the prose;
+    # what it may cite is the ids of the observations it holds.
+    answer_shape = body["structured_outputs"]["json"]["anyOf"][0]["properties"]
+    assert answer_shape["thought"] == {"type": "string", "const": ""}
+    held = [s.observation.id for s in rules if s.observation is not None]
+    assert answer_shape["evidence"]["items"]["enum"] == held and len(held) >= 2
     turns = body["messages"]
     assert json.loads(turns[2]["content"])["action"] == MANUAL and turns[2]["role"] == "assistant"
     assert "You hold obs-1, obs-2" in turns[-1]["content"] and "Reply with the final answer now" in turns[-1]["content"]

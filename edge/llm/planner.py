@@ -7,6 +7,7 @@ not understand without a word. An empty, cut, unreadable or off-schema reply is 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from edge.llm.action_schema import ReplyEnvelope, decoding_schema
@@ -24,6 +25,7 @@ from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
 from edge.run import ContextFull, Decision, FormatError, LlmUsage, RunState, action_of, cap_text, decode_object
 from edge.run.actions import FinalAnswer, ToolCall
 from edge.run.record import Step
+from tools.observation import Observation
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
 
@@ -142,7 +144,7 @@ class LlmPlanner:
         # LlmUnavailable propagates: the loop degrades.
         completion = self.client.chat(
             messages,
-            self._schema if tools is None else _only(self._schema, tools, arguments, answer),
+            self._schema if tools is None else _only(self._schema, tools, arguments, answer, state.observations),
             time_left_s=state.time_left(),
         )
         state.scratch[LAST_REQUEST_MESSAGES] = len(messages)
@@ -222,21 +224,30 @@ def _tell(messages: list[dict[str, str]], note: str) -> None:
 
 
 def _only(
-    schema: dict[str, Any] | None, tools: tuple[str, ...], arguments: tuple[str, ...] | None, answer: bool
+    schema: dict[str, Any] | None,
+    tools: tuple[str, ...],
+    arguments: tuple[str, ...] | None,
+    answer: bool,
+    observations: Sequence[Observation],
 ) -> dict[str, Any] | None:
     """`schema` with the calls of `tools` (with exactly `arguments`, when given) and the final answer
-    (unless `answer` is False). With no tool there is nothing to decide and so no thought to give: the
-    grammar holds it empty and the reply's tokens are the prose (Qwen2.5-Coder-0.5B's thoughts there
-    were 30-60 tokens copied from the prompt's notes)."""
+    (unless `answer` is False), whose evidence is the ids of `observations` (Qwen2.5-Coder-0.5B cited an
+    order id, a tool's name, a manual step's text: the answer was refused for it). With no tool there is
+    nothing to decide and so no thought to give: the grammar holds it empty and the reply's tokens are
+    the prose (its thoughts there were 30-60 tokens copied from the prompt's notes)."""
     if schema is None:
         return None
+    ids = [obs.id for obs in observations]
     kept = []
     for branch in schema["anyOf"]:
         properties = branch["properties"]
         if "final_answer" in properties:
             if answer:
                 thought = {"type": "string", "const": ""} if not tools else properties["thought"]
-                kept.append({**branch, "properties": {**properties, "thought": thought}})
+                evidence = (
+                    {"type": "array", "items": {"type": "string", "enum": ids}} if ids else properties["evidence"]
+                )
+                kept.append({**branch, "properties": {**properties, "thought": thought, "evidence": evidence}})
         elif properties["action"].get("const") in tools:
             if arguments is not None:
                 args = properties["args"]

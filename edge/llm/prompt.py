@@ -97,10 +97,7 @@ def holding_note(ids: list[str], steps_left: int) -> str:
 def answer_now_note(ids: list[str]) -> str:
     """Said when the tools have given what they can: only a final answer is accepted."""
     held = ", ".join(ids) if ids else "no observation"
-    return (
-        f"You hold {held}: that is all the tools will give. Reply with the final answer now, citing {held}: "
-        "one or two short sentences in their own words (an entry's title or step, a reading with its unit)."
-    )
+    return f"You hold {held}: that is all the tools will give. Reply with the final answer now, citing {held}."
 
 
 def repeated_call_note(observation_id: str | None) -> str:
