@@ -38,6 +38,7 @@ def build_registry(config: Config) -> ToolRegistry:
                 config.devices,
                 config.knowledge.model_path,
                 tuple(config.knowledge.semantic_languages),
+                second_opinion=config.knowledge.second_opinion,
             ),
             PlcReadTool(
                 config.devices,

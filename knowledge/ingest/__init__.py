@@ -7,7 +7,8 @@
   fault sections, `records.py` assembles fault entries from their tables, headings and sentences, `passages.py` cuts every page into passages, `metadata.py` reads vendor, model, version and
   language, `safety.py` the hazard statements;
 - `extract.py` runs these on one manual, and `build.py` builds the index from many: the schema, reuse of
-  unchanged manuals, embedding, the atomic swap, and the index's status.
+  unchanged manuals, embedding, the atomic swap, and the index's status; `opinion_vectors.py` the second
+  opinion's vectors it stores when asked (multilingual-e5-small, clipped, as signed bytes).
 
 Importing the package stays cheap (PyMuPDF loads with `pdf.py`): each name below is imported on first use.
 """

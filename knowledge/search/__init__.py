@@ -6,7 +6,8 @@
 - `lookup.py`: codes looked up exactly, then as look-alikes, then their near codes when not found;
 - `candidates.py`: the rankings (words, codes, meaning, the other language) and the evidence for an answer;
 - `floors.py`: the not-found floors that evidence must pass;
-- `ranking.py`: the rankings fused under the fitted `Tuning`, priors, entries over their pages;
+- `ranking.py`: the rankings fused under the fitted `Tuning`, priors, entries over their pages, the second opinion;
+- `second_opinion.py`: a second encoder's cosines (multilingual-e5-small) for the best candidates, where it is on;
 - `hits.py`: ranked rows collapsed into hits (versions, languages, snippets) and every message;
 - `rows.py`: a row as a search reads it and the answers rows group into;
 - `index.py`: `ManualIndex`, whose `query` is the route: codes first, then the search.

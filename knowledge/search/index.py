@@ -12,7 +12,8 @@ from knowledge.search.floors import only_unknown_codes
 from knowledge.search.hits import code_not_found, collapse, no_section, others_marked, prefer, version_not_found
 from knowledge.search.lookup import look_up, look_up_codes, near_codes
 from knowledge.search.question import Question
-from knowledge.search.ranking import rank
+from knowledge.search.ranking import Opinion, rank
+from knowledge.search.second_opinion import SecondOpinion
 from knowledge.search.store import IndexMissing, Snapshot, Store
 from knowledge.text import terms
 from knowledge.tuning import Tuning, tuning_for
@@ -21,7 +22,9 @@ from knowledge.tuning import Tuning, tuning_for
 class ManualIndex:
     """`semantic_languages`: the languages the embedding model understands. The bundled
     all-MiniLM-L6-v2 is English-only: its vote on a Chinese query is noise that
-    outranks good keyword matches, so other languages are searched lexically."""
+    outranks good keyword matches, so other languages are searched lexically.
+    `second_opinion`: a second encoder reorders the best candidates of a search by words and meaning
+    (`second_opinion.py`); the index must have been built with its vectors."""
 
     def __init__(
         self,
@@ -30,12 +33,14 @@ class ManualIndex:
         embedder: Embedder | None = None,
         semantic_languages: tuple[str, ...] = ("en",),
         tuning: Tuning | None = None,
+        second_opinion: bool = False,
     ):
         self.path = Path(path)
         self.embedder = embedder or Embedder(model_path)
         self.semantic_languages = semantic_languages
         self.tuning = tuning or tuning_for(self.embedder.identity)
         self._store = Store(self.path, self.embedder.identity)
+        self.second_opinion = SecondOpinion() if second_opinion else None
 
     def query(self, text: str, scope: Scope | None = None, version: str | None = None, k: int = 3) -> SearchResult:
         """Free text as a technician types it: a code in it is looked up exactly, the rest searched.
@@ -110,6 +115,8 @@ class ManualIndex:
         evidence for an answer (`answer` weighs them)."""
         snap = self._current()
         question = text if isinstance(text, Question) else Question.parse(text, snap.names)
+        if self.second_opinion is not None and mode == "hybrid":
+            self.second_opinion.ask(question.text)  # embedded beside the first stage
         readable = set(self.semantic_languages)
         return gather(snap, question, scope or Scope(), mode, self.embedder, readable, self.tuning)
 
@@ -121,11 +128,19 @@ class ManualIndex:
         question, snap = found.question, found.snapshot
         if not answerable and found.evidence.unanswered(self.tuning):
             return no_section(question.asked, found.scope)
-        ranked = rank(found, self.tuning)
+        ranked = rank(found, self.tuning, self._opinion(found))
         hits = collapse(snap, ranked, found.scope, version, question.language, k, self.tuning, question.hit_words)
         if not hits:
             return version_not_found(question.text, [row for row, _, _ in ranked], version)
         return SearchResult(status="ok", hits=hits)
+
+    def _opinion(self, found: Candidates) -> Opinion | None:
+        """The second opinion on a search by words and meaning (a lexical one, such as the pages after a code's
+        entries, stays quick), where it is on."""
+        opinion = self.second_opinion
+        if opinion is None or found.mode != "hybrid":
+            return None
+        return lambda rows: opinion.cosines(found.snapshot, found.question.text, rows)
 
     def codes(self) -> set[str]:
         """Every code in the index as printed; empty while there is no index."""
@@ -153,6 +168,8 @@ class ManualIndex:
         if snap.encoder() is None:
             self.embedder.load()
         snap.vectors()
+        if self.second_opinion is not None:
+            self.second_opinion.embedder.load()
         snap.linker()
         snap.entry_pages()
         snap.page_rows()

@@ -1,15 +1,21 @@
 """A question's candidates as one list, best first: the rankings fused by their scores, the priors that tilt
-them, an entry taking over the page it came from, and the manuals the question names first."""
+them, an entry taking over the page it came from, the second opinion on the first few where it is asked, and the
+manuals the question names first."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from knowledge.models import Match
 from knowledge.search.candidates import Candidates
 from knowledge.search.rows import Group, IndexRow, Ranked, Scored, group, searched_as
 from knowledge.tuning import Tuning
 
+# The second opinion's cosine to the question of each row given (None: no vector for it).
+Opinion = Callable[[list[IndexRow]], list[float | None]]
 
-def rank(found: Candidates, tuning: Tuning) -> Ranked:
+
+def rank(found: Candidates, tuning: Tuning, opinion: Opinion | None = None) -> Ranked:
     rows = found.snapshot.rows
     ranked = fuse(
         own=[
@@ -23,6 +29,9 @@ def rank(found: Candidates, tuning: Tuning) -> Ranked:
         tuning=tuning,
     )
     ranked = sorted(entries_over_their_pages(ranked, found.snapshot.entry_pages()), key=lambda item: -item[1])
+    if opinion is not None and ranked:
+        head = ranked[: tuning.opinion_depth]
+        ranked = second_opinion(head, opinion([row for row, _, _ in head]), tuning) + ranked[len(head) :]
     # A manual the question names comes first: the technician said which machine it is.
     return sorted(ranked, key=lambda item: item[0]["manual_sha256"] not in found.question.mentioned)
 
@@ -60,6 +69,23 @@ def fuse(
         prior *= tuning.language_prior if searched_as(row) == language else 1.0
         ranked.append((row, sum(vote for vote, _ in votes) / total * prior, max(votes)[1]))
     return sorted(ranked, key=lambda item: -item[1])
+
+
+def second_opinion(head: Ranked, cosines: list[float | None], tuning: Tuning) -> Ranked:
+    """The first rows of the fused list reordered with a second encoder's word: each gains `opinion_weight` times
+    its cosine scaled from the lowest of theirs (0) to the highest (1). Scaled, as the fusion scales each
+    ranking by its best: e5 puts any two texts above 0.7, so its cosines mean something only against each
+    other. A row without a vector gains nothing; so does every row where the encoder cannot tell them apart.
+    The rows after these keep their scores, below theirs."""
+    known = [cosine for cosine in cosines if cosine is not None]
+    low, high = min(known, default=0.0), max(known, default=0.0)
+    if high <= low:
+        return head
+    rescored = [
+        (row, score + tuning.opinion_weight * ((cosine if cosine is not None else low) - low) / (high - low), match)
+        for (row, score, match), cosine in zip(head, cosines, strict=True)
+    ]
+    return sorted(rescored, key=lambda item: -item[1])
 
 
 def entries_over_their_pages(ranked: Ranked, entry_pages: dict[Group, set[tuple[str, int]]]) -> Ranked:

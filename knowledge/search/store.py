@@ -53,6 +53,8 @@ class Snapshot:
     rows: dict[int, IndexRow]
     model: str  # the embedding model the build embedded the rows with
     names: ManualNames
+    schema: str = ""
+    opinion: str = ""  # the second opinion's model, whose vectors the build stored ("": none)
     # What searches work out from it, on first use.
     _vector_ids: np.ndarray | None = field(default=None, init=False)
     _vectors: np.ndarray | None = field(default=None, init=False)
@@ -262,6 +264,23 @@ class Snapshot:
             self._masks[key] = np.array([in_scope(self.rows[int(i)], scope) for i in ids], dtype=bool)
         return self._masks[key]
 
+    def opinion_vectors(self, ids: list[int], model: str) -> tuple[list[int], list[bytes]]:
+        """The second opinion's stored vectors of those rows that have one (knowledge.ingest.opinion_vectors),
+        read by their ids: a search reads its candidates' alone. Raises `IndexMissing` for an index built
+        without them."""
+        if self.opinion != model:
+            raise IndexMissing(
+                f"{self.path} holds no second-opinion vectors of {model!r} (index schema {self.schema or '?'}, "
+                f"built {'with ' + repr(self.opinion) if self.opinion else 'without them'}); rebuild it with "
+                "`fixloop index build` while [knowledge] second_opinion is on, or turn second_opinion off"
+            )
+        with self.lock:
+            pairs = self.conn.execute(
+                f"SELECT id, opinion FROM records WHERE id IN ({','.join('?' * len(ids))}) AND opinion IS NOT NULL",
+                ids,
+            ).fetchall()
+        return [i for i, _ in pairs], [blob for _, blob in pairs]
+
     # -- hazards -----------------------------------------------------------
 
     def statements(self, manual_sha256: str) -> list[SafetyStatement]:
@@ -338,6 +357,8 @@ class Store:
             lock=self._lock,
             rows=rows,
             model=meta.get("model", ""),
+            schema=meta.get("schema", ""),
+            opinion=meta.get("opinion", ""),
             names=ManualNames(manuals.values(), printed_in=lambda word: _manuals_printing(conn, self._lock, word)),
         )
         weakref.finalize(snap, conn.close)

@@ -140,8 +140,14 @@ class ManualSearchTool(Tool):
         devices: dict[str, DeviceConfig],
         model_path: str | None,
         semantic_languages: tuple[str, ...] = ("en",),
+        second_opinion: bool = False,
     ):
-        self._index = ManualIndex(Path(index_path), model_path=model_path, semantic_languages=tuple(semantic_languages))
+        self._index = ManualIndex(
+            Path(index_path),
+            model_path=model_path,
+            semantic_languages=tuple(semantic_languages),
+            second_opinion=second_opinion,
+        )
         self._devices = devices
         self._warming: threading.Thread | None = None
         self._warm_lock = threading.Lock()

@@ -1,0 +1,115 @@
+"""The second opinion: multilingual-e5-small's vectors stored by the build (one manual, real model, real SQLite),
+read for the first stage's best candidates alone, and fused with its scores; an index built without them is
+refused with a message saying how to rebuild it."""
+
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowledge.embed import Embedder
+from knowledge.ingest.build import SCHEMA_VERSION, build_index
+from knowledge.ingest.opinion_vectors import OPINION_MODEL, OPINION_TOKENS, clip, pack, unpack
+from knowledge.search import IndexMissing, ManualIndex
+from knowledge.tuning import Tuning
+
+QUESTION = "the main motor is overheating"
+# Large enough that the second opinion decides the order of the first stage's best rows.
+DECISIVE = Tuning(opinion_weight=1000.0)
+
+
+@pytest.fixture(scope="module")
+def indexes(demo_index: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    """One demo manual indexed without the vectors, then again, into a copy of that index, with them."""
+    folder = tmp_path_factory.mktemp("second-opinion")
+    shutil.copy(demo_index.parent / "manuals" / "hydra_hp200_v2.1_en.pdf", folder)
+    plain = folder / "plain.sqlite"
+    build_index([folder], plain)
+    with_vectors = folder / "opinion.sqlite"
+    shutil.copy(plain, with_vectors)
+    report = build_index([folder], with_vectors, second_opinion=True)
+    return plain, with_vectors, [m.status for m in report.manuals]
+
+
+def _hits(index: ManualIndex, question: str = QUESTION) -> list[tuple[int, str]]:
+    return [(hit.page, hit.fault_code) for hit in index.search(question, k=10).hits]
+
+
+def test_the_build_stores_a_vector_of_the_second_encoder_for_each_embedded_row(indexes):
+    _, with_vectors, statuses = indexes
+    assert statuses == ["indexed"]  # not copied from the index without vectors
+    with closing(sqlite3.connect(with_vectors)) as conn:
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        rows = conn.execute("SELECT vector IS NOT NULL, length(opinion) FROM records").fetchall()
+    assert meta["schema"] == SCHEMA_VERSION and meta["opinion"] == OPINION_MODEL
+    assert rows and all(length == (384 if embedded else None) for embedded, length in rows)
+
+
+def test_the_second_opinion_reorders_the_best_candidates_by_their_stored_vectors(indexes, tmp_path):
+    _, with_vectors, _ = indexes
+    first = _hits(ManualIndex(with_vectors, tuning=DECISIVE))
+    assert len(first) >= 3
+    # The first stage's last hit gets the question's own e5 vector: with the second opinion it comes first.
+    doctored = tmp_path / "doctored.sqlite"
+    shutil.copy(with_vectors, doctored)
+    last_page, last_code = first[-1]
+    question = pack(Embedder(OPINION_MODEL).encode([QUESTION], query=True)[0])
+    with closing(sqlite3.connect(doctored)) as conn:
+        kind = "entry" if last_code else "page"
+        changed = conn.execute(
+            "UPDATE records SET opinion = ? WHERE opinion IS NOT NULL AND kind = ? AND page = ? AND code = ?",
+            (question, kind, last_page, last_code),
+        ).rowcount
+        conn.commit()
+    assert changed
+    assert _hits(ManualIndex(doctored, tuning=DECISIVE)) == first  # off: the vectors are not read
+    reordered = _hits(ManualIndex(doctored, tuning=DECISIVE, second_opinion=True))
+    assert reordered[0] == (last_page, last_code) != first[0]
+
+
+def test_the_order_follows_the_encoders_cosines(indexes):
+    _, with_vectors, _ = indexes
+    index = ManualIndex(with_vectors, tuning=DECISIVE, second_opinion=True)
+    found = index.candidates(QUESTION)
+    hits = index.answer(found, k=10).hits
+    assert index.second_opinion is not None
+    rows = {(row["page"], row["code"]): row for row in found.snapshot.rows.values()}
+    cosines = index.second_opinion.cosines(found.snapshot, QUESTION, [rows[hit.page, hit.fault_code] for hit in hits])
+    known = [cosine for cosine in cosines if cosine is not None]
+    assert known == sorted(known, reverse=True) and len(set(known)) > 1
+
+
+def test_without_the_second_opinion_the_index_answers_as_one_built_without_it(indexes):
+    plain, with_vectors, _ = indexes
+    assert _hits(ManualIndex(with_vectors)) == _hits(ManualIndex(plain))
+
+
+def test_an_index_without_the_vectors_is_refused_with_how_to_rebuild_it(indexes, tmp_path):
+    plain, _, _ = indexes
+    index = ManualIndex(plain, second_opinion=True)
+    with pytest.raises(IndexMissing, match=r"no second-opinion vectors .*built without them.*fixloop index build"):
+        index.search(QUESTION)
+    assert index.query("E102").hits[0].fault_code == "E102"  # a code's entries need no second opinion
+    old = tmp_path / "schema7.sqlite"  # as an index of the version before: no `opinion` in its meta
+    shutil.copy(plain, old)
+    with closing(sqlite3.connect(old)) as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'opinion'")
+        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema'")
+        conn.commit()
+    with pytest.raises(IndexMissing, match=r"index schema 7.*rebuild it"):
+        ManualIndex(old, second_opinion=True).search(QUESTION)
+
+
+def test_a_text_is_clipped_to_what_the_encoder_reads_and_a_stored_vector_keeps_its_direction():
+    model = Embedder(OPINION_MODEL).load()
+    long = "The hydraulic oil temperature rises above the alarm limit while the press runs. " * 12
+    clipped = clip(long, model)
+    assert long.startswith(clipped) and model.token_count(clipped) <= OPINION_TOKENS < model.token_count(long)
+    chinese = clip("液压油温度过高时压机停止运行" * 20, model)
+    assert model.token_count(chinese) <= OPINION_TOKENS
+    vectors = Embedder(OPINION_MODEL).encode([clipped, chinese, "motor overheating"])
+    stored = unpack([pack(vector) for vector in vectors])
+    assert np.allclose(stored @ stored[2], vectors @ vectors[2], atol=0.01)
