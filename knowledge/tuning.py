@@ -54,8 +54,11 @@ class Tuning:
     unknown_name_factor: float = fitted(1.5)
     # The second opinion (`knowledge.search.second_opinion`, when `[knowledge] second_opinion` is on): each of
     # the first `opinion_depth` fused rows gains this much times its e5 cosine to the question, scaled from the
-    # lowest of those rows' (0) to the highest (1).
-    opinion_weight: float = fitted(0.3, on=DEV_NINE)
+    # lowest of those rows' (0) to the highest (1); `opinion_weight` where the first encoder read the question
+    # (its language is one the model reads), `opinion_weight_unread` where it did not, and e5 is the only reader
+    # of the question's meaning in its own language (a Chinese question with the English-only MiniLM).
+    opinion_weight: float = fitted(0.0, on=DEV_NINE)
+    opinion_weight_unread: float = fitted(0.3, on=DEV_NINE)
 
     # -- set by hand ----------------------------------------------------------------------------------------
     candidates: int = hand_set(

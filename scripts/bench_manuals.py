@@ -256,6 +256,9 @@ def print_build(report, text_only) -> None:
 
 # Each fitted constant is tried at these multiples of the model's default; two sweeps of coordinate descent.
 GRID = (0.8, 0.9, 1.0, 1.12, 1.25)
+# The second opinion's weights, whose scale nothing fixed before, are tried at these values, from off up.
+OPINION_WEIGHTS = (0.0, 0.1, 0.3, 1.0, 3.0)
+VALUES = {"opinion_weight": OPINION_WEIGHTS, "opinion_weight_unread": OPINION_WEIGHTS}
 SWEEPS = 2
 # A constant moves only for a gain of about two questions of a kind: smaller gains are noise the next
 # manual does not repeat.
@@ -295,10 +298,6 @@ def _folds(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None) 
     _print_rows(queries, [("defaults", cases.ranks(default)), ("fitted", cases.ranks(fitted)), ("held-out", held_out)])
 
 
-# The second opinion's weights swept with every other constant at its default (on every question: in-sample).
-OPINION_WEIGHTS = (0.0, 0.1, 0.3, 1.0, 3.0)
-
-
 def print_opinion_sweep(index: ManualIndex, queries: list[dict], scopes: list[Scope] | None = None) -> None:
     """Recall at a few weights of the second opinion, beyond the folds' grid (which moves it by at most 25%)."""
     shipped = index.tuning
@@ -307,7 +306,10 @@ def print_opinion_sweep(index: ManualIndex, queries: list[dict], scopes: list[Sc
         _print_rows(
             queries,
             [
-                (f"opinion_weight {weight}", cases.ranks(replace(shipped, opinion_weight=weight)))
+                (
+                    f"opinion weights {weight}",
+                    cases.ranks(replace(shipped, opinion_weight=weight, opinion_weight_unread=weight)),
+                )
                 for weight in OPINION_WEIGHTS
             ],
         )
@@ -391,8 +393,8 @@ def fit(cases: _Cases, default, train: list[int]):
     best, best_score = default, _score(cases.queries, cases.ranks(default), train)
     for _ in range(SWEEPS):
         for name in FITTED:
-            for factor in GRID:
-                candidate = replace(best, **{name: getattr(default, name) * factor})
+            for value in VALUES.get(name) or [getattr(default, name) * factor for factor in GRID]:
+                candidate = replace(best, **{name: value})
                 score = _score(cases.queries, cases.ranks(candidate), train)
                 if score > best_score + MIN_GAIN:
                     best, best_score = candidate, score

@@ -17,8 +17,10 @@ from knowledge.search import IndexMissing, ManualIndex
 from knowledge.tuning import Tuning
 
 QUESTION = "the main motor is overheating"
-# Large enough that the second opinion decides the order of the first stage's best rows.
-DECISIVE = Tuning(opinion_weight=1000.0)
+# Large enough that the second opinion decides the order of the first stage's best rows: of a question the first
+# encoder reads (English), and of one it does not (Chinese, with the English-only MiniLM).
+DECISIVE = Tuning(opinion_weight=1000.0, opinion_weight_unread=0.0)
+DECISIVE_UNREAD = Tuning(opinion_weight=0.0, opinion_weight_unread=1000.0)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,21 @@ def _hits(index: ManualIndex, question: str = QUESTION) -> list[tuple[int, str]]
     return [(hit.page, hit.fault_code) for hit in index.search(question, k=10).hits]
 
 
+def _doctored(with_vectors: Path, folder: Path, question: str, row: tuple[int, str]) -> Path:
+    """A copy of the index whose row (page, code; a page's passages for a page) has the question's own vector."""
+    doctored = folder / "doctored.sqlite"
+    shutil.copy(with_vectors, doctored)
+    page, code = row
+    with closing(sqlite3.connect(doctored)) as conn:
+        changed = conn.execute(
+            "UPDATE records SET opinion = ? WHERE opinion IS NOT NULL AND kind = ? AND page = ? AND code = ?",
+            (pack(Embedder(OPINION_MODEL).encode([question], query=True)[0]), "entry" if code else "page", page, code),
+        ).rowcount
+        conn.commit()
+    assert changed
+    return doctored
+
+
 def test_the_build_stores_a_vector_of_the_second_encoder_for_each_embedded_row(indexes):
     _, with_vectors, statuses = indexes
     assert statuses == ["indexed"]  # not copied from the index without vectors
@@ -48,26 +65,19 @@ def test_the_build_stores_a_vector_of_the_second_encoder_for_each_embedded_row(i
     assert rows and all(length == (384 if embedded else None) for embedded, length in rows)
 
 
-def test_the_second_opinion_reorders_the_best_candidates_by_their_stored_vectors(indexes, tmp_path):
+@pytest.mark.parametrize(("question", "tuning"), [(QUESTION, DECISIVE), ("主电机过热", DECISIVE_UNREAD)])
+def test_the_second_opinion_reorders_the_best_candidates_by_their_stored_vectors(indexes, tmp_path, question, tuning):
     _, with_vectors, _ = indexes
-    first = _hits(ManualIndex(with_vectors, tuning=DECISIVE))
+    first = _hits(ManualIndex(with_vectors, tuning=tuning), question)
     assert len(first) >= 3
     # The first stage's last hit gets the question's own e5 vector: with the second opinion it comes first.
-    doctored = tmp_path / "doctored.sqlite"
-    shutil.copy(with_vectors, doctored)
-    last_page, last_code = first[-1]
-    question = pack(Embedder(OPINION_MODEL).encode([QUESTION], query=True)[0])
-    with closing(sqlite3.connect(doctored)) as conn:
-        kind = "entry" if last_code else "page"
-        changed = conn.execute(
-            "UPDATE records SET opinion = ? WHERE opinion IS NOT NULL AND kind = ? AND page = ? AND code = ?",
-            (question, kind, last_page, last_code),
-        ).rowcount
-        conn.commit()
-    assert changed
-    assert _hits(ManualIndex(doctored, tuning=DECISIVE)) == first  # off: the vectors are not read
-    reordered = _hits(ManualIndex(doctored, tuning=DECISIVE, second_opinion=True))
-    assert reordered[0] == (last_page, last_code) != first[0]
+    doctored = _doctored(with_vectors, tmp_path, question, first[-1])
+    assert _hits(ManualIndex(doctored, tuning=tuning), question) == first  # off: the vectors are not read
+    reordered = _hits(ManualIndex(doctored, tuning=tuning, second_opinion=True), question)
+    assert reordered[0] == first[-1] != first[0]
+    # With the other language's weight alone, the same search keeps the first stage's order.
+    other = DECISIVE_UNREAD if tuning is DECISIVE else DECISIVE
+    assert _hits(ManualIndex(doctored, tuning=other, second_opinion=True), question) == first
 
 
 def test_the_order_follows_the_encoders_cosines(indexes):

@@ -115,9 +115,11 @@ class ManualIndex:
         evidence for an answer (`answer` weighs them)."""
         snap = self._current()
         question = text if isinstance(text, Question) else Question.parse(text, snap.names)
-        if self.second_opinion is not None and mode == "hybrid":
-            self.second_opinion.ask(question.text)  # embedded beside the first stage
         readable = set(self.semantic_languages)
+        if self.second_opinion is not None and mode == "hybrid":
+            tuning = self.tuning  # as `ranking.rank` weighs it: by whether the first encoder reads the question
+            weight = tuning.opinion_weight if question.language in readable else tuning.opinion_weight_unread
+            self.second_opinion.ask(snap, question.text, weight > 0)  # embedded beside the first stage
         return gather(snap, question, scope or Scope(), mode, self.embedder, readable, self.tuning)
 
     def answer(

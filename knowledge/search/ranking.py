@@ -29,9 +29,12 @@ def rank(found: Candidates, tuning: Tuning, opinion: Opinion | None = None) -> R
         tuning=tuning,
     )
     ranked = sorted(entries_over_their_pages(ranked, found.snapshot.entry_pages()), key=lambda item: -item[1])
-    if opinion is not None and ranked:
+    # A question the first encoder did not read itself (its meaning ranking is empty) has e5 as the only reader
+    # of its meaning in its own language.
+    weight = tuning.opinion_weight if found.semantic else tuning.opinion_weight_unread
+    if opinion is not None and ranked and weight:
         head = ranked[: tuning.opinion_depth]
-        ranked = second_opinion(head, opinion([row for row, _, _ in head]), tuning) + ranked[len(head) :]
+        ranked = second_opinion(head, opinion([row for row, _, _ in head]), weight) + ranked[len(head) :]
     # A manual the question names comes first: the technician said which machine it is.
     return sorted(ranked, key=lambda item: item[0]["manual_sha256"] not in found.question.mentioned)
 
@@ -71,9 +74,9 @@ def fuse(
     return sorted(ranked, key=lambda item: -item[1])
 
 
-def second_opinion(head: Ranked, cosines: list[float | None], tuning: Tuning) -> Ranked:
-    """The first rows of the fused list reordered with a second encoder's word: each gains `opinion_weight` times
-    its cosine scaled from the lowest of theirs (0) to the highest (1). Scaled, as the fusion scales each
+def second_opinion(head: Ranked, cosines: list[float | None], weight: float) -> Ranked:
+    """The first rows of the fused list reordered with a second encoder's word: each gains `weight` times its
+    cosine scaled from the lowest of theirs (0) to the highest (1). Scaled, as the fusion scales each
     ranking by its best: e5 puts any two texts above 0.7, so its cosines mean something only against each
     other. A row without a vector gains nothing; so does every row where the encoder cannot tell them apart.
     The rows after these keep their scores, below theirs."""
@@ -82,7 +85,7 @@ def second_opinion(head: Ranked, cosines: list[float | None], tuning: Tuning) ->
     if high <= low:
         return head
     rescored = [
-        (row, score + tuning.opinion_weight * ((cosine if cosine is not None else low) - low) / (high - low), match)
+        (row, score + weight * ((cosine if cosine is not None else low) - low) / (high - low), match)
         for (row, score, match), cosine in zip(head, cosines, strict=True)
     ]
     return sorted(rescored, key=lambda item: -item[1])

@@ -33,9 +33,13 @@ class SecondOpinion:
         self._asked: OrderedDict[str, Future[np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def ask(self, question: str) -> None:
-        """Start embedding a question (a search calls this first, and reads the vector when it ranks)."""
-        self._vector(question)
+    def ask(self, snap: Snapshot, question: str, weighed: bool) -> None:
+        """Start embedding a question where its opinion will weigh (a search calls this first, and reads the
+        vector when it ranks). Raises `IndexMissing` for an index built without the vectors, whatever the
+        weight: the switch is on, so the index must hold them."""
+        snap.require_opinion(OPINION_MODEL)
+        if weighed:
+            self._vector(question)
 
     def cosines(self, snap: Snapshot, question: str, rows: list[IndexRow]) -> list[float | None]:
         """Each row's cosine to the question (None where neither the row nor its page has a vector). Raises

@@ -266,20 +266,23 @@ class Snapshot:
 
     def opinion_vectors(self, ids: list[int], model: str) -> tuple[list[int], list[bytes]]:
         """The second opinion's stored vectors of those rows that have one (knowledge.ingest.opinion_vectors),
-        read by their ids: a search reads its candidates' alone. Raises `IndexMissing` for an index built
-        without them."""
-        if self.opinion != model:
-            raise IndexMissing(
-                f"{self.path} holds no second-opinion vectors of {model!r} (index schema {self.schema or '?'}, "
-                f"built {'with ' + repr(self.opinion) if self.opinion else 'without them'}); rebuild it with "
-                "`fixloop index build` while [knowledge] second_opinion is on, or turn second_opinion off"
-            )
+        read by their ids: a search reads its candidates' alone."""
+        self.require_opinion(model)
         with self.lock:
             pairs = self.conn.execute(
                 f"SELECT id, opinion FROM records WHERE id IN ({','.join('?' * len(ids))}) AND opinion IS NOT NULL",
                 ids,
             ).fetchall()
         return [i for i, _ in pairs], [blob for _, blob in pairs]
+
+    def require_opinion(self, model: str) -> None:
+        """Raises `IndexMissing` unless the build stored the second opinion's vectors of this model."""
+        if self.opinion != model:
+            raise IndexMissing(
+                f"{self.path} holds no second-opinion vectors of {model!r} (index schema {self.schema or '?'}, "
+                f"built {'with ' + repr(self.opinion) if self.opinion else 'without them'}); rebuild it with "
+                "`fixloop index build` while [knowledge] second_opinion is on, or turn second_opinion off"
+            )
 
     # -- hazards -----------------------------------------------------------
 
