@@ -12,7 +12,7 @@ from knowledge.search.floors import only_unknown_codes
 from knowledge.search.hits import code_not_found, collapse, no_section, others_marked, prefer, version_not_found
 from knowledge.search.lookup import look_up, look_up_codes, near_codes
 from knowledge.search.question import Question
-from knowledge.search.ranking import Opinion, rank
+from knowledge.search.ranking import Opinion, opinion_weight, rank
 from knowledge.search.second_opinion import SecondOpinion
 from knowledge.search.store import IndexMissing, Snapshot, Store
 from knowledge.text import terms
@@ -116,10 +116,9 @@ class ManualIndex:
         snap = self._current()
         question = text if isinstance(text, Question) else Question.parse(text, snap.names)
         readable = set(self.semantic_languages)
-        if self.second_opinion is not None and mode == "hybrid":
-            tuning = self.tuning  # as `ranking.rank` weighs it: by whether the first encoder reads the question
-            weight = tuning.opinion_weight if question.language in readable else tuning.opinion_weight_unread
-            self.second_opinion.ask(snap, question.text, weight > 0)  # embedded beside the first stage
+        if self.second_opinion is not None and mode == "hybrid":  # embedded beside the first stage
+            weighed = opinion_weight(self.tuning, read=question.language in readable) > 0
+            self.second_opinion.ask(snap, question.text, weighed)
         return gather(snap, question, scope or Scope(), mode, self.embedder, readable, self.tuning)
 
     def answer(

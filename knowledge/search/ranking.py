@@ -29,9 +29,7 @@ def rank(found: Candidates, tuning: Tuning, opinion: Opinion | None = None) -> R
         tuning=tuning,
     )
     ranked = sorted(entries_over_their_pages(ranked, found.snapshot.entry_pages()), key=lambda item: -item[1])
-    # A question the first encoder did not read itself (its meaning ranking is empty) has e5 as the only reader
-    # of its meaning in its own language.
-    weight = tuning.opinion_weight if found.semantic else tuning.opinion_weight_unread
+    weight = opinion_weight(tuning, read=bool(found.semantic))
     if opinion is not None and ranked and weight:
         head = ranked[: tuning.opinion_depth]
         ranked = second_opinion(head, opinion([row for row, _, _ in head]), weight) + ranked[len(head) :]
@@ -72,6 +70,12 @@ def fuse(
         prior *= tuning.language_prior if searched_as(row) == language else 1.0
         ranked.append((row, sum(vote for vote, _ in votes) / total * prior, max(votes)[1]))
     return sorted(ranked, key=lambda item: -item[1])
+
+
+def opinion_weight(tuning: Tuning, read: bool) -> float:
+    """The second opinion's weight on a question the first encoder read (its meaning ranking is the question's
+    own), or did not: then e5 is the only reader of its meaning in its own language."""
+    return tuning.opinion_weight if read else tuning.opinion_weight_unread
 
 
 def second_opinion(head: Ranked, cosines: list[float | None], weight: float) -> Ranked:
