@@ -16,7 +16,7 @@ A hit is the labelled manual and a page within ±1 of a labelled page. Questions
 
 `--folds` says how far the ranking and not-found constants (`knowledge.tuning.Tuning`, its fitted ones) carry to manuals
 they were not fitted on: for each manual in turn, the constants are fitted (coordinate descent over a grid
-around the model's defaults) on every other manual's questions and scored on its own; the unanswerable
+around the model's defaults; the second opinion's weights over values from 0 to 3) on every other manual's questions and scored on its own; the unanswerable
 questions are dealt round the folds, each held out once. It prints the defaults' figures, the figures fitted
 on everything, and the held-out ones: a large gap between the last two is a finding, not a success.
 `--second-opinion` builds the index with the second encoder's vectors (knowledge.search.second_opinion) and
