@@ -65,6 +65,23 @@ def test_the_build_stores_a_vector_of_the_second_encoder_for_each_embedded_row(i
     assert rows and all(length == (384 if embedded else None) for embedded, length in rows)
 
 
+def test_a_rebuild_reuses_a_manual_only_from_an_index_with_the_same_second_opinion(indexes, tmp_path):
+    _, with_vectors, _ = indexes
+    folder = with_vectors.parent
+
+    def rebuilt(second_opinion: bool) -> tuple[list[str], int]:
+        db = tmp_path / f"rebuilt-{second_opinion}.sqlite"
+        shutil.copy(with_vectors, db)
+        statuses = [m.status for m in build_index([folder], db, second_opinion=second_opinion).manuals]
+        with closing(sqlite3.connect(db)) as conn:
+            return statuses, conn.execute("SELECT count(opinion) FROM records").fetchone()[0]
+
+    with closing(sqlite3.connect(with_vectors)) as conn:
+        stored = conn.execute("SELECT count(opinion) FROM records").fetchone()[0]
+    assert rebuilt(True) == (["reused"], stored)  # copied with its vectors
+    assert rebuilt(False) == (["indexed"], 0)
+
+
 @pytest.mark.parametrize(("question", "tuning"), [(QUESTION, DECISIVE), ("主电机过热", DECISIVE_UNREAD)])
 def test_the_second_opinion_reorders_the_best_candidates_by_their_stored_vectors(indexes, tmp_path, question, tuning):
     _, with_vectors, _ = indexes
