@@ -2,6 +2,7 @@
 read for the first stage's best candidates alone, and fused with its scores; an index built without them is
 refused with a message saying how to rebuild it."""
 
+import json
 import shutil
 import sqlite3
 from contextlib import closing
@@ -140,3 +141,16 @@ def test_a_text_is_clipped_to_what_the_encoder_reads_and_a_stored_vector_keeps_i
     vectors = Embedder(OPINION_MODEL).encode([clipped, chinese, "motor overheating"])
     stored = unpack([pack(vector) for vector in vectors])
     assert np.allclose(stored @ stored[2], vectors @ vectors[2], atol=0.01)
+
+
+def test_the_configs_switch_builds_the_vectors_and_searches_with_them(indexes, tmp_path, fixloop):
+    plain, with_vectors, _ = indexes
+    fixloop.env({"FIXLOOP_STATE_DIR": str(tmp_path / "state"), "FIXLOOP__KNOWLEDGE__SECOND_OPINION": "true"})
+    built = tmp_path / "built.sqlite"
+    code, _, _ = fixloop("index", "build", str(with_vectors.parent / "hydra_hp200_v2.1_en.pdf"), "--db", str(built))
+    with closing(sqlite3.connect(built)) as conn:
+        assert code == 0 and conn.execute("SELECT count(opinion) FROM records").fetchone()[0] > 0
+    code, out, _ = fixloop("search", "主电机过热", "--db", str(built), "--json")
+    assert code == 0 and json.loads(out)["hits"]
+    code, _, err = fixloop("search", "主电机过热", "--db", str(plain))
+    assert code != 0 and "no second-opinion vectors" in err and "fixloop index build" in err
