@@ -42,7 +42,7 @@ from edge.evaluation.cases import load_cases  # noqa: E402
 from edge.evaluation.runner import evaluate  # noqa: E402
 from edge.run.claims import forbidden  # noqa: E402
 from edge.run.compose import build_document  # noqa: E402
-from edge.run.document import AnswerDocument  # noqa: E402
+from edge.run.document import AnswerDocument, Reading  # noqa: E402
 from edge.run.phrases import PHRASES, language_of  # noqa: E402
 from edge.run.prose import trusted_texts  # noqa: E402
 from edge.run.sentence_support import THRESHOLD, judge, plant_vocabulary, split_sentences  # noqa: E402
@@ -344,7 +344,14 @@ def _restated(document: AnswerDocument, language: str, rng: random.Random) -> li
             out.append(
                 f"Wait {match.group(1)} before you open it." if language == "en" else f"等待{match.group(1)}后再打开。"
             )
+    out += [_value_said(r.label, r, language) for r in document.readings if r.value is not None and r.unit]
     return out
+
+
+def _value_said(label: str, reading: Reading, language: str) -> str:
+    """A reading's value as a model states it, under `label`: its own, or another quantity's."""
+    value = f"{reading.value:g} {reading.unit}"
+    return f"The {label.lower()} reads {value}." if language == "en" else f"{label}为{value}。"
 
 
 def _claims_mutations(document: AnswerDocument, language: str, rng: random.Random) -> list[tuple[str, str]]:
@@ -365,6 +372,11 @@ def _claims_mutations(document: AnswerDocument, language: str, rng: random.Rando
             out.append(("verdict", said))
             break
     out.append(("claimed action", rng.choice(_CLAIMED[language])))
+    valued = [r for r in document.readings if r.value is not None and r.unit]
+    for reading, other in zip(valued, valued[1:] + valued[:1], strict=True):
+        if other.sensor != reading.sensor and other.value != reading.value:
+            out.append(("value misattributed", _value_said(other.label, reading, language)))
+            break
     return out
 
 

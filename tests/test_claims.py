@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from edge.run.claims import CLAIMED_ACTION, CONTRADICTS_VERDICT, SOFTENED_WAIT, WEAKENS_SAFETY, forbidden
+from edge.run.claims import (
+    CLAIMED_ACTION,
+    CONTRADICTS_VERDICT,
+    MISATTRIBUTED_VALUE,
+    SOFTENED_WAIT,
+    WEAKENS_SAFETY,
+    forbidden,
+)
 from edge.run.document import AnswerDocument, Cited, IsolationStep, Reading, SafetyStatement
 from edge.run.trust import instruction_like, may_support
 from tools.contract import Item
@@ -121,6 +128,45 @@ def test_an_action_nothing_did_is_refused(sentence):
 
 def test_reset_as_an_instruction_is_not_a_claim():
     assert CLAIMED_ACTION not in refused("Reset the fault on the HMI and restart.")
+
+
+def with_motor(doc: AnswerDocument, label: str = "Motor temperature") -> AnswerDocument:
+    motor = doc.readings[0].model_copy(
+        update={"sensor": "motor_temp", "label": label, "value": 45.1, "unit": "°C", "alarm_low": None}
+    )
+    return doc.model_copy(update={"readings": [*doc.readings, motor]})
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The oil level in the tank is 45.1 °C.",
+        "Coolant level: 45.1°C.",
+        "The spindle load is 71 %.",
+        "油位是45.1 °C。",
+    ],
+)
+def test_a_readings_value_given_to_another_quantity_is_refused(sentence):
+    assert MISATTRIBUTED_VALUE in refused(sentence, with_motor(document())), sentence
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The motor temperature reads 45.1 °C, within its limits.",
+        "Motor temp is about 45 °C and the coolant level is 71 %.",
+        "Wait 10 minutes, then check the 2 fans.",
+        "The alarm limit is 20 %.",
+    ],
+)
+def test_a_value_with_its_own_reading_or_no_readings_value_passes(sentence):
+    assert MISATTRIBUTED_VALUE not in refused(sentence, with_motor(document())), sentence
+
+
+def test_a_chinese_sentence_names_a_reading_by_its_chinese_label():
+    doc = with_motor(document(), label="电机温度")
+    assert MISATTRIBUTED_VALUE not in refused("电机温度为45.1 °C，正常。", doc)
+    assert MISATTRIBUTED_VALUE in refused("液压油位为45.1 °C。", doc)
 
 
 def test_unverified_reports_and_instructions_in_tool_data_support_nothing():

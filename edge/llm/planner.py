@@ -31,10 +31,13 @@ from tools.registry import ToolRegistry
 
 # How many request timeouts priming the prompt cache may take.
 PRIME_TIMEOUTS = 4
-# The model's round trips in one run before it is asked only for its answer: with the rules taking the
-# certain steps, two leave room for a guessed search and its rewording (round trips decide latency on a
-# GPU box, and each costs seconds on a CPU).
-MODEL_TOOL_CALLS = 2
+# The model's round trips per answer, its tool calls and the answer's prose together (round trips decide
+# latency on a GPU box, and each costs seconds on a CPU): with the rules taking the certain steps, one
+# guessed call and the answer. A rewording after `not_found` is the model's only when the rules made the
+# search; a model that guessed the search has had its try.
+MODEL_ROUND_TRIPS = 2
+# Its tool calls before it is asked only for the answer (the holding note tells it how many are left).
+MODEL_TOOL_CALLS = MODEL_ROUND_TRIPS - 1
 # `RunState.scratch` keys: the steps after which the model was told to answer now (kept so that every
 # later prompt repeats the same words and the prefix cache holds), and the prompt's length in messages
 # at the model's last request.

@@ -5,7 +5,10 @@ named sensor with "now" -> the reading; the sensor a manual entry names; an orde
 model round trip. The model is asked only where the rules would guess (a symptom's search words, which
 sensor a vague question means, a follow-up's referent, a reworded search after `not_found`) and for the
 answer's prose; there it may call the tool the rules would call, with its own arguments, or answer, so
-its steps are never other tools than the rules' (a model that adds nothing costs one round trip). In
+its steps are never other tools than the rules'. Its round trips are budgeted (`MODEL_ROUND_TRIPS`): one
+guessed call, then the prose; once the guess is spent the rules take their own uncertain steps (never
+fewer than the rules alone). A guess that is refused or unreadable ends the model's part: the run is
+handed to the rules planner, whose answer it is (a model that adds nothing costs one round trip). In
 `prose` mode (a model that routes worse than the rules: `edge.planning.probe`) the rules take every step
 and the model only writes the answer. Each step's record says which stage decided it and why.
 
@@ -30,8 +33,6 @@ __all__ = ["RulesFirstPlanner"]
 
 _MANUAL = ManualSearchTool.name
 _TOLD_REPEAT = "told_repeat"
-# `RunState.scratch` key: the step at which the model was last asked for a guess.
-_GUESSED_AT = "guessed_at"
 
 
 class RulesFirstPlanner:
@@ -63,22 +64,30 @@ class RulesFirstPlanner:
         if certain is not None:
             return _rules(certain, certain.why)
         guess = self._open_guess(pending, state)
-        if guess is not None and _guess_failed(state):
-            # One try at a guess: a refused or unreadable one is followed by the rules' own step, not
-            # asked again (each try is a round trip, and a model that missed once mostly misses again).
-            ruled = next((step for step in pending if step.call is not None), None)
-            if ruled is not None:
-                return _rules(ruled, f"{ruled.why}; the model's guess was not usable: the rules' own")
-        if _model_requests(state) >= MODEL_TOOL_CALLS or guess is None:
+        if guess is not None and _model_requests(state) >= MODEL_TOOL_CALLS:
+            # The model's guess is spent (the next round trip is the prose): the rules take their own
+            # step where they have one; a rewording after `not_found` they have not.
+            why, _tool, rules_call = guess
+            if rules_call is not None:
+                return Decision(action=rules_call, decided_by="rules", why=f"{why}; the model's guess is spent")
+            guess = None
+        if guess is None:
             return self._answer(state, "the rules have nothing left to call: the model writes the answer")
         # The tool is the rules' (never worse than them); its arguments, or an answer instead, the model's.
         # The kind of call is the rules' too (a symptom's search is by words, not by a code the model
         # makes up); with nothing observed yet an answer could only be rejected, so it is not offered.
         why, tool, rules_call = guess
-        state.scratch[_GUESSED_AT] = len(state.steps) + 1
         arguments = tuple(rules_call.args) if rules_call is not None else None
-        decision = self.llm.decide(state, tools=(tool,), arguments=arguments, answer=bool(state.observations))
-        return self._checked(decision, state, f"the rules would guess: {why}")
+        decision = self._checked(
+            self.llm.decide(state, tools=(tool,), arguments=arguments, answer=bool(state.observations)),
+            state,
+            f"the rules would guess: {why}",
+        )
+        if decision.action is None:
+            # One try: asked again, a model that missed once mostly misses again, and each try is a round
+            # trip; the rules planner takes the run from here, its steps and its answer.
+            return dataclasses.replace(decision, hand_over="guess_unusable")
+        return decision
 
     def _prose_only(self, state: RunState) -> Decision:
         pending = self.rules.next_steps(state)
@@ -88,7 +97,11 @@ class RulesFirstPlanner:
         return _rules(step, step.why if step.certain else f"{step.why}; the model writes only the prose")
 
     def _answer(self, state: RunState, why: str) -> Decision:
-        return _by_model(self.llm.answer_now(state), why)
+        decision = _by_model(self.llm.answer_now(state), why)
+        if decision.action is None:
+            # Asked again it would be a round trip over the budget: the rules planner writes the answer.
+            return dataclasses.replace(decision, hand_over="format_errors")
+        return decision
 
     def _open_guess(self, pending: list[RuleStep], state: RunState) -> tuple[str, str, ToolCall | None] | None:
         """What the rules would guess at and the model has not yet decided, or a search that found nothing
@@ -161,15 +174,8 @@ def _refused(decision: Decision, error: str, why: str) -> Decision:
 
 
 def _model_requests(state: RunState) -> int:
-    """The model's round trips so far, an unreadable or refused reply too: a model stuck on its guess is
-    asked for the answer after `MODEL_TOOL_CALLS` of them, not again and again."""
+    """The model's round trips so far: before the answer, each was a guess at a call."""
     return sum(1 for step in state.steps if step.decided_by == "model" and step.llm is not None)
-
-
-def _guess_failed(state: RunState) -> bool:
-    """The last step was the model's guess and it was refused or unreadable (no call was run)."""
-    last = state.steps[-1] if state.steps else None
-    return last is not None and last.n == state.scratch.get(_GUESSED_AT) and last.format_error is not None
 
 
 def _decided_by_model(tool: str, state: RunState) -> bool:

@@ -7,6 +7,8 @@ see a sentence that drops what matters. A sentence of a planner's prose is refus
 - waits less, or more vaguely, than the manual or the plant's lock-out says ("wait a moment" against
   "wait at least 10 minutes");
 - contradicts a verdict the code gave: calls a reading normal that is past its limit, or the reverse;
+- gives a reading's value to another quantity ("the oil level is 45.1 °C" where the oil temperature
+  reads 45.1 °C): the number is in an observation, so only its subject can be wrong;
 - claims an action no observation shows: the agent resets, closes and repairs nothing (an order it
   created is the work-order check's, `edge.run.verification`).
 Each rule returns its reason, in English, for the record and `/metrics`.
@@ -23,6 +25,7 @@ WEAKENS_SAFETY = "weakens a safety statement or the lock-out"
 SOFTENED_WAIT = "waits less, or more vaguely, than the manual says"
 CONTRADICTS_VERDICT = "contradicts the verdict on a reading"
 CLAIMED_ACTION = "claims an action no observation shows"
+MISATTRIBUTED_VALUE = "gives a reading's value to another quantity"
 
 _WEAKENING = re.compile(
     # The negation must govern the isolation word ("no need to isolate", "without locking out"): "do not open
@@ -89,7 +92,44 @@ def forbidden(sentence: str, doc: AnswerDocument, sources: Iterable[str]) -> lis
         reasons.append(CONTRADICTS_VERDICT)
     if _DONE_ACTION.search(sentence):
         reasons.append(CLAIMED_ACTION)
+    if _misattributes(sentence, doc.readings):
+        reasons.append(MISATTRIBUTED_VALUE)
     return reasons
+
+
+_NUMBER = re.compile(r"(?<![0-9A-Za-z.])(\d+(?:\.(\d+))?)\s*([^\s\d.,;:!?。，；：]+)?")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _misattributes(sentence: str, readings: list[Reading]) -> bool:
+    """The sentence states a reading's value with its unit, and names none of the readings that have it."""
+    for match in _NUMBER.finditer(sentence):
+        number, decimals, unit = match.group(1), match.group(2) or "", (match.group(3) or "").lower()
+        having = [
+            r
+            for r in readings
+            if r.value is not None
+            and r.unit
+            and re.match(re.escape(r.unit.lower()) + r"(?![a-z])", unit)
+            # "45 °C" says 45.1 °C rounded; "45.3 °C" is another value, the fact check's to judge.
+            and abs(float(number) - r.value) <= 0.5 * 10 ** -len(decimals)
+        ]
+        if having and not any(_names(sentence, r) for r in having):
+            return True
+    return False
+
+
+def _names(sentence: str, reading: Reading) -> bool:
+    """Its label, every word of its id as a word's start ("oil temperature" for oil_temp), or in Chinese
+    two characters of its label in a row."""
+    low = sentence.lower()
+    if reading.label.lower() in low:
+        return True
+    words = re.findall(r"[a-z]+", low)
+    if all(any(w.startswith(part) for w in words) for part in reading.sensor.lower().split("_") if part):
+        return True
+    label = "".join(_CJK.findall(reading.label))
+    return any(label[i : i + 2] in sentence for i in range(len(label) - 1))
 
 
 def _required_wait_s(doc: AnswerDocument) -> float | None:

@@ -212,6 +212,8 @@ class _Run:
                 format_errors += 1
                 if decision.empty:
                     self.fall_back("empty_reply")
+                elif decision.hand_over:
+                    self.fall_back(decision.hand_over)
                 elif format_errors > limits.max_format_errors:
                     self.fall_back("format_errors")
                 continue

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from edge.run.actions import Action
-from edge.run.record import LlmUsage, Step
+from edge.run.record import FallbackReason, LlmUsage, Step
 from tools.observation import Observation
 
 
@@ -80,6 +80,8 @@ class Decision:
     why: str = ""
     # Set when the rules take every step because the model plans worse than them: why (the mode line).
     prose_only: str | None = None
+    # Set when this decision ends the model's part of the run: the loop hands the rest to the rules planner.
+    hand_over: FallbackReason | None = None
 
 
 class Planner(Protocol):

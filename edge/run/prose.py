@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from edge.run.claims import CLAIMED_ACTION, CONTRADICTS_VERDICT, SOFTENED_WAIT, WEAKENS_SAFETY, forbidden
+from edge.run.claims import (
+    CLAIMED_ACTION,
+    CONTRADICTS_VERDICT,
+    MISATTRIBUTED_VALUE,
+    SOFTENED_WAIT,
+    WEAKENS_SAFETY,
+    forbidden,
+)
 from edge.run.document import AnswerDocument, Prose, RejectedSentence, Source
 from edge.run.sentence_support import UNSUPPORTED, split_sentences
 from edge.run.trust import may_support
@@ -22,6 +29,7 @@ _KINDS = {
     SOFTENED_WAIT: "softened_wait",
     CONTRADICTS_VERDICT: "contradicts_verdict",
     CLAIMED_ACTION: "claimed_action",
+    MISATTRIBUTED_VALUE: "misattributed_value",
 }
 
 # The checks one sentence must pass before a technician reads it: [] = it may be shown.

@@ -18,6 +18,7 @@ FallbackReason = Literal[
     "empty_reply",  # the model replied with nothing
     "unknown_tool",  # the model asked for a tool that does not exist, twice
     "answer_rejected",  # the model's final answer failed verification
+    "guess_unusable",  # rules first: the model's one guess at a step was refused or unreadable
     "token_budget",  # the LLM used up the run's tokens (the rules planner uses none)
     "repeated_calls",  # the model repeated a call or kept getting the same result: handed over
     "max_steps",  # the model used up the steps without an answer: handed over

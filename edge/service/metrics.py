@@ -72,7 +72,7 @@ PROSE_SENTENCES_REFUSED = Counter(
     "fixloop_prose_sentences_refused_total",
     "Sentences of a planner's prose not shown, by reason: unsupported (no trusted observation says it), "
     "ungrounded (a fact no observation backs), weakens_safety, softened_wait, contradicts_verdict, "
-    "claimed_action (edge/run/claims.py).",
+    "claimed_action, misattributed_value (edge/run/claims.py).",
     ["reason"],
 )
 FEEDBACK = Counter(
