@@ -77,6 +77,20 @@ def test_judgement_words_pick_the_sensors_they_are_about(agent_config, question,
 
 
 @pytest.mark.parametrize(
+    "question, sensors",
+    [
+        ("空调滤网多久换一次？", []),  # 空 of 空调 (air conditioner) is no tank running empty
+        ("车间空气滤芯什么时候换", []),
+        ("满载运行时要注意什么", []),
+        ("3号液压机冷却液快空了吗？", ["coolant_level"]),
+        ("3号液压机的冷却液箱满不满", ["coolant_level"]),
+    ],
+)
+def test_empty_and_full_are_a_tanks_only_when_said_of_it(agent_config, question, sensors):
+    assert intent_of(agent_config.devices, question).sensors == sensors
+
+
+@pytest.mark.parametrize(
     "session, question, sensors, codes",
     [
         (SessionContext(device_id="press-3", sensors=["oil_temp"]), "and the motor side?", ["motor_temp"], []),
@@ -175,3 +189,6 @@ def test_a_symptom_naming_a_connector_is_searched_without_the_label(agent):
 def test_a_question_no_manual_covers_is_not_found_though_it_names_its_machine(agent, question):
     record = agent.ask(question)
     assert actions(record) == [MANUAL] and record.steps[0].observation.status == "not_found"
+    # Said once, as one sentence: the tool's own words inside the answer's.
+    answer = record.termination.final_answer
+    assert "nothing found for No" not in answer and ".." not in answer and "。." not in answer, answer

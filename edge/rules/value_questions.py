@@ -79,7 +79,8 @@ _QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
     (
         frozenset({"%"}),
         r"\b(?:level|full|empty|left|remaining|enough|tank|top(?:ped)?\s+up|dry|run(?:ning)?\s+out)\b"
-        r"|液位|剩|还有多少|满|空|够|用完|见底",
+        # 空 and 满 as said of a tank ("快空了", "满不满"), not inside a word: 空压机, 空调, 空气, 满载.
+        r"|液位|剩|还有多少|[快已将]?[空满]了|[空满]不[空满]|是[空满]的|加满|够|用完|见底",
     ),
     (frozenset({"mm/s", "in/s", "g", "µm", "um"}), r"\b(?:vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*)\b|振|抖|晃"),
     (frozenset({"a", "ma"}), r"\b(?:current|amps?|amperage)\b|电流"),

@@ -78,8 +78,9 @@ def _add(doc: AnswerDocument, obs: Observation, words: dict[str, str], context: 
         doc.other.append(words["error"].format(tool=obs.tool, text=text, error_code=obs.error_code or obs.status))
         return
     if obs.status == "not_found":
-        what = " ".join(item.text for item in obs.content if item.text) or obs.tool
-        doc.other.append(words["not_found"].format(what=what))
+        # The tool's own sentence ("No manual section matches 'x'."), ended once.
+        what = (" ".join(item.text for item in obs.content if item.text) or obs.tool).rstrip(". ")
+        doc.other.append(words["not_found"].format(what=what + "."))
         return
     entry: FaultEntry | None = None
     for item in obs.content:

@@ -36,7 +36,7 @@ PHRASES = {
         "cause_reading_for": "{label} reads {value} {unit}, {why}",
         "cause_reading_against": "{label} reads {value} {unit}, within its limits",
         "cause_past_fix": "the cause found when {id} was closed ({date})",
-        "not_found": "Manual: nothing found for {what}. Check the code on the HMI, or describe what you see in other "
+        "not_found": "Manual: nothing found — {what} Check the code on the HMI, or describe what you see in other "
         "words.",
         "reading_live": "{label}: {value} {unit} (live at {time}, signal quality {quality})",
         "reading_cache": "{label}: {value} {unit} from cache, read at {time}, {age} old — PLC not reachable "
