@@ -239,7 +239,7 @@ def test_the_index_keeps_the_statements_and_the_build_reports_them(manual, tmp_p
     assert first.manuals[0].safety == first.safety == 7
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "8"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_VERSION == "9"
         rows = conn.execute(
             "SELECT signal_word, page, general, electrical, placement, codes FROM safety ORDER BY id"
         ).fetchall()

@@ -127,7 +127,9 @@ def test_an_mes_alarm_planned_by_the_real_model_opens_at_most_one_order(real_ser
         "message": "motor overtemperature",
     }
     body = json.dumps(alarm)
-    with real_service.client(None) as client:
+    # The MES waits for the whole run: a real model's part and a hand-over's may take the run's full budget.
+    loop = real_service.config.loop
+    with real_service.client(None, timeout_s=loop.max_wall_s + loop.handover_wall_s + SLACK_S) as client:
         response = client.post(
             "/v1/mes/alarms",
             content=body,
