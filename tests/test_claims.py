@@ -155,6 +155,8 @@ def test_a_readings_value_given_to_another_quantity_is_refused(sentence):
     [
         "The motor temperature reads 45.1 °C, within its limits.",
         "Motor temp is about 45 °C and the coolant level is 71 %.",
+        "Coolant at 71 %, the pump is fine.",
+        "The temperature reading at the moment is 45.1 °C (live).",
         "Wait 10 minutes, then check the 2 fans.",
         "The alarm limit is 20 %.",
     ],

@@ -120,13 +120,14 @@ def _misattributes(sentence: str, readings: list[Reading]) -> bool:
 
 
 def _names(sentence: str, reading: Reading) -> bool:
-    """Its label, every word of its id as a word's start ("oil temperature" for oil_temp), or in Chinese
-    two characters of its label in a row."""
+    """Its label, a word of its id as a word's start ("pressure" for hydraulic_pressure, "temperature" for
+    oil_temp), or in Chinese two characters of its label in a row. Id words shorter than four letters (oil,
+    dc) do not count alone: a machine has several quantities of its oil."""
     low = sentence.lower()
     if reading.label.lower() in low:
         return True
     words = re.findall(r"[a-z]+", low)
-    if all(any(w.startswith(part) for w in words) for part in reading.sensor.lower().split("_") if part):
+    if any(any(w.startswith(part) for w in words) for part in reading.sensor.lower().split("_") if len(part) >= 4):
         return True
     label = "".join(_CJK.findall(reading.label))
     return any(label[i : i + 2] in sentence for i in range(len(label) - 1))
