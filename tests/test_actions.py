@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from edge.run.actions import FinalAnswer, FormatError, ToolCall, parse_action, strip_stop_residue
@@ -23,6 +23,8 @@ noise_before = st.sampled_from(["", "Thought: I should look it up.\n", "```json\
     before=noise_before,
     trailing=st.sampled_from(["", "\nObserv", "\nObservation:", " Observ "]),
 )
+# A fence inside a string of the fenced object once cut the object short (found by CI's run).
+@example(thought="", tool="_", args={"```": None}, before="```json\n", trailing="")
 def test_tool_call_round_trips_through_what_servers_add(thought, tool, args, before, trailing):
     body = json.dumps({"thought": thought, "action": tool, "args": args}, ensure_ascii=False)
     text = before + body + ("\n```" if before.startswith("```") else "") + trailing

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _TRAILING_OBSERVATION = re.compile(r"\s*Observ(?:ation)?:?\s*$")
 # A server that ignores the stop sequence goes on to invent the tool's reply: never ours to read.
 _INVENTED_OBSERVATION = re.compile(r"\n\s*Observation:")
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_FENCE = "```"
 
 
 class FormatError(ValueError):
@@ -94,12 +94,10 @@ def action_of(obj: dict[str, Any]) -> Action:
 
 
 def _first_json_object(text: str) -> dict[str, Any]:
-    fences = _FENCE.findall(text)
-    if len(fences) > 1:
-        raise FormatError(f"The reply holds {len(fences)} code blocks. Reply with exactly one JSON object.")
-    if fences:
-        text = fences[0]
-    start = text.find("{")
+    # The object is decoded in place, never cut out between fences first: a fence inside one of its
+    # strings would cut it short. Prose before an opening fence may hold braces of its own.
+    opening = text.find(_FENCE)
+    start = text.find("{", opening if opening >= 0 else 0)
     if start < 0:
         raise FormatError("No JSON object found. Reply with exactly one JSON object.")
     decoder = json.JSONDecoder()
