@@ -56,6 +56,17 @@ def test_symptom_query(registry):
     assert obs.status == "ok" and obs.content[0].fields["fault_code"] == "E102"
 
 
+def test_a_section_two_searches_found_is_shown_once_with_its_steps(registry):
+    """A model's search words list E102 below another entry, without its steps; the rules' search by its
+    code then returns it whole: the answer shows it once, in its first place, with the steps."""
+    by_words = registry.call(TOOL, {"query": "motor", "device_id": "press-3"}, CTX, "obs-1")
+    by_code = registry.call(TOOL, {"fault_code": "E102", "device_id": "press-3"}, CTX, "obs-2")
+    assert [item.fields["fault_code"] for item in by_words.content if item.kind == "ref"][:2] == ["E101", "E102"]
+    entries = build_document("press-3 motor trips", [by_words, by_code]).entries
+    assert [entry.code for entry in entries] == ["E101", "E102", "DRV_FAULT"]
+    assert entries[1].cited.observation == "obs-2" and len(entries[1].steps) == 5
+
+
 def test_not_found_says_so_and_suggests(registry):
     obs = call(registry, {"fault_code": "E109", "device_id": "press-3"})
     assert obs.status == "not_found" and "E110" in obs.content[0].text and obs.suggestion

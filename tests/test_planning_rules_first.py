@@ -200,6 +200,27 @@ def test_a_guessed_search_that_finds_nothing_gets_no_second_guess(planned):
     assert record.steps[-1].final_answer is not None
 
 
+def test_a_guessed_search_in_words_the_question_does_not_hold_is_refused_and_the_rules_take_the_run(planned):
+    """SmolLM2-135M searched "not given (known devices: press-3, cnc-7)" (its prompt's words) for a tool
+    changer arm that froze: the search found another fault first, and its answer was rejected."""
+    server, agent = planned(
+        [call(MANUAL, query="not given (known devices: press-3, cnc-7)", device_id="cnc-7"), final("0")]
+    )
+    record = agent.ask("the tool changer arm on cnc-7 froze halfway to the magazine", device_id="cnc-7")
+    refused = record.steps[0]
+    assert refused.action is None and "shares no word with the question" in refused.format_error
+    assert record.steps[1].action == MANUAL and "changer" in record.steps[1].args["query"]
+    handed_to_the_rules(record, server)
+
+
+def test_a_guessed_search_in_english_words_for_a_chinese_symptom_is_run(planned):
+    server, agent = planned([call(MANUAL, query="spindle noise", device_id="cnc-7"), final("See the manual.")])
+    record = agent.ask("cnc-7主轴有异响", device_id="cnc-7")
+    first = record.steps[0]
+    assert (first.decided_by, first.action, first.args["query"]) == ("model", MANUAL, "spindle noise")
+    assert first.observation is not None and len(server.requests) == 2
+
+
 def test_a_search_query_with_a_code_from_nowhere_is_refused(planned):
     _server, agent = planned(
         [call(MANUAL, query="M214 agitator over-temperature", device_id="press-3"), final("Nothing found.")],

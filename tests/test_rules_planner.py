@@ -33,6 +33,9 @@ def actions(record) -> list[str]:
         ("3号液压机报警号 6065，冷却液液位现在多少？", ["press-3"], ["报警号 6065"], ["coolant_level"]),
         ("cnc 7 spindle temperature", ["cnc-7"], [], ["spindle_temp"]),
         ("DRV_FAULT and Err-07 on the cnc", ["cnc-7"], ["DRV_FAULT", "Err-07"], []),
+        # Typed without a space before the Chinese, the machine's id was read as a fault code.
+        ("cnc-7主轴有异响", ["cnc-7"], [], []),
+        ("press-3冷却液液位现在多少", ["press-3"], [], ["coolant_level"]),
     ],
 )
 def test_lexicon_finds_devices_codes_and_sensors(agent_config, question, device, codes, sensors):

@@ -14,7 +14,9 @@ and the model only writes the answer. Each step's record says which stage decide
 
 What the model writes into a tool call is held to what its answer is held to: a work-order summary or a
 search query that names a manual, page, code or value neither the question nor an observation holds is
-sent back to it as an error, not run.
+sent back to it as an error, not run. A search query must also be about the question: share a word or a
+glossary concept with it or the session (SmolLM2 searched "not given (known devices: press-3, cnc-7)", words
+from its prompt, and its answer from that search was rejected where the rules' own search would have passed).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from edge.llm.planner import MODEL_TOOL_CALLS, LlmPlanner
 from edge.llm.prompt import repeated_call_note
 from edge.rules.planner import RulesPlanner, RuleStep
 from edge.run import Decision, FinalAnswer, RunState, ToolCall, collect_evidence, ungrounded
+from knowledge.glossary import concepts
+from knowledge.text import stem, terms
 from tools.manual_search.tool import ManualSearchTool
 from tools.plant import DeviceConfig
 
@@ -147,7 +151,25 @@ class RulesFirstPlanner:
         if not texts:
             return []
         evidence = collect_evidence(state.observations, state.question, self._devices, state.session.summary)
-        return list(dict.fromkeys(fact for text in texts for fact in ungrounded(text, evidence)))
+        unbacked = [fact for text in texts for fact in ungrounded(text, evidence)]
+        query = (action.args or {}).get("query") if action.tool == _MANUAL else None
+        if isinstance(query, str) and not self._about(query, [state.question, *state.session.summary]):
+            unbacked.append(f"the query '{query}', which shares no word with the question")
+        return list(dict.fromkeys(unbacked))
+
+    def _about(self, query: str, told: list[str]) -> bool:
+        """Whether a search's words are the question's: one word in common (a machine's id and a bare
+        number do not count: they say which machine, not what is wrong with it), or one glossary
+        concept, so a Chinese symptom searched in English words of the same meaning is about it."""
+        said = " ".join(told)
+        words = self._content_words(query)
+        if not words or words & self._content_words(said):
+            return True
+        return bool({c for *_, c in concepts(query)} & {c for *_, c in concepts(said)})
+
+    def _content_words(self, text: str) -> set[str]:
+        machines = {part for name in self._devices for part in terms(name)}
+        return {stem(w) for w in terms(text) if w not in machines and not w.isdigit()}
 
 
 def _rules(step: RuleStep, why: str) -> Decision:

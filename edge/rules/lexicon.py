@@ -395,8 +395,10 @@ def _term_regex(term: str) -> str:
     escaped = re.escape(term)
     if _CJK.search(term):
         return escaped
-    # Latin words need boundaries: "press" must not fire inside "pressure".
-    return rf"(?<![\w-]){escaped}(?![\w-])"
+    # Latin words need boundaries: "press" must not fire inside "pressure". A Chinese character is no
+    # part of a Latin word: "cnc-7主轴有异响" names cnc-7 (to `\w`, 主 is a word character).
+    latin = r"(?:-|(?![\u3400-\u9fff])\w)"
+    return rf"(?<!{latin}){escaped}(?!{latin})"
 
 
 class _Span(Protocol):

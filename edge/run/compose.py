@@ -54,9 +54,22 @@ def build_document(
     for obs in shown:
         _add(doc, obs, words, shown, judge)
     doc.safety = list({(s.signal_word, s.text, s.cited.page): s for s in doc.safety}.values())
+    doc.entries = _one_per_section(doc.entries)
     if not shown and not notes:
         doc.other.append(words["nothing"])
     return doc
+
+
+def _one_per_section(entries: list[FaultEntry]) -> list[FaultEntry]:
+    """Two searches in a run can find the same section (a model's words, then the rules'): it is shown once,
+    where it first came, as the fuller of its readings (a search lists its lower hits without their steps)."""
+    kept: dict[tuple[str, str, str | None, int | str | None], FaultEntry] = {}
+    for entry in entries:
+        key = (entry.code, entry.title, entry.cited.manual, entry.cited.page)
+        first = kept.get(key)
+        if first is None or len(entry.steps) + len(entry.causes) > len(first.steps) + len(first.causes):
+            kept[key] = entry
+    return list(kept.values())
 
 
 def supporting_ids(observations: Sequence[Observation]) -> list[str]:
