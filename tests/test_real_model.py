@@ -170,7 +170,8 @@ def test_the_demo_with_the_local_model_stops_its_model_server_on_sigterm(tmp_pat
     state.mkdir()
     (state / "manuals.sqlite").write_bytes(demo_index.read_bytes())
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIXLOOP")}
-    env.update({"FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1"})
+    # The routing probe's model requests (tested on their own) would only delay the start this test waits for.
+    env.update({"FIXLOOP_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1", "FIXLOOP__LLM__ROUTING_PROBE": "false"})
     demo = subprocess.Popen(
         [
             sys.executable,

@@ -36,6 +36,10 @@ def actions(record) -> list[str]:
         # Typed without a space before the Chinese, the machine's id was read as a fault code.
         ("cnc-7主轴有异响", ["cnc-7"], [], []),
         ("press-3冷却液液位现在多少", ["press-3"], [], ["coolant_level"]),
+        # A sensor's longer words typed one edit off are that sensor; a short word's typo is not.
+        ("Press 3 - motor temp and coolent level pls", ["press-3"], [], ["coolant_level", "motor_temp"]),
+        ("motor temperture on press 3", ["press-3"], [], ["motor_temp"]),
+        ("cnc 7 speedy", ["cnc-7"], [], []),
     ],
 )
 def test_lexicon_finds_devices_codes_and_sensors(agent_config, question, device, codes, sensors):
@@ -142,6 +146,11 @@ def test_an_opened_plc_breaker_is_queued_once_for_the_mes(make_agent, plc_sim):
         ("err-102 on press-3", ["E102"], []),  # a cue word standing for the code's letter
         ("press-3 flashing ERR 105", ["E105"], []),
         ("err 07 on press 3", ["err 07"], []),  # not E07: the manual tool finds Err-07 by it
+        # A kind of machine the plant has none of, whatever code it shows (E104 is a press code here).
+        ("lift truck 2 has E104 on its display", ["E104"], ["lift truck 2"]),
+        ("6号天车报警 F02", ["F02"], ["6号天车"]),
+        ("cnc-7 运行车削程序时报警 6065", ["报警 6065"], []),  # 运行车削: "running a turning", no crane
+        ("the boiler is making a knocking noise", [], []),  # no number: the manuals may cover it
     ],
 )
 def test_lexicon_reads_loosely_typed_codes_and_names_unknown_machines(
@@ -273,6 +282,8 @@ def test_a_blank_question_is_asked_for_without_a_tool_call(agent, question):
         ("line-4 is down, what do I do?", "line-4"),
         ("press-9 shows E102", "press-9"),
         ("5号液压机报警 E103", "5号液压机"),
+        ("chiller 1 shows E103, what now", "chiller 1"),
+        ("2号空压机温度现在多少", "2号空压机"),
     ],
 )
 def test_an_unknown_machine_is_named_and_nothing_is_looked_up_for_it(agent, question, named):

@@ -10,7 +10,8 @@ code. A machine named with a number the plant does not have ("line-4",
 "press 9", "5号液压机") is an UNKNOWN_DEVICE, not a fault code; codes typed
 loosely ("E1O2", "e.103") are found by `edge.rules.loose_codes`. A machine's name
 typed one edit off ("prss-3", "7号加工中新") is that machine when its number is
-the same (`near_devices` says how it was read); "press 9" stays unknown. A
+the same (`near_devices` says how it was read); "press 9" stays unknown. A sensor's
+word of seven letters or more typed one edit off ("coolent", "temprature") is that sensor. A
 terminal's or connector's label ("plug at X12", "CN2", "端子 X5") is no fault
 code unless a manual lists it as one.
 
@@ -35,6 +36,17 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 # A machine named with a number ("line-4", "robot_2"): the shape of a code, but the word is no code cue.
 _NUMBERED_NAME = re.compile(r"(?<![\w-])([A-Za-z]{3,})[-_]\d{1,4}(?![\w-])")
 _CODE_CUE = re.compile(CUE_EN, re.I)
+# Kinds of machine that stand on their own in a plant, none of them a part of another machine ("pump",
+# "conveyor", "motor", "robot" are left out: a press has a pump, a machining centre a chip conveyor). One
+# with a number ("forklift 2 shows E104", "6号天车报F02") is a machine this plant does not have, however much
+# its code looks like one of ours. Without a number ("the forklift battery") the manuals may still cover
+# it: it is searched, and the manual tool says whether they do.
+_MACHINE_KINDS = (
+    "forklift", "fork lift", "lift truck", "reach truck", "crane", "hoist", "air compressor", "compressor",
+    "boiler", "chiller", "cooling tower", "injection moulding machine", "injection molding machine", "lathe",
+    "welding robot", "gabelstapler", "kran", "kompressor",
+    "叉车", "行车", "天车", "起重机", "吊车", "空压机", "压缩机", "锅炉", "冷水机", "冷却塔", "注塑机", "车床",
+)  # fmt: skip
 # A machine's number right after a machine word ("hydraulic press 9") or "N号" right before one ("5号液压机").
 # Two digits at most after a word: "cnc-7 6065" is a machine and its code.
 _NUMBER_AFTER = re.compile(r"[\s-]?\d{1,2}(?![\w])")
@@ -43,6 +55,7 @@ _NUMBER_BEFORE = re.compile(r"\d{1,4}\s*号\s*$")
 # it recognisable: five letters or more ("prss 3"), and a Chinese name with its number ("7号加工中新"). Short or
 # article-led names ("cnc 7", "the press") are left alone: one edit makes them other words ("they press").
 _NEAR_MIN_LETTERS = 5
+_NEAR_MIN_SENSOR_LETTERS = 7
 _NEAR_MIN_CJK = 5
 _LATIN_TOKEN = re.compile(r"[A-Za-z0-9]+")
 _ARTICLE = re.compile(r"^(?:the|a|an)\b", re.I)
@@ -140,6 +153,21 @@ class Lexicon:
         stems = sorted(
             {match.group(0).lower() for device_id in devices if (match := re.match(r"[A-Za-z]{2,}", device_id))}
         )
+        own = " ".join(
+            normalize_name(word)
+            for device in devices.values()
+            for word in (device.id, device.name, device.name_zh, *device.synonyms)
+        )
+        kinds = sorted((kind for kind in _MACHINE_KINDS if normalize_name(kind) not in own), key=len, reverse=True)
+        alternatives = "|".join(map(re.escape, kinds))
+        self._kind_pattern = (
+            re.compile(
+                rf"\d{{1,4}}\s*号\s*(?:{alternatives})|(?<![A-Za-z])(?:{alternatives})s?[\s#-]*\d{{1,3}}(?!\w)",
+                re.I,
+            )
+            if kinds
+            else None
+        )
         self._stem_pattern = (
             re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, stems))})[\s_-]?\d{{1,2}}(?![\w-])", re.I)
             if stems
@@ -155,7 +183,7 @@ class Lexicon:
 
     def find(self, text: str) -> Mentions:
         exact = _without_overlaps(self._term_mentions(text))
-        terms = sorted(exact + _without_overlaps(self._near_devices(text, exact)), key=lambda m: m.start)
+        terms = sorted(exact + _without_overlaps(self._near_terms(text, exact)), key=lambda m: m.start)
         unknown = self._unknown_devices(text, terms)
         terms = [t for t in terms if _apart(t, unknown)]
         # A device id such as "Press-3" also has the shape of a code; the plant's own words win.
@@ -184,20 +212,29 @@ class Lexicon:
         mentions = sorted(terms + codes + unknown + labels, key=lambda m: m.start)
         return _collect(mentions, _entities(text, mentions))
 
-    def _near_devices(self, text: str, taken: list[Mention]) -> list[Mention]:
-        """Device names typed one edit off, with the same number, where no other term of the plant was found."""
+    def _near_terms(self, text: str, taken: list[Mention]) -> list[Mention]:
+        """Device names typed one edit off, with the same number, and sensor words typed one edit off
+        ("coolent level"), where no other term of the plant was found."""
         found: list[Mention] = []
         for term, meanings in self._terms.items():
             owners = {canonical for label, canonical, _ in meanings if label == "DEVICE"}
-            if len(owners) != 1:  # a word two machines share names neither
-                continue
-            (device_id,) = owners
-            windows = _cjk_windows(text, term) if _CJK.search(term) else _latin_windows(text, term)
-            found += [
-                Mention("DEVICE", device_id, text[start:end], start, end, meant=term)
-                for start, end in windows
-                if _apart(_At(start, end), taken)
-            ]
+            if len(owners) == 1:  # a word two machines share names neither
+                (device_id,) = owners
+                windows = _cjk_windows(text, term) if _CJK.search(term) else _latin_windows(text, term)
+                found += [
+                    Mention("DEVICE", device_id, text[start:end], start, end, meant=term)
+                    for start, end in windows
+                    if _apart(_At(start, end), taken)
+                ]
+            sensors = [(sensor, device_id) for label, sensor, device_id in meanings if label == "SENSOR"]
+            # Short words are a typo away from other words ("speed", "spend"); a sensor's longer words are not.
+            if sensors and not _CJK.search(term) and len(_letters_and_digits(term)) >= _NEAR_MIN_SENSOR_LETTERS:
+                found += [
+                    Mention("SENSOR", sensor, text[start:end], start, end, device_id, meant=term)
+                    for start, end in _latin_windows(text, term)
+                    if _apart(_At(start, end), taken)
+                    for sensor, device_id in sensors
+                ]
         return found
 
     def _wiring_label(self, text: str, code: CodeMention) -> bool:
@@ -230,14 +267,16 @@ class Lexicon:
 
     def _unknown_devices(self, text: str, terms: list[Mention]) -> list[Mention]:
         """Machines with a number that the plant does not have: "line-4", "press 9", "hydraulic press 9",
-        "5号液压机". Named in the answer as unknown, never looked up as fault codes."""
+        "5号液压机"; and kinds of machine it has none of ("forklift 2", "the air compressor"). Named in the
+        answer as unknown, never looked up as fault codes."""
         spans = [
             m.span()
             for m in _NUMBERED_NAME.finditer(text)
             if not _CODE_CUE.fullmatch(m.group(1)) and code_key(m.group(0)) not in self._known_keys
         ]
-        if self._stem_pattern is not None:
-            spans += [m.span() for m in self._stem_pattern.finditer(text)]
+        for pattern in (self._stem_pattern, self._kind_pattern):
+            if pattern is not None:
+                spans += [m.span() for m in pattern.finditer(text)]
         for term in terms:
             if term.label != "DEVICE":
                 continue
