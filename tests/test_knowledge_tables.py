@@ -24,6 +24,7 @@ from tests.fixtures.hard_manuals import (
     contains,
     english_cover,
     make_chinese_table,
+    make_parts_list_beside_faults,
     make_scanned_table,
     make_table_over_page_break,
     make_unruled_over_page_break,
@@ -128,6 +129,26 @@ def test_a_list_of_numbered_things_gives_no_entries(tmp_path: Path, numbered: st
     assert (
         _codes_of_one_table(tmp_path, "Spindle Drive Maintenance Manual", "9 Troubleshooting", table, paragraph) == []
     )
+
+
+@pytest.mark.parametrize(
+    ("header", "scanned"),
+    [
+        (("No.", "Name"), False),
+        (("Nr.", "Bezeichnung"), False),
+        (("No.", "Name", "Description"), False),  # what a part is, not what a fault means
+        (("Part No.", "Name", "Description"), False),
+        (("No.", "Name"), True),
+    ],
+)
+def test_a_parts_list_numbered_by_its_rows_beside_a_fault_table_gives_no_entries(
+    tmp_path: Path, header: tuple[str, ...], scanned: bool
+) -> None:
+    """A parts list in the troubleshooting chapter, keyed by a bare running number (`No.`, which also heads
+    fault tables' code columns) with nothing said of causes or remedies: its bracket numbered 9 is no alarm 9."""
+    if scanned:
+        assert ocr_available(), "tesseract with eng and chi_sim is needed"
+    assert _problems(make_parts_list_beside_faults(tmp_path, header, scanned)) == []
 
 
 def test_a_sequence_chart_drawn_as_a_grid_gives_no_entries(tmp_path: Path) -> None:

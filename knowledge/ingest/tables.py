@@ -64,6 +64,13 @@ def column_roles(header: Sequence[str]) -> dict[int, str]:
     return roles
 
 
+def named_roles(header: Sequence[str]) -> set[str]:
+    """The roles a header's cells name in their own words: not those `column_roles` gives a column from its
+    neighbours (a second name column read as a fault's description)."""
+    names = [_header_name(cell) for cell in header]
+    return {role for name in names for role in ROLES if _says_role(name, role)}
+
+
 def _header_name(cell: str) -> str:
     name = " ".join(unicodedata.normalize("NFKC", cell).lower().split())
     return re.sub(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])", "", name)  # 意 义 is 意义, spaced to fill the cell
