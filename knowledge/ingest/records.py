@@ -13,7 +13,7 @@ from knowledge.ingest.languages import VOCABULARIES, every
 from knowledge.ingest.pdf import Block, Page
 from knowledge.ingest.safety import signal_statements
 from knowledge.ingest.sections import FAULT_WORDS
-from knowledge.ingest.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles, named_roles
+from knowledge.ingest.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles, named_roles, numbers_rows
 from knowledge.models import FaultRecord
 from knowledge.text import join_lines
 
@@ -299,10 +299,6 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
     return drafts
 
 
-# A header cell that only numbers the rows (`No.`, `Nr.`, `Pos.`, `#`, `序号`), whatever marks OCR reads beside it.
-_RUNNING_NUMBER = re.compile(r"(?:no|nr|pos)\.?|#|序号", re.I)
-
-
 def _numbers_things(header: list[str], code_at: int) -> bool:
     """Whether a code column numbers things that are no faults, its rows (`No.`, `序号`) or the things it lists
     (`Pin No.`, `Part No.`, `Model No.`, `LED No.`), in a table whose header names no fault and says nothing of
@@ -310,10 +306,8 @@ def _numbers_things(header: list[str], code_at: int) -> bool:
     of a fault. A fault table numbered by its rows says what to do (`No. | Name | Cause | Remedy`)."""
     cell = " ".join(header[code_at].split())
     of = re.fullmatch(r"(.+?)\s*(?:no\.?|number)", cell, re.I)
-    first = next((line for line in header[code_at].splitlines() if line.strip()), "")
-    numbering = _RUNNING_NUMBER.fullmatch(re.sub(r"[^\w.#]", "", first)) is not None
     return (
-        (numbering or (of is not None and not FAULT_WORDS.search(of.group(1))))
+        (numbers_rows(header[code_at]) or (of is not None and not FAULT_WORDS.search(of.group(1))))
         and not any(FAULT_WORDS.search(name) for name in header)
         and not {"cause", "remedy", "symptom"} & named_roles(header)
     )
