@@ -8,12 +8,22 @@ the drive's `b.b.` and `E02` (tests/fixtures/hard_manuals.py).
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pymupdf
 import pytest
 
 from knowledge.embed import Embedder
 from knowledge.ingest.build import build_index
 from knowledge.search import ManualIndex
-from tests.fixtures.hard_manuals import HardManual, make_io_module, make_mnemonic_codes
+from tests.fixtures.hard_manuals import (
+    HardManual,
+    Sheet,
+    english_cover,
+    make_io_module,
+    make_mnemonic_codes,
+    save,
+)
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +91,17 @@ def test_a_padded_code_typed_otherwise_finds_every_manual_that_pads_it_so(index:
     assert {hit.match for hit in result.hits} == {"lookalike"}
 
 
+@pytest.mark.parametrize("question", ["Err02", "drive shows ERR-02", "Er 02 on the display"])
+def test_a_code_typed_with_its_letters_spelt_otherwise_finds_the_printed_code(
+    index: ManualIndex, question: str
+) -> None:
+    """The drive's `E02` (and the I/O module's `E2`, as `E002` finds both) typed as another display spells it: a
+    second-tier match, as the code is not printed so; `F02` is no `E02` (`test_a_code_in_no_manual_is_not_found`)."""
+    result = index.query(question)
+    assert result.status == "ok" and {hit.fault_code for hit in result.hits} == {"E02", "E2"}
+    assert {hit.match for hit in result.hits} == {"lookalike"}
+
+
 def test_a_code_printed_as_a_picture_is_found_by_its_name(drive: HardManual, index: ManualIndex) -> None:
     # Among the three hits the tool shows: an entry that shares one word with the name ranks above
     # the page, an entry being the better answer as a rule (knowledge.search.ranking).
@@ -95,7 +116,7 @@ def test_a_code_printed_as_a_picture_is_found_by_its_name(drive: HardManual, ind
         ), question
 
 
-@pytest.mark.parametrize("question", ["drive shows F0003", "fault E777", "error code XY99 on the drive"])
+@pytest.mark.parametrize("question", ["drive shows F0003", "fault E777", "error code XY99 on the drive", "F02"])
 def test_a_code_in_no_manual_is_not_found(index: ManualIndex, question: str) -> None:
     result = index.query(question)
     assert result.status == "not_found" and result.hits == []
@@ -128,3 +149,27 @@ def test_the_page_that_says_more_follows_a_found_code_however_few_of_its_words_i
     result = index.query(question, k=3)
     assert result.hits[0].fault_code == "E2"
     assert any(hit.kind == "page" and "P31" in hit.snippet for hit in result.hits[1:]), result.hits
+
+
+def test_another_makes_alarm_number_is_no_answer_where_the_named_manual_prints_the_number(
+    tmp_path: Path, index: ManualIndex
+) -> None:
+    """A number is every make's alarm: the I/O module's entry `66` does not answer a question about a spindle
+    drive whose manual prints alarm 66 only in its text (as a scanned alarm list no table was read from)."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    english_cover(sheet, "Spindle Drive Maintenance Manual", "Southgate Spindles", "SG-40")
+    sheet.heading("7 Alarms")
+    sheet.paragraph(
+        "When the controller overheats, the alarm LEDs show 66 and the spindle coasts to a stop: clean the"
+        " heatsink fins and check that the cabinet fan runs before the reset."
+    )
+    spindle = save(doc, tmp_path / "spindle.pdf", "Spindle Drive Maintenance Manual", "written for the fixloop tests")
+    db = tmp_path / "numbers.db"
+    build_index([spindle, make_io_module(tmp_path).path], db, embedder=index.embedder)
+    numbers = ManualIndex(db, embedder=index.embedder)
+    result = numbers.query("SG-40 alarm 66")
+    assert (result.hits[0].manual, result.hits[0].kind) == ("spindle.pdf", "page")
+    assert "not in the" not in (result.message or "")
+    # Asked of no machine, the code is the module's.
+    assert [(hit.manual, hit.fault_code) for hit in numbers.query("alarm 66").hits] == [("remote_io.pdf", "66")]

@@ -24,6 +24,7 @@ from tests.fixtures.hard_manuals import (
     contains,
     english_cover,
     make_chinese_table,
+    make_parts_list_beside_faults,
     make_scanned_table,
     make_table_over_page_break,
     make_unruled_over_page_break,
@@ -130,6 +131,36 @@ def test_a_list_of_numbered_things_gives_no_entries(tmp_path: Path, numbered: st
     )
 
 
+@pytest.mark.parametrize(
+    ("header", "scanned"),
+    [
+        (("No.", "Name"), False),
+        (("Nr.", "Bezeichnung"), False),
+        (("No.", "Name", "Description"), False),  # what a part is, not what a fault means
+        (("Part No.", "Name", "Description"), False),
+        (("No.", "Name"), True),
+    ],
+)
+def test_a_parts_list_numbered_by_its_rows_beside_a_fault_table_gives_no_entries(
+    tmp_path: Path, header: tuple[str, ...], scanned: bool
+) -> None:
+    """A parts list in the troubleshooting chapter, keyed by a bare running number (`No.`, which also heads
+    fault tables' code columns) with nothing said of causes or remedies: its bracket numbered 9 is no alarm 9."""
+    if scanned:
+        assert ocr_available(), "tesseract with eng and chi_sim is needed"
+    assert _problems(make_parts_list_beside_faults(tmp_path, header, scanned)) == []
+
+
+@pytest.mark.parametrize("ruled", [True, False])
+def test_a_fault_table_numbered_by_its_rows_is_keyed_by_its_code_column(tmp_path: Path, ruled: bool) -> None:
+    """`No. | Error code | Name | Cause | Remedy`: `No.` heads code columns too, but here it numbers the rows."""
+    rows = [(str(n), code, title, cause, remedy) for n, (code, title, cause, remedy) in enumerate(FAULT_ROWS, 1)]
+    table = ((30, 55, 110, 160, 140), ("No.", "Error code", "Name", "Cause", "Remedy"), rows)
+    assert _codes_of_one_table(tmp_path, "Press Service Manual", "6 Troubleshooting", table, ruled=ruled) == [
+        row[0] for row in FAULT_ROWS
+    ]
+
+
 def test_a_sequence_chart_drawn_as_a_grid_gives_no_entries(tmp_path: Path) -> None:
     """A burner control's sequence chart, ruled like a table under its lockout heading: the same LED labels
     head every column (one of them `ALARM`) and the interlocks it shows read like mnemonic codes."""
@@ -156,6 +187,10 @@ def test_header_words_name_the_columns() -> None:
     assert column_roles(["Error code", "Possible defect"]) == {0: "code", 1: "cause"}
     assert column_roles(["Code", "Fault", "Description"]) == {0: "code", 1: "title", 2: "cause"}
     assert fault_header(["Alarm No.", "Name", "Countermeasure"])
+    # A column that numbers the rows is the code column only where no other is named so.
+    assert column_roles(["No.", "Error code", "Cause", "Remedy"]) == {1: "code", 2: "cause", 3: "remedy"}
+    assert column_roles(["No. {", "Fault code", "Name", "Cause"]) == {1: "code", 2: "title", 3: "cause"}
+    assert column_roles(["No.", "Name", "Cause", "Remedy"])[0] == "code"
     assert not fault_header(["No.", "Name", "Setting range", "Default"][1:])
 
 

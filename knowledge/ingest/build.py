@@ -57,8 +57,10 @@ SCHEMA_VERSION = "9"
 # 7: a company named in an approval or certification is no vendor, nor a site hosting anyone's files (GitHub);
 # `code` alone is a cue word (a heading `Code 5 ...`). 8: a code cell's marks around the code (`[E07]`, `E07:`,
 # `AL-07/`, `E07(1)`) are no part of it. 9: each page's language its own, German fault sections and tables
-# (`languages.py`), troubleshooting tables keyed by symptom give entries without a code.
-EXTRACTION_VERSION = "9"
+# (`languages.py`), troubleshooting tables keyed by symptom give entries without a code. 10: a list numbered by
+# its rows (`No. | Name`) whose header names no fault, cause, remedy or symptom gives no entries; a column
+# numbering the rows is no code column beside one named so (`No. | Error code | …`).
+EXTRACTION_VERSION = "10"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

@@ -13,7 +13,7 @@ from knowledge.ingest.languages import VOCABULARIES, every
 from knowledge.ingest.pdf import Block, Page
 from knowledge.ingest.safety import signal_statements
 from knowledge.ingest.sections import FAULT_WORDS
-from knowledge.ingest.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles
+from knowledge.ingest.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles, named_roles, numbers_rows
 from knowledge.models import FaultRecord
 from knowledge.text import join_lines
 
@@ -279,7 +279,7 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                 rows, boxes = rows[header_at + lines :], boxes[header_at + lines :]
                 roles, headed, columns = _header_roles(header, rows), True, len(header)
                 code_at = next((i for i, role in roles.items() if role == "code"), None)
-                if code_at is not None and _numbers_things(header[code_at], roles):
+                if code_at is not None and _numbers_things(header, code_at):
                     roles = None  # a list of pins, parts or models printed inside a fault section
                     continue
                 # "Alarm", "Fault": names may stand for codes; so may the short tokens of a column the
@@ -299,14 +299,17 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
     return drafts
 
 
-def _numbers_things(code_header: str, roles: dict[int, str]) -> bool:
-    """Whether a code column numbers things that are no faults (`Pin No.`, `Part No.`, `Model No.`, `LED No.`)
-    in a table that says nothing of causes, remedies or symptoms."""
-    of = re.fullmatch(r"(.+?)\s*(?:no\.?|number)", " ".join(code_header.split()), re.I)
+def _numbers_things(header: list[str], code_at: int) -> bool:
+    """Whether a code column numbers things that are no faults, its rows (`No.`, `序号`) or the things it lists
+    (`Pin No.`, `Part No.`, `Model No.`, `LED No.`), in a table whose header names no fault and says nothing of
+    causes, remedies or symptoms: a parts list's `No. | Name | No. | Name`, whose second name is no description
+    of a fault. A fault table numbered by its rows says what to do (`No. | Name | Cause | Remedy`)."""
+    cell = " ".join(header[code_at].split())
+    of = re.fullmatch(r"(.+?)\s*(?:no\.?|number)", cell, re.I)
     return (
-        of is not None
-        and not FAULT_WORDS.search(of.group(1))
-        and not {"cause", "remedy", "symptom"} & set(roles.values())
+        (numbers_rows(header[code_at]) or (of is not None and not FAULT_WORDS.search(of.group(1))))
+        and not any(FAULT_WORDS.search(name) for name in header)
+        and not {"cause", "remedy", "symptom"} & named_roles(header)
     )
 
 

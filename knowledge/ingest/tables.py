@@ -44,11 +44,33 @@ class Table:
 
 
 def column_roles(header: Sequence[str]) -> dict[int, str]:
-    """Which column holds the code, the name, the cause, the remedy, by the header's words."""
+    """Which column holds the code, the name, the cause, the remedy, by the header's words. A column that only
+    numbers the rows (`No.`, also a code column's name) holds the code only where no other column is named so:
+    `No. | Error code | Cause | Remedy` is keyed by its error codes, not by 1, 2, 3."""
+    roles = _roles(header)
+    code = next((i for i, role in roles.items() if role == "code"), None)
+    if code is not None and numbers_rows(header[code]):
+        named = _roles(header, skip=code)
+        if any(role == "code" and not numbers_rows(header[i]) for i, role in named.items()):
+            return named
+    return roles
+
+
+# A header cell that only numbers the rows (`No.`, `Nr.`, `Pos.`, `#`, `序号`), whatever marks OCR reads beside it.
+_RUNNING_NUMBER = re.compile(r"(?:no|nr|pos)\.?|#|序号", re.I)
+
+
+def numbers_rows(cell: str) -> bool:
+    """Whether a header cell only numbers its table's rows (on its first line: OCR adds specks below)."""
+    first = next((line for line in cell.splitlines() if line.strip()), "")
+    return _RUNNING_NUMBER.fullmatch(re.sub(r"[^\w.#]", "", unicodedata.normalize("NFKC", first))) is not None
+
+
+def _roles(header: Sequence[str], skip: int | None = None) -> dict[int, str]:
     roles: dict[int, str] = {}
     names = [_header_name(cell) for cell in header]
     for index, name in enumerate(names):
-        if len(name) > MAX_HEADER_CHARS:
+        if len(name) > MAX_HEADER_CHARS or index == skip:
             continue  # a data cell that happens to say "cause" or "解除"
         for role in _COLUMN_ORDER:
             if role in roles.values() and role != "title":
@@ -62,6 +84,13 @@ def column_roles(header: Sequence[str]) -> dict[int, str]:
                     roles[index] = "cause"
                 break
     return roles
+
+
+def named_roles(header: Sequence[str]) -> set[str]:
+    """The roles a header's cells name in their own words: not those `column_roles` gives a column from its
+    neighbours (a second name column read as a fault's description)."""
+    names = [_header_name(cell) for cell in header]
+    return {role for name in names for role in ROLES if _says_role(name, role)}
 
 
 def _header_name(cell: str) -> str:

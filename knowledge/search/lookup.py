@@ -217,11 +217,25 @@ def _asked_manuals_print(
     snap: Snapshot, found: SearchResult, scope: Scope, named: frozenset[str], tuning: Tuning
 ) -> bool:
     """Whether the asked machine's manuals (those the question names, else the scope's) print a code as the
-    entries found print it, in any row: a manual whose table was not read as entries still names its codes."""
-    words = list(dict.fromkeys(term for hit in found.hits for term in code_terms(hit.fault_code, every_token=True)))
+    entries found print it, in any row: a manual whose table was not read as entries still names its codes. A
+    bare number (`alarm 9`) is printed as a word: every machine numbers its alarms, and another make's alarm 9
+    is no answer where the asked machine's pages print a 9 (the FR-SX manual's alarm list is a scan no table
+    was read from; the EP100's entry 9 answered `FR-SX alarm 9`)."""
+    words = list(
+        dict.fromkeys(
+            term
+            for hit in found.hits
+            for term in [*code_terms(hit.fault_code, every_token=True), *_as_word(hit.fault_code)]
+        )
+    )
     if named:  # every manual that prints the word: a common code is on more rows than a ranking keeps
         return any(snap.names.printing(word) & named for word in words)
     return bool(words) and bool(snap.bm25(words, scope, 1, tuning.bm25_columns))
+
+
+def _as_word(code: str) -> list[str]:
+    """A bare number as the word index holds it (code terms hold only codes with letters or padding)."""
+    return [code] if code.isdigit() else []
 
 
 def _distance(a: str, b: str) -> int:
