@@ -52,6 +52,13 @@ class Tuning:
     # A question naming something no manual prints (a brand, a model, a code) is most likely about another
     # machine: each floor is raised by this factor for it.
     unknown_name_factor: float = fitted(1.5)
+    # A question whose meaning rests on words no row holds (`forklift`, `conveyor`) asks about a machine or a part
+    # the library does not cover, whatever generic words (alarm, reset, battery) it shares with some page: each
+    # floor is raised by 1 + this factor times the share of its meaning those words carry
+    # (`knowledge.search.floors.unread_share`), unless the question's machine is known. On the dev questions
+    # every value from 1.5 to 8 scores alike (12 loses a symptom question): the low end of that range, as a
+    # question's own descriptive words (`the fan hums loudly`) carry a share too.
+    unread_factor: float = fitted(2.0, on=DEV_NINE)
     # The second opinion (`knowledge.search.second_opinion`, when `[knowledge] second_opinion` is on): each of
     # the first `opinion_depth` fused rows gains this much times its e5 cosine to the question, scaled from the
     # lowest of those rows' (0) to the highest (1); `opinion_weight` where the first encoder read the question

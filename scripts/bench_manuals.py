@@ -19,7 +19,8 @@ fit, and is scored last, with the constants the search ships with, unscoped and 
 
 `--folds` says how far the ranking and not-found constants (`knowledge.tuning.Tuning`, its fitted ones) carry to manuals
 they were not fitted on: for each manual in turn, the constants are fitted (coordinate descent over a grid
-around the model's defaults; the second opinion's weights over values from 0 to 3) on every other manual's questions and scored on its own; the unanswerable
+around the model's defaults; the second opinion's weights over values from 0 to 3, the factor of words no row
+holds from 0 to 12) on every other manual's questions and scored on its own; the unanswerable
 questions are dealt round the folds, each held out once. It prints the defaults' figures, the figures fitted
 on everything, and the held-out ones: a large gap between the last two is a finding, not a success.
 `--second-opinion` builds the index with the second encoder's vectors (knowledge.search.second_opinion) and
@@ -271,7 +272,14 @@ def print_build(report, text_only) -> None:
 GRID = (0.8, 0.9, 1.0, 1.12, 1.25)
 # The second opinion's weights, whose scale nothing fixed before, are tried at these values, from off up.
 OPINION_WEIGHTS = (0.0, 0.1, 0.3, 1.0, 3.0)
-VALUES = {"opinion_weight": OPINION_WEIGHTS, "opinion_weight_unread": OPINION_WEIGHTS}
+# How much words no row holds raise the not-found floors: from off over the range where the dev questions tell
+# values apart (at 12 a symptom question is lost), not a few percent around a default.
+UNREAD_FACTORS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
+VALUES = {
+    "opinion_weight": OPINION_WEIGHTS,
+    "opinion_weight_unread": OPINION_WEIGHTS,
+    "unread_factor": UNREAD_FACTORS,
+}
 SWEEPS = 2
 # A constant moves only for a gain of about two questions of a kind: smaller gains are noise the next
 # manual does not repeat.
@@ -382,7 +390,14 @@ class _Cases:
         self.ranked: dict[tuple, dict[int, int | None]] = {}
 
     def ranks(self, tuning) -> dict[int, int | None]:
-        key = replace(tuning, min_similarity=0.0, min_coverage=0.0, min_agreed_similarity=0.0)
+        key = replace(
+            tuning,
+            min_similarity=0.0,
+            min_coverage=0.0,
+            min_agreed_similarity=0.0,
+            unknown_name_factor=1.0,
+            unread_factor=0.0,
+        )
         if key not in self.ranked:
             self.index.tuning = tuning
             self.ranked[key] = {

@@ -20,7 +20,7 @@ import numpy as np
 
 from knowledge.embed import Embedder
 from knowledge.models import Match, Scope
-from knowledge.search.floors import Evidence, unknown_names
+from knowledge.search.floors import Evidence, unknown_names, unread_share, without_words, words_no_row_holds
 from knowledge.search.question import Question
 from knowledge.search.rows import Group, Ranking, group, searched_as
 from knowledge.search.store import Snapshot
@@ -71,8 +71,12 @@ def gather(
     meaning through its English rendition)."""
     lang, text = question.language, question.text
     asked = text if lang in readable else question.rendition
+    unread = words_no_row_holds(snap, question, scope) if mode == "hybrid" else []
+    without = without_words(asked, unread, lang in readable) if unread else None
     by_vector = (
-        _ENCODER.submit(_meaning, snap, embedder, asked, scope, tuning) if mode != "lexical" and asked.strip() else None
+        _ENCODER.submit(_meaning, snap, embedder, asked, scope, tuning, without)
+        if mode != "lexical" and asked.strip()
+        else None
     )
     lexical = _by_words(snap, question.words, scope, tuning) if mode != "semantic" else []
     coded = _by_words(snap, question.code_words, scope, tuning) if mode != "semantic" and question.code_like else []
@@ -91,8 +95,10 @@ def gather(
     if translated:
         cross.append(("lexical", translated))
     words = _word_evidence(snap, question, lexical, tuning)
+    share = 0.0
     if by_vector is not None:
-        closest = [(i, s) for i, s in by_vector.result() if searched_as(snap.rows[i]) in readable]
+        found, share = by_vector.result()
+        closest = [(i, s) for i, s in found if searched_as(snap.rows[i]) in readable]
         if lang in readable:
             semantic = closest
         else:  # an English-only model read the question's English rendition: a cross-language ranking
@@ -105,7 +111,7 @@ def gather(
         semantic=semantic,
         coded=coded,
         cross=cross,
-        evidence=_evidence(snap, question, words, semantic or rendered, translated, tuning),
+        evidence=_evidence(snap, question, words, semantic or rendered, translated, share, tuning),
         mode=mode,
         snapshot=snap,
     )
@@ -136,21 +142,32 @@ def _informative(snap: Snapshot, words: list[str], tuning: Tuning) -> list[str]:
     return kept
 
 
-def _meaning(snap: Snapshot, embedder: Embedder, text: str, scope: Scope, tuning: Tuning) -> Ranking:
-    """The rows closest to a text in meaning (the ONNX export embeds it where the build left one)."""
-    encoder = snap.encoder()
-    vector = encoder.encode(text) if encoder is not None else embedder.encode([text], query=True)[0]
+def _meaning(
+    snap: Snapshot, embedder: Embedder, text: str, scope: Scope, tuning: Tuning, without: str | None
+) -> tuple[Ranking, float]:
+    """The rows closest to a text in meaning, and the share of its meaning the words no row holds carry
+    (`without`: the text without them, None when it has none)."""
+    vector = _embedded(snap, embedder, text)
+    share = 0.0
+    if without is not None and without != text:  # words the model does not read as words of this text weigh nothing
+        share = unread_share(vector, _embedded(snap, embedder, without) if without.strip() else None)
     ids, vectors = snap.vectors()
     mask = snap.mask(scope, ids) if scope.vendor or scope.model else None
     if len(ids) == 0:
-        return []
+        return [], share
     sims = vectors @ vector
     if mask is not None:
         sims = np.where(mask, sims, -1.0)
     n = tuning.candidates
     top = np.argpartition(-sims, min(n, len(sims) - 1))[:n]
     top = top[np.argsort(-sims[top])]
-    return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0]
+    return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0], share
+
+
+def _embedded(snap: Snapshot, embedder: Embedder, text: str) -> np.ndarray:
+    """A question's vector (the ONNX export embeds it where the build left one)."""
+    encoder = snap.encoder()
+    return encoder.encode(text) if encoder is not None else embedder.encode([text], query=True)[0]
 
 
 # -- evidence -----------------------------------------------------------------
@@ -171,6 +188,7 @@ def _evidence(
     words: _WordEvidence,
     semantic: Ranking,
     translated: Ranking,
+    unread: float,
     tuning: Tuning,
 ) -> Evidence:
     """How close the best match is in meaning, how many of the question's words (or glossary concepts) the best
@@ -184,6 +202,7 @@ def _evidence(
         concepts=_concepts_coverage(snap, question, translated, tuning) if question.mentioned or not semantic else 0.0,
         agreed=bool(semantic) and bool(_answer_keys(snap, semantic[0][0]) & words.answers),
         unknown_names=words.unknown_names,
+        unread=unread,
     )
 
 

@@ -1,15 +1,20 @@
-"""When nothing answers: the not-found floors a question's evidence must pass, the names that raise them, and a
-question that asks only about codes no manual prints."""
+"""When nothing answers: the not-found floors a question's evidence must pass, what raises them (names no row
+prints, and the share of the question's meaning that rests on words no row prints), and a question that asks only
+about codes no manual prints."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from knowledge.codes import code_terms
+from knowledge.glossary import translate_to_english, translations
+from knowledge.models import Scope
 from knowledge.search.question import Question
 from knowledge.search.store import Snapshot
-from knowledge.text import stop_words, terms
+from knowledge.text import CJK, counted_words, holds, stop_words, terms
 from knowledge.tuning import Tuning
 
 # A name as questions give one: a capitalised word (Vaillant, KUKA) or a token mixing letters and digits
@@ -33,11 +38,16 @@ class Evidence:
     # Names the question gives (a brand, a model, a code: `Vaillant`, `FC302`, `AL013`) that no row of
     # the library prints: a question about some other machine, which needs stronger evidence.
     unknown_names: int = 0
+    # How much of the question's meaning rests on words no row of the library holds (`unread_share`): from 0
+    # (they are phrasing: `doesnt`, `forth`) to 1 (they are what it asks about: the `forklift` of `reset the
+    # battery alarm on the forklift`). The words it shares with rows are then only its generic ones.
+    unread: float = 0.0
 
     def unanswered(self, tuning: Tuning) -> bool:
         """Nothing is close in meaning, nothing holds most of the question's words, and the closest in
         meaning is not also among the best by words."""
         raised = tuning.unknown_name_factor if self.unknown_names else 1.0
+        raised *= 1.0 + tuning.unread_factor * self.unread
         return not (
             self.similarity >= tuning.min_similarity * raised
             or max(self.coverage, self.concepts) >= tuning.min_coverage * raised
@@ -55,6 +65,46 @@ def unknown_names(snap: Snapshot, text: str) -> list[str]:
         if words and not any(snap.counts(words).values()):
             unknown.append(name)
     return unknown
+
+
+def words_no_row_holds(snap: Snapshot, question: Question, scope: Scope) -> list[str]:
+    """The question's own words (not its codes) that no row of the library holds, in either language: a word is
+    held when it is on some row, or (for a Chinese word, which a manual may cut differently) each of its
+    character pairs is, or one of the glossary's renditions of it in the other language is. None where the
+    question's machine is known (asked at a machine, or naming a manual of the library): it is about that
+    machine, and such words are how it was put (`the touch screen is not updating`), not another machine."""
+    if scope.vendor or scope.model or question.mentioned:
+        return []
+    words = counted_words(question.text)
+    counts = snap.counts(words)
+    return [word for word in words if not counts[word] and not _held_otherwise(snap, word)]
+
+
+def _held_otherwise(snap: Snapshot, word: str) -> bool:
+    if CJK.match(word):
+        pairs = [word[i : i + 2] for i in range(len(word) - 1)]
+        counts = snap.counts(pairs)
+        if holds({pair for pair in pairs if counts[pair]}, word):
+            return True
+    variants = [terms(variant) for concept in translations(word) for variant in concept]
+    return any(found and all(snap.counts(found).values()) for found in variants)
+
+
+def without_words(read: str, words: list[str], language_read: bool) -> str:
+    """The text the embedding model reads (the question, or its English rendition where the model does not
+    read its language) without these words: each as the model reads it, itself or the glossary's English
+    for it (a word the glossary does not know is not in the rendition either)."""
+    readings = words if language_read else [translate_to_english(word) for word in words]
+    dropped = {part for reading in readings for part in re.findall(r"\w+", reading.lower())}
+    return " ".join(part for part in re.findall(r"\S+", read) if not set(re.findall(r"\w+", part.lower())) & dropped)
+
+
+def unread_share(question_vector: np.ndarray, without_vector: np.ndarray | None) -> float:
+    """The share of the question's meaning the words no row holds carry: 1 - the cosine between the question
+    and the question without them (both unit vectors; None: nothing is left of it)."""
+    if without_vector is None:
+        return 1.0
+    return float(min(1.0, max(0.0, 1.0 - float(question_vector @ without_vector))))
 
 
 def only_unknown_codes(snap: Snapshot, question: Question) -> bool:
