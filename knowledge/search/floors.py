@@ -68,14 +68,16 @@ def unknown_names(snap: Snapshot, text: str) -> list[str]:
 
 
 def words_no_row_holds(snap: Snapshot, question: Question, scope: Scope) -> list[str]:
-    """The question's own words (not its codes) that no row of the library holds, in either language: a word is
+    """The question's own words (not its codes or numbers) that no row of the library holds, in either language: a word is
     held when it is on some row, or (for a Chinese word, which a manual may cut differently) each of its
     character pairs is, or one of the glossary's renditions of it in the other language is. None where the
     question's machine is known (asked at a machine, or naming a manual of the library): it is about that
     machine, and such words are how it was put (`the touch screen is not updating`), not another machine."""
     if scope.vendor or scope.model or question.mentioned:
         return []
-    words = counted_words(question.text)
+    # Its codes and numbers are looked up as codes, and one no manual prints is an unknown name (`unknown_names`).
+    codes = set(terms(" ".join(question.codes)))
+    words = [word for word in counted_words(question.text) if word not in codes and not any(c.isdigit() for c in word)]
     counts = snap.counts(words)
     return [word for word in words if not counts[word] and not _held_otherwise(snap, word)]
 
