@@ -56,8 +56,9 @@ class Tuning:
     # the library does not cover, whatever generic words (alarm, reset, battery) it shares with some page: each
     # floor is raised by 1 + this factor times the share of its meaning those words carry
     # (`knowledge.search.floors.unread_share`), unless the question's machine is known. On the dev questions
-    # every value from 1.5 to 8 scores alike (12 loses a symptom question): the low end of that range, as a
-    # question's own descriptive words (`the fan hums loudly`) carry a share too.
+    # every value from 1.5 to 12 scores alike (below 1.5 two unanswerable ones are answered): the low end of
+    # that range, as a question's own descriptive words carry a share too (`hums loudly` of `the motor is hot,
+    # fan hums loudly` 0.21 on the demo library).
     unread_factor: float = fitted(2.0, on=DEV_NINE)
     # The second opinion (`knowledge.search.second_opinion`, when `[knowledge] second_opinion` is on): each of
     # the first `opinion_depth` fused rows gains this much times its e5 cosine to the question, scaled from the

@@ -272,8 +272,8 @@ def print_build(report, text_only) -> None:
 GRID = (0.8, 0.9, 1.0, 1.12, 1.25)
 # The second opinion's weights, whose scale nothing fixed before, are tried at these values, from off up.
 OPINION_WEIGHTS = (0.0, 0.1, 0.3, 1.0, 3.0)
-# How much words no row holds raise the not-found floors: from off over the range where the dev questions tell
-# values apart (at 12 a symptom question is lost), not a few percent around a default.
+# How much words no row holds raise the not-found floors: from off over a wide range (on the dev questions
+# 1.5 to 12 score alike), not a few percent around a default.
 UNREAD_FACTORS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
 VALUES = {
     "opinion_weight": OPINION_WEIGHTS,
