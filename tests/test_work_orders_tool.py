@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from edge.config import load_config
@@ -46,6 +48,10 @@ def test_create_then_repeat_returns_the_existing_order(work_order_store, devices
     assert (fields["priority"], fields["work_order_status"], fields["device_id"]) == ("medium", "open", "press-3")
     assert first.dropped_fields == []
     assert len(work_order_store.list()) == 1
+    # To the second, as stored without the fraction a model once read as "open for 549 seconds".
+    stored = work_order_store.list()[0].created_at
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", fields["created_at"]), fields["created_at"]
+    assert stored.startswith(fields["created_at"][:-1])
 
 
 def test_evidence_and_actor_are_stored_as_the_trace(work_order_store, devices):

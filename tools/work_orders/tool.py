@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -197,6 +198,11 @@ def _title(device: DeviceConfig, fault_code: str, summary: str) -> str:
     return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1].rstrip() + "…"
 
 
+def _to_the_second(stamp: str) -> str:
+    """An ISO time without its fraction of a second (`2026-12-05T11:14:06.549Z` -> `2026-12-05T11:14:06Z`)."""
+    return re.sub(r"(T\d{2}:\d{2}:\d{2})\.\d+", r"\1", stamp)
+
+
 def _answer(order: WorkOrder, created: bool) -> ToolOutput:
     fields: dict[str, Any] = {
         "work_order_id": order.id,
@@ -207,7 +213,8 @@ def _answer(order: WorkOrder, created: bool) -> ToolOutput:
         "priority": order.priority,
         "work_order_status": order.status,
         "created": created,
-        "created_at": order.created_at,
+        # To the second: Qwen2.5-Coder-0.5B read "11:14:06.549Z" as "open for 549 seconds".
+        "created_at": _to_the_second(order.created_at),
     }
     if created:
         text = f"Work order {order.id} created for {order.device_id} {order.fault_code} ({order.priority})."
