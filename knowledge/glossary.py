@@ -1,10 +1,9 @@
-"""Bilingual maintenance glossary: find fault-table concepts in a query, in English or Chinese.
+"""Maintenance glossary: find fault-table concepts in a query, in English, Chinese or German.
 
-A Chinese question about an English manual (and the reverse) shares no words with
-it; `expand` adds the other language's words for every concept found, so the
-lexical search can meet the manual halfway. `translate_to_english` renders a
-Chinese query in English for an embedding model that only reads English.
-The concepts live in `glossary.toml` beside this module.
+A Chinese or German question about an English manual (and every other pairing) shares no words with it;
+`expand` adds the other languages' words for every concept found, so the lexical search can meet the manual
+halfway. `translate_to_english` renders a Chinese or German query in English for an embedding model that only
+reads English. The concepts live in `glossary.toml` beside this module.
 """
 
 from __future__ import annotations
@@ -23,29 +22,46 @@ from knowledge.text import CJK
 _LATIN = re.compile(r"[a-z0-9]+(?:[._\-][a-z0-9]+)*", re.IGNORECASE)
 
 
+LANGUAGES = ("en", "zh", "de")
+# A German variant this long is found inside a compound as well (`Zwischenkreisüberspannung` says
+# `Überspannung`): German writes its nouns together. A shorter one (`Halt` of `Haltemoment`) only as a word.
+_COMPOUND_PART = 5
+
+
 @dataclass(frozen=True)
 class Concept:
     name: str
     en: tuple[str, ...]
     zh: tuple[str, ...]
+    de: tuple[str, ...] = ()
+
+    def variants(self, language: str) -> tuple[str, ...]:
+        return tuple(getattr(self, language))
+
+    def written_in(self, variant: str) -> frozenset[str]:
+        """The languages that write this variant of the concept (`Motor` is English and German)."""
+        folded = variant.casefold()
+        return frozenset(lang for lang in LANGUAGES if folded in {v.casefold() for v in self.variants(lang)})
 
 
 @lru_cache(maxsize=1024)
 def expand(text: str) -> str:
-    """The other language's variants of every concept in `text`, space-joined, to add to a lexical query.
+    """The other languages' variants of every concept in `text`, space-joined, to add to a lexical query.
 
-    English found in the text adds the Chinese variants and Chinese found adds the
-    English ones; text mixing both gets both. Empty when no concept is found.
+    English found in the text adds the Chinese and German variants, Chinese found the English and German ones,
+    and so on; text mixing languages gets each. Empty when no concept is found.
     """
     return " ".join(dict.fromkeys(variant for variants in translations(text) for variant in variants))
 
 
 @lru_cache(maxsize=1024)
 def translations(text: str) -> tuple[tuple[str, ...], ...]:
-    """Per concept found in `text`, in order, the other language's variants of it."""
+    """Per concept found in `text`, in order, its variants in the languages other than the one(s) it was written
+    in."""
     return tuple(
         dict.fromkeys(
-            concept.en if CJK.search(match.group()) else concept.zh for match, concept in _matches(_normalize(text))
+            tuple(variant for lang in LANGUAGES if lang not in written for variant in concept.variants(lang))
+            for match, concept, written in _written(text)
         )
     )
 
@@ -58,9 +74,10 @@ def concepts(text: str) -> list[tuple[int, int, str]]:
 
 
 def written_form(name: str, language: str) -> str:
-    """How manuals write the concept `name` in `language` ("en" or "zh"): its first variant there."""
+    """How manuals write the concept `name` in `language` ("en", "zh" or "de"): its first variant there (English
+    where the glossary has none in that language)."""
     concept = next(c for c in _concepts() if c.name == name)
-    return (concept.zh if language == "zh" else concept.en)[0]
+    return (concept.variants(language) or concept.en)[0]
 
 
 def mentions(text: str, name: str) -> bool:
@@ -70,24 +87,38 @@ def mentions(text: str, name: str) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def translate_to_english(text: str) -> str:
-    """An English rendition of a (mostly) Chinese query: each concept's English name and
+def translate_to_english(text: str, words: bool = True) -> str:
+    """An English rendition of a (mostly) Chinese or German query: each concept's English name and
     every Latin token (codes, model names), in the order they appear. Chinese words the
-    glossary does not know are left out; English concept words are kept as written."""
+    glossary does not know are left out; English concept words are kept as written. Without `words`, a Latin
+    token is carried over only as a code or an acronym (a digit in it, or capitals: `E07`, `IGBT`): a German
+    question's other words are German, which a model that reads English misreads."""
     text = _normalize(text)
     out: list[str] = []
     position = 0
-    for match, concept in _matches(text):
-        out.extend(_LATIN.findall(text, position, match.start()))
-        out.append(concept.en[0] if CJK.search(match.group()) else match.group())
+    for match, concept, written in _written(text):
+        out.extend(_carried(text, position, match.start(), words))
+        out.append(match.group() if "en" in written else concept.en[0])
         position = match.end()
-    out.extend(_LATIN.findall(text, position))
+    out.extend(_carried(text, position, len(text), words))
     return " ".join(dict.fromkeys(out))
+
+
+def _carried(text: str, start: int, end: int, words: bool) -> list[str]:
+    tokens = _LATIN.findall(text, start, end)
+    return tokens if words else [t for t in tokens if any(c.isdigit() for c in t) or (len(t) > 1 and t.isupper())]
 
 
 def _normalize(text: str) -> str:
     # Full-width Latin letters and digits (ＯＬ－ｂｒ) are common in Chinese text.
     return unicodedata.normalize("NFKC", text)
+
+
+def _written(text: str) -> Iterator[tuple[re.Match[str], Concept, frozenset[str]]]:
+    """Concept variants in order of appearance in the NFKC form of `text`, each with the languages that write
+    it."""
+    for match, concept in _matches(_normalize(text)):
+        yield match, concept, concept.written_in(match.group())
 
 
 def _matches(text: str) -> Iterator[tuple[re.Match[str], Concept]]:
@@ -108,7 +139,10 @@ def _matches(text: str) -> Iterator[tuple[re.Match[str], Concept]]:
 @lru_cache(maxsize=1)
 def _concepts() -> tuple[Concept, ...]:
     data = tomllib.loads(resources.files("knowledge").joinpath("glossary.toml").read_text(encoding="utf-8"))
-    return tuple(Concept(name, tuple(entry["en"]), tuple(entry["zh"])) for name, entry in data["concepts"].items())
+    return tuple(
+        Concept(name, tuple(entry["en"]), tuple(entry["zh"]), tuple(entry.get("de", ())))
+        for name, entry in data["concepts"].items()
+    )
 
 
 @lru_cache(maxsize=1)
@@ -120,14 +154,14 @@ def _matcher() -> dict[str, tuple[re.Pattern[str], tuple[Concept, ...]]]:
     given position the longest variant wins ("温度过高" before "温度")."""
     known = _concepts()
     variants = sorted(
-        {(v, i) for i, c in enumerate(known) for v in (*c.en, *c.zh)}, key=lambda pair: (-len(pair[0]), pair)
+        {(v, i) for i, c in enumerate(known) for v in (*c.en, *c.zh, *c.de)}, key=lambda pair: (-len(pair[0]), pair)
     )
     by_first: dict[str, list[tuple[str, int]]] = {}
     for variant, owner in variants:
         by_first.setdefault(variant[0].lower(), []).append((variant, owner))
     return {
         first: (
-            re.compile("|".join(f"({_variant_regex(v)})" for v, _ in group), re.IGNORECASE),
+            re.compile("|".join(f"({_variant_regex(v, known[i])})" for v, i in group), re.IGNORECASE),
             tuple(known[i] for _, i in group),
         )
         for first, group in by_first.items()
@@ -137,12 +171,16 @@ def _matcher() -> dict[str, tuple[re.Pattern[str], tuple[Concept, ...]]]:
 @lru_cache(maxsize=256)
 def _concept_pattern(name: str) -> re.Pattern[str]:
     concept = next(c for c in _concepts() if c.name == name)
-    return re.compile("|".join(_variant_regex(v) for v in (*concept.en, *concept.zh)), re.IGNORECASE)
+    variants = (*concept.en, *concept.zh, *concept.de)
+    return re.compile("|".join(_variant_regex(v, concept) for v in variants), re.IGNORECASE)
 
 
-def _variant_regex(variant: str) -> str:
+def _variant_regex(variant: str, concept: Concept) -> str:
     if CJK.search(variant):
         return re.escape(variant)
-    # Words apart, hyphenated or run together; a plural, -ing or -ed ending; not inside a longer word.
-    words = [re.escape(w) for w in re.split(r"[\s\-]+", variant)]
-    return r"(?<![a-z0-9])" + r"[\s\-]*".join(words) + r"(?:s|es|ing|ed)?(?![a-z0-9])"
+    # Words apart, hyphenated or run together.
+    words = r"[\s\-]*".join(re.escape(w) for w in re.split(r"[\s\-]+", variant))
+    if concept.written_in(variant) == {"de"} and len(variant) >= _COMPOUND_PART:
+        return words  # also inside a compound
+    # A plural, -ing or -ed ending; not inside a longer word.
+    return r"(?<![a-z0-9])" + words + r"(?:s|es|ing|ed)?(?![a-z0-9])"

@@ -71,11 +71,40 @@ def test_no_concept_in_unrelated_text(text):
     assert expand(text) == ""
 
 
+@pytest.mark.parametrize(
+    "german, english, chinese",
+    [
+        ("Überspannung im Zwischenkreis", "overvoltage", "过压"),
+        ("Zwischenkreisüberspannung", "DC bus", "直流母线"),  # a compound holds its parts
+        ("Vorlauffühler defekt", "sensor", "传感器"),
+        ("Die Pumpe ist blockiert", "locked rotor", "堵转"),
+        ("Lüfter läuft nicht", "cooling fan", "冷却风扇"),
+    ],
+)
+def test_german_expands_to_english_and_chinese(german, english, chinese):
+    assert english in expand(german) and chinese in expand(german)
+
+
+def test_english_and_chinese_expand_to_german_too():
+    assert "Überspannung" in expand("overvoltage") and "Überspannung" in expand("过压")
+    # A word English and German share (`Motor`) is translated into the language that writes it otherwise.
+    assert expand("Motor") == "电机 电动机 马达"
+
+
+def test_a_short_german_variant_is_no_part_of_a_compound():
+    """`Puls` stands alone (`Pulsweite` is no pulse); a German variant of five letters or more is found inside a
+    longer word too (`Impulsgeber` holds `Impuls`), but no German variant is found inside an English word."""
+    assert "脉冲" not in words("Pulsweite") and "脉冲" in words("der Puls fehlt") and "脉冲" in words("Impulsgeber")
+    assert expand("the motor stops for a moment") == expand("the motor stops")
+
+
 def test_translate_to_english():
     assert translate_to_english("主轴电机过热怎么办") == "spindle motor overheat"
     assert translate_to_english("Invertek变频器显示OL-br是什么意思") == "Invertek inverter display OL-br"
     assert translate_to_english("RS02 故障码０x３０２２ bit3") == "RS02 fault 0x3022 bit3"  # full-width digits
     assert translate_to_english("今天天气很好") == ""
+    # A German question's own words are carried over only as codes and acronyms.
+    assert translate_to_english("Was bedeutet Überstrom E07 am IGBT?", words=False) == "overcurrent E07 IGBT"
 
 
 def test_chinese_question_finds_english_entry_and_reverse():
@@ -106,6 +135,7 @@ def test_every_concept_has_both_languages_and_no_variant_is_shared():
     for name, concept in data["concepts"].items():
         assert concept["en"] and all(not CJK.search(v) for v in concept["en"]), name
         assert concept["zh"] and all(CJK.search(v) for v in concept["zh"]), name
-        for variant in (*concept["en"], *concept["zh"]):
+        assert all(not CJK.search(v) for v in concept.get("de", ())), name
+        for variant in dict.fromkeys(v.lower() for v in (*concept["en"], *concept["zh"], *concept.get("de", ()))):
             owner = seen.setdefault(variant.lower(), name)
             assert owner == name, f"{variant!r} is in both {owner} and {name}"

@@ -18,8 +18,9 @@ from edge.run import build_document, render_text
 from knowledge.embed import Embedder
 from knowledge.ingest.build import SCHEMA_VERSION, IndexSchemaMismatch, build_index, read_status
 from knowledge.ingest.extract import extract_manual
-from knowledge.ingest.languages import detect, languages_of
+from knowledge.ingest.languages import detect, languages_of, question_language
 from knowledge.ingest.tables import column_roles
+from knowledge.models import Scope
 from knowledge.search import ManualIndex
 from tests.fixtures.hard_manuals import Sheet, cover, english_cover, save
 from tools.contract import ToolContext
@@ -133,6 +134,25 @@ def test_a_text_s_language_is_told_by_its_words_and_letters() -> None:
     german = "Das Gerät darf nur von einer Fachkraft geöffnet werden, wenn die Spannung abgeschaltet ist."
     assert languages_of([english, german, german]) == ["de", "en"]
     assert languages_of(["E01 E02 E03"], "zh") == ["zh"]
+
+
+@pytest.mark.parametrize(
+    "question, language",
+    [
+        ("Was tun bei E07?", "de"),
+        ("Fehler am Motor", "de"),
+        ("Wärmepumpe zeigt E02", "de"),
+        ("Warum läuft die Pumpe nicht", "de"),
+        ("What does E07 mean on the WP-40", "en"),
+        # A German name in an English question is outweighed by its English words.
+        ("is the Vorlauffühler fault serious", "en"),
+        ("motor overheating", "en"),
+        ("E07", "en"),  # nothing to tell by
+        ("伺服报警2 主电源电压", "zh"),
+    ],
+)
+def test_a_question_s_language_is_told_by_a_word_or_two(question: str, language: str) -> None:
+    assert question_language(question) == language
 
 
 def test_german_header_words_name_the_columns() -> None:
@@ -257,6 +277,40 @@ def test_a_symptom_s_entry_is_headed_by_its_symptom_in_the_tool_and_the_answer(d
 def test_a_symptom_s_entry_is_no_code(drive_index: ManualIndex) -> None:
     assert drive_index.lookup("F12").hits[0].title == "Output overcurrent"
     assert all(hit.fault_code for hit in drive_index.query("F31").hits if hit.kind == "entry")
+
+
+@pytest.fixture(scope="module")
+def two_language_index(tmp_path_factory: pytest.TempPathFactory) -> ManualIndex:
+    """A German heat pump manual and an English drive manual in one index."""
+    folder = tmp_path_factory.mktemp("two-languages")
+    db = folder / "index.sqlite"
+    embedder = Embedder()
+    build_index([_german_manual(folder), _drive_manual(folder)], db, embedder=embedder)
+    return ManualIndex(db, embedder=embedder)
+
+
+@pytest.mark.parametrize(
+    "question, scope, code",
+    [
+        # A German question about the English manual: its words meet the English rows through the glossary.
+        ("Überstrom am Motorausgang, was tun?", None, "F12"),
+        ("Kühlkörper zu heiß", None, "F31"),
+        # An English question about the German manual, asked at its machine.
+        ("what to do when the circulation pump is blocked", Scope(vendor="Beispielwerk", model="WP-40"), "E07"),
+        ("overpressure in the heating circuit", Scope(vendor="Beispielwerk", model="WP-40"), "E02"),
+    ],
+)
+def test_a_question_finds_its_answer_in_a_manual_of_another_language(
+    two_language_index: ManualIndex, question: str, scope: Scope | None, code: str
+) -> None:
+    hits = two_language_index.query(question, scope).hits
+    assert hits and hits[0].fault_code == code, [(hit.fault_code, hit.title) for hit in hits]
+
+
+def test_a_german_question_is_answered_in_german_where_the_manual_is(two_language_index: ManualIndex) -> None:
+    """A German question is German: the German rows are its own (the language prior, the edition shown)."""
+    hits = two_language_index.query("Was bedeutet die Störungsmeldung Pumpe blockiert?").hits
+    assert hits and (hits[0].fault_code, hits[0].language) == ("E07", "de")
 
 
 def test_the_index_stores_each_row_s_language_and_the_manual_s_languages(drive_index: ManualIndex) -> None:

@@ -28,7 +28,9 @@ class Vocabulary:
 
     language: str  # ISO 639-1
     cjk: bool = False
-    stop_words: frozenset[str] = frozenset()  # function words that tell a Latin-script language
+    # Function words that tell a Latin-script language, and a question's commonest words (`what`, `warum`,
+    # `bedeutet`): a question is a sentence or less. A word two languages list tells neither.
+    stop_words: frozenset[str] = frozenset()
     letters: str = ""  # letters only this language writes (`äöüß`)
     # A heading with one of these opens a fault section.
     headings: tuple[str, ...] = ()
@@ -54,6 +56,7 @@ ENGLISH = Vocabulary(
     stop_words=_words(
         "the and of to is are be was for with this that if or not from by it its as at when then"
         " will can may should must does do has have there which"
+        " what why how where who my i on"
     ),
     # A manual's FAQ is where it answers "the motor does X": troubleshooting under another name.
     headings=(
@@ -136,6 +139,7 @@ GERMAN = Vocabulary(
     stop_words=_words(
         "der die das und ist nicht mit für den dem des ein eine einen einer zu von bei auf im wird werden sind"
         " oder wenn sie auch nach aus kein keine über durch wurde sich nur noch ob"
+        " wie warum wieso weshalb welche welcher welches wo wann ich man kann muss soll am zum zur bedeutet tun zeigt"
     ),
     letters="äöüß",
     headings=(
@@ -233,11 +237,19 @@ def languages_of(texts: list[str], fallback: str = "") -> list[str]:
     return kept or [fallback or DEFAULT]
 
 
+def question_language(text: str) -> str:
+    """A question's language: `zh` by its CJK share, else the Latin-script language whose words and letters it
+    holds more of than any other's, English when none does. A question is a sentence or less, so one word tells
+    it (`Was tun bei E07?`, `Fehler am Motor`); a German name in an English question (`Vorlauffühler`) is
+    outweighed by the question's English words."""
+    return tell(text, 1, 0.0) or DEFAULT
+
+
 # A manual's pages are told twice: for the manual's languages, then each page's with that as its fallback.
 @lru_cache(maxsize=1024)
-def tell(text: str) -> str:
+def tell(text: str, min_words: int = MIN_WORDS, min_share: float = MIN_WORD_SHARE) -> str:
     """A text's language, or "" when it says too little to tell (no CJK share, and too few function words or own
-    letters: `MIN_WORDS`, `MIN_WORD_SHARE`)."""
+    letters: `min_words`, `min_share` of its words). A tie is English's."""
     folded = text.casefold()
     words = _LATIN_WORD.findall(folded)
     cjk = len(CJK.findall(text))
@@ -245,16 +257,24 @@ def tell(text: str) -> str:
     if letters and cjk / letters > CJK_SHARE:
         return CHINESE.language
     counts: Counter[str] = Counter()
-    for vocabulary, own_letters in _LATIN:
-        told = sum(map(vocabulary.stop_words.__contains__, words))
+    for language, telling, own_letters in _LATIN:
+        told = sum(map(telling.__contains__, words))
         told += len(own_letters.findall(folded)) if own_letters is not None else 0
         if told:
-            counts[vocabulary.language] = told
+            counts[language] = told
     if not counts:
         return ""
-    language, told = counts.most_common(1)[0]
-    return language if sum(counts.values()) >= MIN_WORDS and told >= MIN_WORD_SHARE * len(words) else ""
+    language = max(counts, key=lambda told: (counts[told], told == DEFAULT))
+    return language if sum(counts.values()) >= min_words and counts[language] >= min_share * len(words) else ""
+
+
+def _telling(vocabulary: Vocabulary) -> frozenset[str]:
+    """A Latin-script language's words that no other such language lists (`was` is English and German)."""
+    others = [v.stop_words for v in VOCABULARIES if not v.cjk and v is not vocabulary]
+    return vocabulary.stop_words.difference(*others)
 
 
 _LATIN_WORD = re.compile(r"[a-zà-öø-ÿß]+")
-_LATIN = [(v, re.compile(f"[{v.letters}]") if v.letters else None) for v in VOCABULARIES if not v.cjk]
+_LATIN = [
+    (v.language, _telling(v), re.compile(f"[{v.letters}]") if v.letters else None) for v in VOCABULARIES if not v.cjk
+]

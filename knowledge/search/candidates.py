@@ -178,7 +178,7 @@ def _word_evidence(snap: Snapshot, question: Question, lexical: Ranking, tuning:
     return _WordEvidence(
         coverage=_coverage(snap, question, best),
         answers=frozenset().union(*(_answer_keys(snap, i) for i, _ in best)),
-        unknown_names=len(unknown_names(snap, question.text)),
+        unknown_names=len(unknown_names(snap, question.named)),
     )
 
 

@@ -13,8 +13,9 @@ from functools import cached_property
 
 from knowledge.codes import DISPLAY_TOKEN, MENTION, TYPED_TOKEN, asked_besides, code_terms
 from knowledge.glossary import expand, translate_to_english, translations
+from knowledge.ingest.languages import question_language
 from knowledge.manual_names import ManualNames
-from knowledge.text import counted_words, language, terms, word_pairs
+from knowledge.text import counted_words, stop_words, terms, word_pairs
 
 # Cue words of a question about a fault (`knowledge.codes.MENTION` finds the codes printed with theirs).
 _FAULT_WORDS = re.compile(
@@ -51,7 +52,7 @@ class Question:
         return cls(
             asked=text,
             text=bare,
-            language=language(text),
+            language=question_language(text),
             mentioned=frozenset(names.mentioned(text)),
             printed=printed,
             shown=shown,
@@ -72,7 +73,15 @@ class Question:
     @cached_property
     def words(self) -> list[str]:
         """Its words as the index stores them, and the display forms of its code-like tokens: what BM25 looks up."""
-        return list(dict.fromkeys(terms(self.text) + self.code_words))
+        return list(dict.fromkeys(self._without_stop_words(terms(self.text)) + self.code_words))
+
+    def _without_stop_words(self, words: list[str]) -> list[str]:
+        """`terms` leaves out English stop words only (the index keeps the rest): a German question's `der`, `wird`
+        and `und` would find every German page."""
+        if self.language in ("en", "zh"):
+            return words
+        stopped = stop_words(self.language)
+        return [word for word in words if word not in stopped]
 
     @cached_property
     def code_words(self) -> list[str]:
@@ -82,7 +91,7 @@ class Question:
     @cached_property
     def counted_words(self) -> set[str]:
         """What it says word by word, to count how much of it a row holds."""
-        return set(counted_words(self.text)) | set(code_terms(self.text))
+        return set(self._without_stop_words(counted_words(self.text))) | set(code_terms(self.text))
 
     @cached_property
     def concepts(self) -> list[set[str]]:
@@ -101,8 +110,16 @@ class Question:
 
     @cached_property
     def rendition(self) -> str:
-        """In English, for a model that reads English only."""
-        return translate_to_english(self.text)
+        """In English, for a model that reads English only: a Chinese question's Latin words are names and
+        codes, a German question's are German (only its codes are carried over)."""
+        return translate_to_english(self.text, words=self.language == "zh")
+
+    @cached_property
+    def named(self) -> str:
+        """Its text as the names it gives are read from it (`knowledge.search.floors.unknown_names`): a capitalised
+        word is a name in English and Chinese, but German capitalises every noun, so there only a token of
+        letters and digits is."""
+        return self.text.lower() if self.language == "de" else self.text
 
     @cached_property
     def code_like(self) -> bool:

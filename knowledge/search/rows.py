@@ -55,10 +55,10 @@ Ranking = list[tuple[int, float]]
 
 
 def searched_as(row: IndexRow) -> str:
-    """The language a search takes a row's for: a question is told English or Chinese (`knowledge.text.language`),
-    so a row in another Latin-script language (a German page) is compared with it, read by the model and weighed
-    by the language prior as the English rows are, as it was before each row had its own page's language."""
-    return row["language"] if row["language"] in ("en", "zh") else "en"
+    """The language a search takes a row's for: its own (its page's), as a question's is told
+    (`knowledge.ingest.languages.question_language`): a German question's own rows are the German ones, and an
+    English question meets a German page through the glossary, as it meets a Chinese one."""
+    return row["language"]
 
 
 def group(row: IndexRow) -> Group:
