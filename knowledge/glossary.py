@@ -34,6 +34,7 @@ class Concept:
     en: tuple[str, ...]
     zh: tuple[str, ...]
     de: tuple[str, ...] = ()
+    generic: bool = False  # a word every fault table uses (alarm, cause, replace): `glossary.toml`
 
     def variants(self, language: str) -> tuple[str, ...]:
         return tuple(getattr(self, language))
@@ -55,13 +56,14 @@ def expand(text: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def translations(text: str) -> tuple[tuple[str, ...], ...]:
+def translations(text: str, generic: bool = True) -> tuple[tuple[str, ...], ...]:
     """Per concept found in `text`, in order, its variants in the languages other than the one(s) it was written
-    in."""
+    in. Without `generic`, only the concepts that tell one fault from another (not `alarm`, `cause`, `replace`)."""
     return tuple(
         dict.fromkeys(
             tuple(variant for lang in LANGUAGES if lang not in written for variant in concept.variants(lang))
             for match, concept, written in _written(text)
+            if generic or not concept.generic
         )
     )
 
@@ -140,7 +142,7 @@ def _matches(text: str) -> Iterator[tuple[re.Match[str], Concept]]:
 def _concepts() -> tuple[Concept, ...]:
     data = tomllib.loads(resources.files("knowledge").joinpath("glossary.toml").read_text(encoding="utf-8"))
     return tuple(
-        Concept(name, tuple(entry["en"]), tuple(entry["zh"]), tuple(entry.get("de", ())))
+        Concept(name, tuple(entry["en"]), tuple(entry["zh"]), tuple(entry.get("de", ())), entry.get("generic", False))
         for name, entry in data["concepts"].items()
     )
 

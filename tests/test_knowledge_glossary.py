@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from knowledge.glossary import expand, translate_to_english
+from knowledge.glossary import expand, translate_to_english, translations
 from knowledge.text import terms
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -96,6 +96,14 @@ def test_a_short_german_variant_is_no_part_of_a_compound():
     longer word too (`Impulsgeber` holds `Impuls`), but no German variant is found inside an English word."""
     assert "脉冲" not in words("Pulsweite") and "脉冲" in words("der Puls fehlt") and "脉冲" in words("Impulsgeber")
     assert expand("the motor stops for a moment") == expand("the motor stops")
+
+
+def test_the_words_every_fault_table_says_translate_but_tell_nothing():
+    assert translations("电池更换") == (
+        ("battery", "Batterie", "Akku"),
+        ("replace", "replacement", "austauschen", "ersetzen", "Austausch"),
+    )
+    assert translations("电池更换", generic=False) == (("battery", "Batterie", "Akku"),)
 
 
 def test_translate_to_english():

@@ -95,8 +95,12 @@ class Question:
 
     @cached_property
     def concepts(self) -> list[set[str]]:
-        """Its glossary concepts, each as the terms of all its translations (a row says 过热 or 温度过高)."""
-        return [{term for variant in variants for term in terms(variant)} for variants in translations(self.text)]
+        """The glossary concepts it is about, each as the terms of all its translations (a row says 过热 or 温度过高);
+        not the words every fault table says (`报警`, `更换`): a row that says `replace` answers no `电池更换`."""
+        return [
+            {term for variant in variants for term in terms(variant)}
+            for variants in translations(self.text, generic=False)
+        ]
 
     @cached_property
     def translation(self) -> str:
