@@ -56,7 +56,7 @@ ENGLISH = Vocabulary(
     stop_words=_words(
         "the and of to is are be was for with this that if or not from by it its as at when then"
         " will can may should must does do has have there which"
-        " what why how where who my i on"
+        " what why how where who"
     ),
     # A manual's FAQ is where it answers "the motor does X": troubleshooting under another name.
     headings=(
