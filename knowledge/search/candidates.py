@@ -195,16 +195,22 @@ def _evidence(
     """How close the best match is in meaning, how many of the question's words (or glossary concepts) the best
     rows by words hold, and whether the closest in meaning is also among the best by words. The glossary's
     translation of the words counts only where nothing can be compared by meaning (an English question, a
-    Chinese-only library), the question names its manual or it is asked at a machine: across a whole library its
-    general words (battery, pressure) are on too many pages to be evidence, but one machine's manuals are what the
-    question is about (`变频器一启动就报过流` at the drive: its concepts, not the English rendition's meaning,
-    say that its fault table answers)."""
+    Chinese-only library) or the question names its manual: across a whole library its general words (battery,
+    pressure) are on too many pages to be evidence. Asked at a machine, they count on its fault entries and fault
+    pages: `变频器一启动就报过流` at the drive is answered by its fault table, whose concepts it holds, though the
+    English rendition's meaning is not close enough by itself (a question about the coolant at a drive is not:
+    no fault of the drive's is about the coolant)."""
+    if question.mentioned or not semantic:
+        concepts = _concepts_coverage(snap, question, translated, tuning)
+    elif scope.vendor or scope.model:
+        faults = [(i, s) for i, s in translated if snap.rows[i]["kind"] == "entry" or snap.rows[i]["fault"]]
+        concepts = _concepts_coverage(snap, question, faults, tuning)
+    else:
+        concepts = 0.0
     return Evidence(
         similarity=semantic[0][1] if semantic else 0.0,
         coverage=words.coverage,
-        concepts=_concepts_coverage(snap, question, translated, tuning)
-        if question.mentioned or scope.vendor or scope.model or not semantic
-        else 0.0,
+        concepts=concepts,
         agreed=bool(semantic) and bool(_answer_keys(snap, semantic[0][0]) & words.answers),
         unknown_names=words.unknown_names,
         unread=unread,
