@@ -111,7 +111,7 @@ def gather(
         semantic=semantic,
         coded=coded,
         cross=cross,
-        evidence=_evidence(snap, question, scope, words, semantic or rendered, translated, share, tuning),
+        evidence=_evidence(snap, question, words, semantic or rendered, translated, share, tuning),
         mode=mode,
         snapshot=snap,
     )
@@ -185,7 +185,6 @@ def _word_evidence(snap: Snapshot, question: Question, lexical: Ranking, tuning:
 def _evidence(
     snap: Snapshot,
     question: Question,
-    scope: Scope,
     words: _WordEvidence,
     semantic: Ranking,
     translated: Ranking,
@@ -195,22 +194,12 @@ def _evidence(
     """How close the best match is in meaning, how many of the question's words (or glossary concepts) the best
     rows by words hold, and whether the closest in meaning is also among the best by words. The glossary's
     translation of the words counts only where nothing can be compared by meaning (an English question, a
-    Chinese-only library) or the question names its manual: across a whole library its general words (battery,
-    pressure) are on too many pages to be evidence. Asked at a machine, they count on its fault entries and fault
-    pages: `变频器一启动就报过流` at the drive is answered by its fault table, whose concepts it holds, though the
-    English rendition's meaning is not close enough by itself (a question about the coolant at a drive is not:
-    no fault of the drive's is about the coolant)."""
-    if question.mentioned or not semantic:
-        concepts = _concepts_coverage(snap, question, translated, tuning)
-    elif scope.vendor or scope.model:
-        faults = [(i, s) for i, s in translated if snap.rows[i]["kind"] == "entry" or snap.rows[i]["fault"]]
-        concepts = _concepts_coverage(snap, question, faults, tuning)
-    else:
-        concepts = 0.0
+    Chinese-only library) or the question names its manual: across a whole library its general words
+    (battery, pressure) are on too many pages to be evidence."""
     return Evidence(
         similarity=semantic[0][1] if semantic else 0.0,
         coverage=words.coverage,
-        concepts=concepts,
+        concepts=_concepts_coverage(snap, question, translated, tuning) if question.mentioned or not semantic else 0.0,
         agreed=bool(semantic) and bool(_answer_keys(snap, semantic[0][0]) & words.answers),
         unknown_names=words.unknown_names,
         unread=unread,
