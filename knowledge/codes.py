@@ -273,30 +273,10 @@ def _pads(printed: str, at: int, folded: str) -> bool:
 
 def lookalike_keys(raw: str) -> list[str]:
     """Second-tier keys for a code as typed, matched against each code's `loose_key` only when no
-    `lookup_keys` key is a code: as typed, then without a cue word (`err 01` → `1`), then with its letters
-    spelt as other displays spell the same word (`Err02` → `E02`, `ALM13` → `AL13`)."""
+    `lookup_keys` key is a code: as typed, then without a cue word (`err 01` → `1`)."""
     forms = _asked_forms(raw)
-    bare = forms + [_LEADING_CUE.sub("", form) for form in forms]
-    keyed = [(loose_key(form), form) for form in bare + [other for form in bare for other in _respelled(form)]]
+    keyed = [(loose_key(form), form) for form in forms + [_LEADING_CUE.sub("", form) for form in forms]]
     return list(dict.fromkeys(key for key, form in keyed if key and (not key.isdigit() or _numeric(form))))
-
-
-# Letters that stand for one word before a code's number, each display spelling it its own way: an inverter
-# shows `Err02` for what its manual prints `E02`; a servo `ALM13` for `AL13`. Only whole prefixes of one word
-# meet (`E02` never meets `F02`, `EF02` or `ER02`'s neighbour `EP02`); a lone `A` is left out, being as often a
-# warning's, an axis's or a current's letter as an alarm's.
-_SPELLINGS = (("E", "ER", "ERR", "ERROR"), ("AL", "ALM", "ALARM"))
-_LETTERS_NUMBER = re.compile(r"([A-Z]+)(\d+)")
-
-
-def _respelled(typed: str) -> list[str]:
-    """A code of letters and a number as the other spellings of its letters print it."""
-    match = _LETTERS_NUMBER.fullmatch(code_key(typed))
-    if match is None:
-        return []
-    letters, number = match.groups()
-    family = next((spellings for spellings in _SPELLINGS if letters in spellings), ())
-    return [f"{other}{number}" for other in family if other != letters]
 
 
 def _numeric(typed: str) -> bool:

@@ -56,8 +56,6 @@ def test_one_code_two_meanings(index):
         ("alarm:2", "ALARM:2", CNC),
         ("01204", "XX204", CNC),
         ("err 07", "Err-07", PRESS),
-        ("E07", "Err-07", PRESS),  # the letters of the word as another display spells it
-        ("ALM 2", "ALARM:2", CNC),
         ("drv fault", "DRV_FAULT", PRESS),
         ("报警号 6065", "6065", CNC),
         ("error:22", "error:22", CNC),
