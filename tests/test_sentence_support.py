@@ -129,6 +129,19 @@ def test_a_paraphrase_passes(e102, e102_zh):
 
 
 @pytest.mark.parametrize(
+    "said",
+    [
+        # Qwen2.5-Coder-0.5B's answer to "oil temp on press 3 at the moment?", refused for "moment" alone.
+        "The coolant_level on press-3 at the moment is 68.8 %.",
+        "The coolant level is currently 68.8 %.",
+        "目前冷却液液位为 68.8 %。",
+    ],
+)
+def test_a_reading_said_to_be_the_value_now_passes(said):
+    assert unsupported(said, [reading()]) == []
+
+
+@pytest.mark.parametrize(
     ("manual_language", "invented"),
     [
         ("en", "E102 means the door is open."),

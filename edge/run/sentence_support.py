@@ -58,8 +58,8 @@ RESTATED_SHARE = 0.75
 # Words any answer uses to point at its sources and its form, about no machine in particular.
 SCAFFOLDING = (
     "answer manual page step reading value order work ticket open new create check see follow mean "
-    "fault code sensor machine device status priority current show "
-    "答案 手册 页 步骤 读数 读取 数值 实时 缓存 工单 开 创建 检查 查看 参见 按照 表示 意思 处理 故障 代码 传感器 设备 机器 状态 优先级 当前 显示"
+    "fault code sensor machine device status priority current currently moment presently show "
+    "答案 手册 页 步骤 读数 读取 数值 实时 缓存 工单 开 创建 检查 查看 参见 按照 表示 意思 处理 故障 代码 传感器 设备 机器 状态 优先级 当前 目前 现在 此刻 显示"
 )
 # English closed-class words: articles, pronouns, prepositions, conjunctions, auxiliaries and modals,
 # sequence words. Not spaCy's stop list: it also holds words an instruction turns on ("off", "keep",
