@@ -159,10 +159,10 @@ class Lexicon:
             for word in (device.id, device.name, device.name_zh, *device.synonyms)
         )
         kinds = sorted((kind for kind in _MACHINE_KINDS if normalize_name(kind) not in own), key=len, reverse=True)
-        alternatives = "|".join(map(re.escape, kinds))
+        kind_words = "|".join(map(re.escape, kinds))
         self._kind_pattern = (
             re.compile(
-                rf"\d{{1,4}}\s*号\s*(?:{alternatives})|(?<![A-Za-z])(?:{alternatives})s?[\s#-]*\d{{1,3}}(?!\w)",
+                rf"\d{{1,4}}\s*号\s*(?:{kind_words})|(?<![A-Za-z])(?:{kind_words})s?[\s#-]*\d{{1,3}}(?!\w)",
                 re.I,
             )
             if kinds
