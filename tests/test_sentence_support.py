@@ -134,6 +134,7 @@ def test_a_paraphrase_passes(e102, e102_zh):
         # Qwen2.5-Coder-0.5B's answer to "oil temp on press 3 at the moment?", refused for "moment" alone.
         "The coolant_level on press-3 at the moment is 68.8 %.",
         "The coolant level is currently 68.8 %.",
+        "The coolant_level on press-3 right now is 68.8 %.",
         "目前冷却液液位为 68.8 %。",
     ],
 )

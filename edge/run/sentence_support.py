@@ -58,7 +58,7 @@ RESTATED_SHARE = 0.75
 # Words any answer uses to point at its sources and its form, about no machine in particular.
 SCAFFOLDING = (
     "answer manual page step reading value order work ticket open new create check see follow mean "
-    "fault code sensor machine device status priority current currently moment presently show "
+    "fault code sensor machine device status priority current show "
     "答案 手册 页 步骤 读数 读取 数值 实时 缓存 工单 开 创建 检查 查看 参见 按照 表示 意思 处理 故障 代码 传感器 设备 机器 状态 优先级 当前 目前 现在 此刻 显示"
 )
 # English closed-class words: articles, pronouns, prepositions, conjunctions, auxiliaries and modals,
@@ -84,6 +84,9 @@ _ZH_LIMITING = _word_set(
     只 仅 只有 只能 仅限"""
 )
 _MANUAL_NAME = re.compile(r"[\w.\-]+\.pdf\b", re.I)
+# When a reading is, not what it says: "at the moment" and "right now" claim nothing a reading must back
+# (Qwen2.5-Coder-0.5B's "The oil_temp on press-3 right now is 43.2°C" was refused for "right" alone).
+_NOW = re.compile(r"\b(?:right now|just now|at the moment|at present|currently|presently)\b")
 # A parenthesis that cites (a manual, a page, a version) is a reference, not content.
 _CITATION = re.compile(r"[(（][^()（）]*?(?:\.pdf|\bpp?\.\s*\d|第\s*\d+\s*页|\bV\d)[^()（）]*[)）]", re.I)
 _ENUMERATOR = re.compile(r"(?:^|(?<=\n)|(?<=[.;:!?。；：！？])|(?<=[.;:!?。；：！？]\s))[ \t]*\d{1,2}(?:[.)](?=\s)|、)")
@@ -377,7 +380,7 @@ def _bag_normalized(text: str, codes: tuple[str, ...]) -> _Bag:
 
 
 def _without_facts(text: str, codes: tuple[str, ...]) -> str:
-    text = _MANUAL_NAME.sub(" ", text)
+    text = _MANUAL_NAME.sub(" ", _NOW.sub(" ", text))
     for code in codes:  # a code is a fact, checked by the grounding check; its letters are no words
         text = _code_pattern(code).sub(" ", text)
     return text
