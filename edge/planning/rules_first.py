@@ -52,6 +52,7 @@ class RulesFirstPlanner:
         self.name = llm.name  # the record names the model's planner, whichever stage took a step
         self._devices = devices
         self._plant_ids = {*devices, *(sensor for device in devices.values() for sensor in device.sensors)}
+        self._machine_words = {part for name in devices for part in terms(name)}
         self.mode: PlanningMode = mode
         # Why the mode is what it is, when it was set from a routing probe (shown in /healthz).
         self.mode_reason = ""
@@ -168,8 +169,7 @@ class RulesFirstPlanner:
         return bool({c for *_, c in concepts(query)} & {c for *_, c in concepts(said)})
 
     def _content_words(self, text: str) -> set[str]:
-        machines = {part for name in self._devices for part in terms(name)}
-        return {stem(w) for w in terms(text) if w not in machines and not w.isdigit()}
+        return {stem(w) for w in terms(text) if w not in self._machine_words and not w.isdigit()}
 
 
 def _rules(step: RuleStep, why: str) -> Decision:

@@ -22,7 +22,7 @@ from knowledge.embed import Embedder
 from knowledge.models import Match, Scope
 from knowledge.search.floors import Evidence, unknown_names, unread_share, without_words, words_no_row_holds
 from knowledge.search.question import Question
-from knowledge.search.rows import Group, Ranking, group, searched_as
+from knowledge.search.rows import Group, Ranking, group
 from knowledge.search.store import Snapshot
 from knowledge.text import holds
 from knowledge.tuning import Tuning
@@ -87,7 +87,7 @@ def gather(
         [
             (i, s)
             for i, s in _by_words(snap, question.translated_words, scope, tuning)
-            if searched_as(snap.rows[i]) != lang
+            if snap.rows[i]["language"] != lang
         ]
         if mode != "semantic" and question.translation
         else []
@@ -98,11 +98,11 @@ def gather(
     share = 0.0
     if by_vector is not None:
         found, share = by_vector.result()
-        closest = [(i, s) for i, s in found if searched_as(snap.rows[i]) in readable]
+        closest = [(i, s) for i, s in found if snap.rows[i]["language"] in readable]
         if lang in readable:
             semantic = closest
         else:  # an English-only model read the question's English rendition: a cross-language ranking
-            rendered = [(i, s) for i, s in closest if searched_as(snap.rows[i]) != lang]
+            rendered = [(i, s) for i, s in closest if snap.rows[i]["language"] != lang]
             cross.append(("semantic", rendered))
     return Candidates(
         question=question,

@@ -13,7 +13,7 @@ import json
 from knowledge.codes import code_terms
 from knowledge.ingest.metadata import normalize_version, version_order
 from knowledge.models import Hit, Match, Scope, SearchResult
-from knowledge.search.rows import Group, IndexRow, Ranked, group, in_scope, searched_as
+from knowledge.search.rows import Group, IndexRow, Ranked, group, in_scope
 from knowledge.search.store import Snapshot
 from knowledge.text import terms, word_pairs
 from knowledge.tuning import Tuning
@@ -52,7 +52,7 @@ def collapse(
             continue
         newest = max(version_order(r["version"]) for r in candidates)
         candidates = [r for r in candidates if version_order(r["version"]) == newest]
-        row = next((r for r in candidates if searched_as(r) == language), candidates[0])
+        row = next((r for r in candidates if r["language"] == language), candidates[0])
         score, match = items[0][1], items[0][2]
         hits.append(_hit(snap, row, siblings, scope, score, match, tuning))
         covered.update((row["manual_sha256"], page) for page in json.loads(row["pages"]))

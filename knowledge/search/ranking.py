@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from knowledge.models import Match
 from knowledge.search.candidates import Candidates
-from knowledge.search.rows import Group, IndexRow, Ranked, Scored, group, searched_as
+from knowledge.search.rows import Group, IndexRow, Ranked, Scored, group
 from knowledge.tuning import Tuning
 
 # The second opinion's cosine to the question of each row given (None: no vector for it).
@@ -67,7 +67,7 @@ def fuse(
             prior = tuning.entry_prior
         else:
             prior = tuning.fault_page_prior if row["fault"] and about_a_fault else 1.0
-        prior *= tuning.language_prior if searched_as(row) == language else 1.0
+        prior *= tuning.language_prior if row["language"] == language else 1.0
         ranked.append((row, sum(vote for vote, _ in votes) / total * prior, max(votes)[1]))
     return sorted(ranked, key=lambda item: -item[1])
 

@@ -54,13 +54,6 @@ Scored = list[tuple[IndexRow, float]]
 Ranking = list[tuple[int, float]]
 
 
-def searched_as(row: IndexRow) -> str:
-    """The language a search takes a row's for: its own (its page's), as a question's is told
-    (`knowledge.ingest.languages.question_language`): a German question's own rows are the German ones, and an
-    English question meets a German page through the glossary, as it meets a Chinese one."""
-    return row["language"]
-
-
 def group(row: IndexRow) -> Group:
     if row["kind"] == "page":
         return "page", row["manual_sha256"], row["page"]
