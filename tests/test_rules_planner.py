@@ -8,6 +8,7 @@ import time
 import pytest
 
 from edge.rules.lexicon import Lexicon
+from edge.rules.value_questions import sensor_implied
 from edge.run.loop import RunRequest
 from edge.run.planner import SessionContext
 
@@ -86,6 +87,28 @@ def test_symptom_without_code_searches_by_description(agent):
     record = agent.ask("The motor on press-3 is hot", device_id="press-3")
     assert record.steps[0].action == MANUAL and "query" in record.steps[0].args
     assert record.steps[0].observation.status == "ok"
+
+
+@pytest.mark.parametrize(
+    ("question", "device", "read"),
+    [
+        ("cnc-7 judders on every pass and the finish comes out rough", "cnc-7", ["vibration"]),
+        ("7号加工中心一吃刀就抖得厉害", "cnc-7", ["vibration"]),
+        ("the hydraulic oil on press-3 is scorching hot and the stroke is sluggish", "press-3", ["oil_temp"]),
+    ],
+)
+def test_a_symptom_told_by_one_sensors_quantity_reads_that_sensor_beside_the_manual(agent, question, device, read):
+    record = agent.ask(question)
+    assert record.steps[0].action == MANUAL and "query" in record.steps[0].args
+    readings = [step.args for step in record.steps if step.action == PLC]
+    assert all({"device_id": device, "sensor": sensor} in readings for sensor in read)
+
+
+def test_a_quantity_two_sensors_measure_implies_neither_unless_the_words_say_what_it_is_of(agent_config):
+    press = agent_config.devices["press-3"]
+    assert sensor_implied("the machine is scorching hot", press) is None  # motor or oil: no guess
+    assert sensor_implied("the hydraulic oil is scorching hot", press) == "oil_temp"
+    assert sensor_implied("the ram leaks oil", press) is None  # no quantity at all
 
 
 def test_work_order_request_creates_one_order_and_a_repeat_returns_it(agent):

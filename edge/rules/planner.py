@@ -20,6 +20,7 @@ from edge.rules.value_questions import (
     asks_other,
     blank_out,
     refers_back,
+    sensor_implied,
     sensors_asked,
     value_phrase_spans,
 )
@@ -297,6 +298,11 @@ class RulesPlanner:
         # A free question ("where is the canteen") still goes to the manuals; a reading, an order or an
         # unknown machine gets a symptom search only when a symptom is described.
         other_intent = bool(sensors or wants_work_order or unclear_value or elsewhere)
+        if (described or not other_intent) and not (sensors or codes or asks_value) and device_id is not None:
+            # "cnc7 rattling like crazy": a problem told by the quantity one sensor measures has that
+            # sensor read beside the manual's entry.
+            implied = sensor_implied(rest, self._devices[device_id])
+            sensors += [implied] if implied else []
         return Intent(
             device_id=device_id,
             codes=codes,

@@ -82,7 +82,10 @@ _QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
         # 空 and 满 as said of a tank ("快空了", "满不满"), not inside a word: 空压机, 空调, 空气, 满载.
         r"|液位|剩|还有多少|[快已将]?[空满]了|[空满]不[空满]|是[空满]的|加满|够|用完|见底",
     ),
-    (frozenset({"mm/s", "in/s", "g", "µm", "um"}), r"\b(?:vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*)\b|振|抖|晃"),
+    (
+        frozenset({"mm/s", "in/s", "g", "µm", "um"}),
+        r"\b(?:vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*|rattl\w*|judder\w*)\b|振|抖|晃",
+    ),
     (frozenset({"a", "ma"}), r"\b(?:current|amps?|amperage)\b|电流"),
     (frozenset({"v", "kv", "mv"}), r"\b(?:voltage|volts?)\b|电压"),
     (frozenset({"l/min", "m³/h", "m3/h"}), r"\b(?:flow\w*)\b|流量"),
@@ -166,6 +169,22 @@ def sensors_asked(text: str, device: DeviceConfig, every: bool = False, subject_
     best = max(scores.values())
     chosen = [sensor_id for sensor_id, score in scores.items() if score == best]
     return chosen if len(chosen) <= MAX_SENSORS else []
+
+
+def sensor_implied(text: str, device: DeviceConfig) -> str | None:
+    """The one sensor of `device` whose quantity a described problem names ("rattling like crazy" is a
+    vibration, "too hot to touch" a temperature), the thing it is of breaking a tie ("the spindle is
+    hot" on a machine with two thermometers); None when no sensor or several fit. `text` should have
+    the device's and the codes' own words blanked out."""
+    lowered = text.lower()
+    measured = [sensor for sensor in device.sensors.values() if _measures(sensor.unit, lowered)]
+    if len(measured) > 1:
+        measured = [
+            sensor
+            for sensor in measured
+            if any(_mentions(lowered, word) for word in _subject_words(sensor.id, sensor.label, sensor.label_zh))
+        ]
+    return measured[0].id if len(measured) == 1 else None
 
 
 def _measures(unit: str, lowered: str) -> bool:
