@@ -346,11 +346,23 @@ def test_a_work_order_is_proposed_only_for_a_fault_the_manual_lists_for_this_mac
     assert (WORK_ORDER in actions(record)) is proposed
 
 
-def test_another_machines_code_reads_no_sensor_of_this_machine(agent):
+def test_another_machines_code_is_not_found_for_this_one_and_reads_no_sensor_of_it(agent):
     record = agent.ask("cnc-7 shows E110")  # the press's "coolant level low": cnc-7 has a coolant level too
     assert actions(record) == [MANUAL]
-    ref = next(item for item in record.steps[0].observation.content if item.kind == "ref")
-    assert ref.fields["fault_code"] == "E110" and ref.fields["applies_to_device"] is False
+    observation = record.steps[0].observation
+    # Where it is listed is said; the press's steps are no procedure for the machining centre.
+    assert observation.status == "not_found" and [item.kind for item in observation.content] == ["text"]
+    assert "Hydra HP-200" in observation.content[0].text and "other machines" in observation.content[0].text
+    assert "Steps" not in record.termination.final_answer
+
+
+def test_each_code_is_looked_up_for_the_machine_it_is_said_of(agent):
+    record = agent.ask("Press-3 shows F03 and cnc-7 shows DOOR_OPEN")
+    assert [(step.args["fault_code"], step.args["device_id"]) for step in record.steps if step.action == MANUAL] == [
+        ("F03", "press-3"),
+        ("DOOR_OPEN", "cnc-7"),
+    ]
+    assert all(step.observation.status == "ok" for step in record.steps if step.action == MANUAL)
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,8 @@ class Mentions:
     near_devices: list[tuple[str, str]] = field(default_factory=list)
     # Labels of terminals and connectors ("X12", "CN2"), as written: no fault codes.
     wiring_labels: list[str] = field(default_factory=list)
+    # Each code said of a machine named before it ("press-3 shows F03 and cnc-7 shows DOOR_OPEN").
+    code_devices: dict[str, str] = field(default_factory=dict)
     # Non-overlapping, in text order.
     entities: tuple[Entity, ...] = ()
 
@@ -473,7 +475,10 @@ def _collect(mentions: list[Mention], entities: tuple[Entity, ...]) -> Mentions:
     unknown: list[str] = []
     near: list[tuple[str, str]] = []
     labels: list[str] = []
+    code_devices: dict[str, str] = {}
+    last_device: str | None = None
     for mention in mentions:
+        last_device = mention.canonical if mention.label == "DEVICE" else last_device
         if mention.label == "DEVICE" and mention.meant is not None and (mention.text, mention.canonical) not in near:
             near.append((mention.text, mention.canonical))
         if mention.label == "DEVICE" and mention.canonical not in devices:
@@ -483,6 +488,8 @@ def _collect(mentions: list[Mention], entities: tuple[Entity, ...]) -> Mentions:
         elif mention.label == "FAULT_CODE" and mention.text not in codes:
             # As printed: the manual tool normalises and knows which spellings are one code.
             codes.append(mention.text)
+            if last_device is not None:
+                code_devices[mention.text] = last_device
         elif mention.label == "UNKNOWN_DEVICE" and mention.text not in unknown:
             unknown.append(mention.text)
         elif mention.label == "WIRING_LABEL" and mention.text not in labels:
@@ -494,5 +501,6 @@ def _collect(mentions: list[Mention], entities: tuple[Entity, ...]) -> Mentions:
         unknown_devices=unknown,
         near_devices=near,
         wiring_labels=labels,
+        code_devices=code_devices,
         entities=entities,
     )

@@ -11,7 +11,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from edge.rules.value_questions import (
@@ -169,6 +169,8 @@ class Intent:
     declines_work_order: bool = False
     # Asked for with the order ("urgent", "high prio"): the order's priority.
     priority: str | None = None
+    # A code said of another machine the question names than `device_id`: that machine's.
+    code_devices: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,7 @@ class RulesPlanner:
             described=described,
             declines_work_order=declines_work_order,
             priority=next((level for level, words in _PRIORITY if words.search(question)), None),
+            code_devices={} if alarm or elsewhere else found.code_devices,
         )
 
     def _follow_up(
@@ -409,7 +412,8 @@ class RulesPlanner:
         words = PHRASES[language]
         edition = {"language": "zh"} if language == "zh" else {}
         for code in intent.codes:
-            yield ToolCall(words["thought_code"].format(code=code), _MANUAL, {"fault_code": code, **device, **edition})
+            machine = {"device_id": intent.code_devices[code]} if code in intent.code_devices else device
+            yield ToolCall(words["thought_code"].format(code=code), _MANUAL, {"fault_code": code, **machine, **edition})
         if intent.symptom:
             query = _symptom_query(self._search_words(state.question, intent.described))
             yield ToolCall(words["thought_symptom"], _MANUAL, {"query": query, **device})

@@ -230,10 +230,14 @@ def _output(
 ) -> ToolOutput:
     """`safety`: a manual's hazard statements by its id; `device`: the machine asked about, whose isolation
     steps come before a hands-on remedy's steps (once, with the first entry that applies to it)."""
-    if result.status == "not_found":
+    # Only other machines' manuals hold it: not found for this machine, and said where it is listed;
+    # another machine's steps are no procedure for this one.
+    elsewhere = device is not None and bool(result.hits) and all(h.applies_to_device is False for h in result.hits)
+    if result.status == "not_found" or elsewhere:
+        message = result.message or f"Nothing in the manuals of {device.name if device else 'this machine'}."
         return ToolOutput(
             status="not_found",
-            items=[Item(kind="text", text=result.message)],
+            items=[Item(kind="text", text=message)],
             suggestion=result.suggestion,
             confidence=0.0,
             source="manuals",
