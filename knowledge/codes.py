@@ -73,8 +73,12 @@ TYPED_TOKEN = re.compile(
 _DISPLAY = r"[A-Za-z]{1,4}\.?\s?[.\-][A-Za-z0-9]{1,6}(?:-[A-Za-z0-9]{1,4})?|[A-Za-z]\.\s?[A-Za-z0-9\-]{2,8}"
 # A display code as typed in a question (`U.Volt`, `P-LOSS`, `OL-br`): looked up, never guessed.
 DISPLAY_TOKEN = re.compile(rf"(?<![A-Za-z0-9.\-])(?:{_DISPLAY})(?![A-Za-z0-9\-]|\.[A-Za-z0-9])")
+# In a code column a code may print its letter apart from its number, as heat pump controllers list them
+# (`E 9001`, `W 8005`): one or two capitals, then the digits. Tried after a cue word and its number (`ALM 12` is 12).
+_SPACED = r"(?-i:[A-Z]{1,2})\s\d{2,5}"
 _CELL = re.compile(
-    rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY}|{_DISPLAY_CASE}|{_DOTTED})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC}))\s*$",
+    rf"^\s*(?:(?P<strong>{_STRONG}|{_SHORT}|{_DISPLAY}|{_DISPLAY_CASE}|{_DOTTED})|(?:{_CUE}{_SEP})?(?P<code>{_NUMERIC})"
+    rf"|(?P<spaced>{_SPACED}))\s*$",
     re.I,
 )
 _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
@@ -209,7 +213,7 @@ def parse_code_cell(text: str) -> str | None:
     match = _CELL.match(text)
     if match is None and (bare := _CELL_MARKS.match(text)) and re.search(r"[A-Za-z]", bare.group("code")):
         match = _CELL.match(bare.group("code"))
-    return _tidy_code(match.group("strong") or match.group("code")) if match else None
+    return _tidy_code(match.group("strong") or match.group("code") or match.group("spaced")) if match else None
 
 
 _HEX = re.compile(r"(?=[0-9A-Fa-f]*\d)(?=[0-9A-Fa-f]*[A-Fa-f])[0-9A-Fa-f]{2,4}")

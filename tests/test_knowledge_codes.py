@@ -295,6 +295,14 @@ def test_a_code_cell_is_read_without_the_marks_printed_around_the_code(cell: str
     assert parse_code_cell(cell) == code
 
 
-@pytest.mark.parametrize("cell", ["[3]", "1:", "(2)", "E07 (see note)"])
+@pytest.mark.parametrize(
+    ("cell", "code"), [("E 9001", "E9001"), ("W 8005", "W8005"), ("ALM 12", "12"), ("Err 07", "07")]
+)
+def test_a_code_printed_with_its_letter_apart_is_read_in_a_code_column(cell: str, code: str) -> None:
+    """Heat pump controllers list `E 9001`; a cue word and its number stay the number (`ALM 12` is 12)."""
+    assert parse_code_cell(cell) == code
+
+
+@pytest.mark.parametrize("cell", ["[3]", "1:", "(2)", "E07 (see note)", "e 9001", "M 8", "E 9001 / 80"])
 def test_a_number_with_marks_or_a_code_with_words_is_no_code_cell(cell: str) -> None:
     assert parse_code_cell(cell) is None

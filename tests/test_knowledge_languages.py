@@ -163,6 +163,9 @@ def test_german_header_words_name_the_columns() -> None:
         3: "remedy",
     }
     assert column_roles(("Störung", "Mögliche Ursache", "Maßnahmen")) == {0: "title", 1: "cause", 2: "remedy"}
+    # A header's words in the plural, as German forms it (`Lösung`, `Lösungen`; `Ursache`, `Ursachen`).
+    assert column_roles(("Anzeige", "Mögliche Ursachen", "Mögliche Lösungen")) == {0: "title", 1: "cause", 2: "remedy"}
+    assert column_roles(("Meldungen", "Maßnahme")) == {0: "title", 1: "remedy"}
     # A display column and the fault it shows: the fault is no cause when a cause column follows.
     assert column_roles(("Anzeige", "Störung", "Störungsursache", "Abhilfemaßnahme")) == {
         0: "title",

@@ -59,8 +59,11 @@ SCHEMA_VERSION = "9"
 # `AL-07/`, `E07(1)`) are no part of it. 9: each page's language its own, German fault sections and tables
 # (`languages.py`), troubleshooting tables keyed by symptom give entries without a code. 10: a list numbered by
 # its rows (`No. | Name`) whose header names no fault, cause, remedy or symptom gives no entries; a column
-# numbering the rows is no code column beside one named so (`No. | Error code | …`).
-EXTRACTION_VERSION = "10"
+# numbering the rows is no code column beside one named so (`No. | Error code | …`). 11: a header's words with
+# their language's endings (`Mögliche Lösungen`); a code cell's code over the fault's name (`E04` over its name),
+# several codes in one cell (`E16 / E17`), a code printed with its letter apart (`E 9001`); a cause in a row of its
+# own under a merged code cell has its remedy as a step of its own.
+EXTRACTION_VERSION = "11"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

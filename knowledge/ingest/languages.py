@@ -45,6 +45,9 @@ class Vocabulary:
     messages: tuple[str, ...] = ()
     # A header with one of these heads a parameter list, or a parts list (its "No." numbers items).
     parameters: tuple[str, ...] = ()
+    # The endings a column's name takes in a header (`Causes`; `Mögliche Lösungen`, `Ursachen`): a Latin-script
+    # word is found with one of these or none, not running on into a longer word.
+    endings: tuple[str, ...] = ()
 
 
 def _words(text: str) -> frozenset[str]:
@@ -100,6 +103,7 @@ ENGLISH = Vocabulary(
         "cause": ("content", "explanation", "details", "defect", "check", "checks", "check point", "inspection"),
     },
     messages=("message", "display"),
+    endings=("s", "es"),
     parameters=(
         r"range",
         r"default",
@@ -173,6 +177,8 @@ GERMAN = Vocabulary(
         "cause": ("prüfung", "prüfen", "kontrolle"),
     },
     messages=("meldung", "anzeige"),
+    # A noun's plural and case endings: `Lösung` / `Lösungen`, `Ursache` / `Ursachen`, `Fehler` / `Fehlern`.
+    endings=("n", "en", "s", "es", "e"),
     parameters=(r"einstellbereich", r"wertebereich", r"werkseinstellung", r"standardwert", r"technische daten"),
 )
 
@@ -204,12 +210,27 @@ def every(name: str) -> re.Pattern[str]:
     return pattern(latin, cjk)
 
 
-def words_of(role: str, columns: bool) -> tuple[str, ...]:
-    """Every language's labels of a field (symptom, cause, remedy) and, with `columns`, its further column names."""
-    found = [w for v in VOCABULARIES for w in v.labels.get(role, ())]
-    if columns:
-        found += [w for v in VOCABULARIES for w in v.columns.get(role, ())]
-    return tuple(dict.fromkeys(found))
+def words_of(role: str) -> tuple[str, ...]:
+    """Every language's labels of a field (symptom, cause, remedy) in running text (`Cause:`, `原因：`)."""
+    return tuple(dict.fromkeys(w for v in VOCABULARIES for w in v.labels.get(role, ())))
+
+
+def column_names(role: str) -> re.Pattern[str]:
+    """Every language's names of a table column with a role (its field's labels and its further column names):
+    a Chinese word anywhere in a header cell, a Latin-script one with one of its language's endings or none
+    (`Lösungen`), not running on into a longer word (`display` is no "Where Displayed" column) but run together
+    with the word before it (`ErrorCode`, `Fehlercode`, `Störungsursache`)."""
+    latin: list[str] = []
+    cjk: list[str] = []
+    for v in VOCABULARIES:
+        names = (*v.labels.get(role, ()), *v.columns.get(role, ()))
+        if v.cjk:
+            cjk += map(re.escape, names)
+        else:
+            endings = "|".join(v.endings)
+            latin += [rf"{re.escape(name)}(?:{endings})?" if endings else re.escape(name) for name in names]
+    parts = [rf"(?:{'|'.join(latin)})(?![a-zäöüß])"] if latin else []
+    return re.compile("|".join(parts + cjk))
 
 
 def detect(text: str, fallback: str = "") -> str:

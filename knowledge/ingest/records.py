@@ -402,12 +402,19 @@ _TOKEN_CELL = re.compile(
 
 
 def _token_column(data: list[list[str]], width: int) -> int | None:
-    """The first column whose filled cells are nearly all one short token, in a table of at least two such rows."""
+    """The first column whose filled cells nearly all hold one short token, alone or over the name of what it
+    shows (`E04` over `Niederdruck im Kältekreis`), in a table of at least two such rows."""
     for i in range(width):
-        filled = [join_lines(row[i]).strip() for row in data if i < len(row) and row[i].strip()]
-        if len(filled) >= 2 and sum(bool(_TOKEN_CELL.fullmatch(cell)) for cell in filled) >= 0.8 * len(filled):
+        filled = [row[i] for row in data if i < len(row) and row[i].strip()]
+        if len(filled) >= 2 and sum(_leads_with_token(cell) for cell in filled) >= 0.8 * len(filled):
             return i
     return None
+
+
+def _leads_with_token(cell: str) -> bool:
+    """Whether a cell is one short token, or its first line is one (the name printed below it)."""
+    first = next(line.strip() for line in cell.splitlines() if line.strip())
+    return bool(_TOKEN_CELL.fullmatch(join_lines(cell).strip()) or _TOKEN_CELL.fullmatch(first))
 
 
 def _names_a_code_column(row: list[str]) -> bool:
@@ -478,10 +485,25 @@ def _add_row(
     headed: bool,
     named: bool,
     box: tuple[float, float, float, float] | None,
+    name: str = "",
 ) -> None:
+    """One row's entry (or its entries, or the rest of the entry above). `name`: what the code cell printed
+    under its code, the fault's name."""
     cells = {role: row[index] if index < len(row) else "" for index, role in roles.items()}
     if headed and "code" not in cells:
         _symptom_row(drafts, cells, page, box)
+        return
+    if (over := _codes_over_name(cells.get("code", ""), headed)) is not None:
+        (first, *others), name = over
+        column = next(i for i, role in roles.items() if role == "code")
+        made = len(drafts)
+        _add_row(
+            drafts, roles, [first if i == column else c for i, c in enumerate(row)], page, headed, named, box, name
+        )
+        if len(drafts) > made:
+            # One fault printed with several codes (`E16 / E17`): an entry each, sharing its causes and steps, also
+            # those of the rows below it.
+            drafts.extend(replace(drafts[-1], code=code) for code in others)
         return
     if named and (several := _names_several(cells.get("code", ""))):
         column = next(i for i, role in roles.items() if role == "code")
@@ -491,9 +513,7 @@ def _add_row(
             )
         return
     cells["code"] = join_lines(cells.get("code", "")).strip("*†")  # `*LV`: a footnote says more about it
-    code = parse_code_cell(cells["code"])
-    if code is None and headed:
-        code = hex_code(cells["code"])  # taken only in a column named a code
+    code = _cell_code(cells["code"], headed)
     if code is None and named:
         code = named_alarm(cells["code"])
         cells.setdefault("title", code or "")
@@ -501,10 +521,14 @@ def _add_row(
         code = None  # a short number in a column nobody named: a step, a pin, a count
     if code is None:
         if drafts and not cells["code"] and drafts[-1].source == "table":
-            _continue_row(drafts[-1], cells, page, box)  # a row split over two lines or pages
+            last = drafts[-1]
+            if cells.get("cause", "").strip() and last.boxes and last.boxes[-1][0] == page:
+                _add_check(last, cells, page, box)  # another cause under a code cell merged over its rows
+            else:
+                _continue_row(last, cells, page, box)  # a row split over two lines or pages
         return
     alias = join_lines(cells.get("alias", ""))
-    title = join_lines(cells.get("title", ""))
+    title = join_lines("\n".join((name, cells.get("title", ""))))
     draft = _Draft(code=code, title=f"{title} ({alias})" if alias else title, page=page, source="table")
     draft.mark(page, box)
     draft.add("symptom", join_lines(cells.get("symptom", "")))
@@ -527,12 +551,7 @@ def _symptom_row(
         if not cells.get("cause", "").strip():
             _continue_row(drafts[-1], cells, page, box)  # a row broken over two lines or pages
             return
-        # Another check under the same symptom: its remedy is a step of its own.
-        draft = drafts[-1]
-        draft.pages.add(page)
-        draft.mark(page, box)
-        draft.add("cause", join_lines(cells["cause"]))
-        draft.steps.extend(_steps(cells.get("remedy", "")))
+        _add_check(drafts[-1], cells, page, box)  # another check under the same symptom
         return
     draft = _Draft(code="", title=title, page=page, source="table")
     draft.mark(page, box)
@@ -540,6 +559,44 @@ def _symptom_row(
     draft.add("cause", join_lines(cells.get("cause", "")))
     draft.steps = _steps(cells.get("remedy", ""))
     drafts.append(draft)
+
+
+# Codes printed side by side for one fault: `E16 / E17`, `F1, F2`, `E16 und E17`.
+_CODE_LIST = re.compile(r"\s*(?:[/,;&]|\b(?:and|or|und|oder)\b)\s*", re.I)
+
+
+def _codes_over_name(cell: str, headed: bool) -> tuple[list[str], str] | None:
+    """The codes a code cell prints on its first lines, and the name printed under them (`E04` over
+    `Niederdruck im Kältekreis`; `E16 / E17` over `Lüfter gestört`), where the cell is not one code as a whole.
+    Numbers only as a cell's one line (`3/9`): a number over words is as often an item's number, or a speck
+    OCR read in a list of LEDs, as a fault's code."""
+    if _cell_code(join_lines(cell), headed) is not None:
+        return None
+    lines = [line.strip() for line in cell.splitlines() if line.strip()]
+    codes: list[str] = []
+    at = 0  # lines of codes read
+    while at < len(lines) and (listed := _code_list(lines[at], headed, numbers=len(lines) == 1)):
+        codes += listed
+        at += 1
+    if not codes or (len(codes) == 1 and len(lines) == 1):
+        return None
+    return codes, join_lines("\n".join(lines[at:]))
+
+
+def _code_list(line: str, headed: bool, numbers: bool) -> list[str]:
+    """The codes one line of a code cell lists, all of one kind: with letters, or (`numbers`) all numbers
+    (`E 9001 / 80` is one code and where it was found, no list); none if any part of it is no code."""
+    codes = [_cell_code(part, headed) for part in _CODE_LIST.split(line)]
+    kinds = {code.isdigit() for code in codes if code}
+    if None in codes or len(kinds) != 1 or (True in kinds and not numbers):
+        return []
+    return [code for code in codes if code]
+
+
+def _cell_code(text: str, headed: bool) -> str | None:
+    """A code cell's code, with the marks around it left out; a hex code only in a column named a code."""
+    code = parse_code_cell(text.strip("*†"))
+    return code if code is not None or not headed else hex_code(text.strip("*†"))
 
 
 def _names_several(cell: str) -> list[str]:
@@ -550,6 +607,14 @@ def _names_several(cell: str) -> list[str]:
         return []
     names = [line for line in lines if named_alarm(line)]
     return names if 2 * len(names) > len(lines) else []
+
+
+def _add_check(draft: _Draft, cells: dict[str, str], page: int, box: tuple[float, float, float, float] | None) -> None:
+    """Another check or cause of the entry above, in a row of its own: its remedy is a step of its own."""
+    draft.pages.add(page)
+    draft.mark(page, box)
+    draft.add("cause", join_lines(cells["cause"]))
+    draft.steps.extend(_steps(cells.get("remedy", "")))
 
 
 def _continue_row(

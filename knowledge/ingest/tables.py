@@ -22,15 +22,14 @@ import numpy.typing as npt
 import pymupdf
 
 from knowledge.codes import parse_code_cell
-from knowledge.ingest.languages import ROLES, words_of
+from knowledge.ingest.languages import ROLES, column_names, words_of
 from knowledge.ingest.ocr import OcrWord, ocr_cells
-from knowledge.text import CJK
 
 # Labels of a field in running text (`Cause:`, `原因：`, `Ursache:`), every language's (`languages.py`).
-FIELD_WORDS = {role: words_of(role, columns=False) for role in ("symptom", "cause", "remedy")}
+FIELD_WORDS = {role: words_of(role) for role in ("symptom", "cause", "remedy")}
 MAX_HEADER_CHARS = 30
 # A column's names in a table's header: the labels and the further names of each role.
-_COLUMN_WORDS = {role: words_of(role, columns=True) for role in ROLES}
+_COLUMN_NAMES = {role: column_names(role) for role in ROLES}
 _COLUMN_ORDER = ("remedy", "cause", "symptom", "code", "title")
 
 Box = tuple[float, float, float, float]
@@ -99,16 +98,8 @@ def _header_name(cell: str) -> str:
 
 
 def _says_role(name: str, role: str) -> bool:
-    return len(name) <= MAX_HEADER_CHARS and any(_says(name, word) for word in _COLUMN_WORDS[role])
-
-
-def _says(name: str, word: str) -> bool:
-    """Whether a header cell says a column word: a Chinese word anywhere in it, a Latin-script one not running on
-    into a longer word (`display` is no "Where Displayed" column) but as a plural or run together with the
-    word before it (`ErrorCode`, `Fehlercode`, `Störungsursache`)."""
-    if CJK.search(word):
-        return word in name
-    return re.search(rf"{re.escape(word)}(?:s|es)?(?![a-zäöüß])", name) is not None
+    """Whether a header cell names a column with the role, in any language (`languages.column_names`)."""
+    return len(name) <= MAX_HEADER_CHARS and _COLUMN_NAMES[role].search(name) is not None
 
 
 def fault_header(cells: Sequence[str]) -> bool:
