@@ -94,12 +94,24 @@ def test_a_symptom_search_is_the_models_words_and_the_rules_go_on_from_its_resul
     # with nothing observed an answer could only be rejected. The rules' own search is not made on top.
     assert schema_branches(server.requests[0]) == [MANUAL]
     args = server.requests[0]["structured_outputs"]["json"]["anyOf"][0]["properties"]["args"]
-    assert set(args["properties"]) == set(args["required"]) == {"query", "device_id"}
+    # The machine is the question's, not a guess: the model fills the words alone.
+    assert set(args["properties"]) == set(args["required"]) == {"query"}
+    assert first.args["device_id"] == "cnc-7"
     before, answer = split_at_the_answer(record)
     assert [s.args.get("query") for s in before if s.action == MANUAL] == ["spindle grinding noise"]
     assert all(s.decided_by == "rules" for s in before[1:])  # the readings the entry it found names
     assert answer.decided_by == "model" and len(server.requests) == 2
     assert schema_branches(server.requests[1]) == ["final_answer"]
+
+
+def test_a_guessed_search_is_made_on_the_machine_the_question_names_whatever_the_model_writes(planned):
+    # A server without grammar support lets the model write any argument: it named the wrong machine.
+    server, agent = planned(
+        [call(MANUAL, query="spindle rattles when cutting", device_id="press-3"), final("See the manual.", ["obs-1"])]
+    )
+    record = agent.ask("cnc-7 rattles like crazy when it cuts")
+    first = record.steps[0]
+    assert (first.decided_by, first.args) == ("model", {"query": "spindle rattles when cutting", "device_id": "cnc-7"})
 
 
 def test_a_repeated_call_is_answered_with_the_result_the_model_holds_not_run_again(planned):

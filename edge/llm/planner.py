@@ -136,10 +136,12 @@ class LlmPlanner:
         tools: tuple[str, ...] | None = None,
         arguments: tuple[str, ...] | None = None,
         answer: bool = True,
+        fixed: dict[str, Any] | None = None,
     ) -> Decision:
         """The model's next action; with `tools`, only a call of one of them or the final answer is
         decoded (and accepted): () asks for the final answer alone. `arguments`: the names a call must
-        fill, no others; `answer=False`: a call only, no final answer."""
+        fill, no others; `answer=False`: a call only, no final answer; `fixed`: arguments the caller
+        knows, set on the call whatever the model wrote for them."""
         messages = self.messages(state)
         if self._expected_prompt_tokens(state, messages) + self.client.max_tokens > self._context_tokens:
             raise ContextFull(f"the next prompt and its reply would not fit {self._context_tokens} tokens")
@@ -184,13 +186,16 @@ class LlmPlanner:
             )
         try:
             reply = decode_object(completion.text)
+            written = reply.get("args")
+            if fixed and isinstance(reply.get("action"), str):
+                reply["args"] = {**(written if isinstance(written, dict) else {}), **fixed}
             action = action_of(reply)
             errors = self._envelope.errors(reply)
             if errors:
                 raise FormatError(" ".join(errors[:2]))
         except FormatError as exc:
             return Decision(action=None, format_error=str(exc), raw=raw, usage=usage)
-        error = _not_accepted(action, tools, arguments, answer)
+        error = _not_accepted(action, tools, (*arguments, *(fixed or {})) if arguments is not None else None, answer)
         if error:
             return Decision(action=None, format_error=error, raw=raw, usage=usage)
         return Decision(action=action, raw=raw, usage=usage)

@@ -22,6 +22,7 @@ from its prompt, and its answer from that search was rejected where the rules' o
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from edge.config import PlanningMode
 from edge.llm.planner import MODEL_TOOL_CALLS, LlmPlanner
@@ -37,6 +38,7 @@ __all__ = ["RulesFirstPlanner"]
 
 _MANUAL = ManualSearchTool.name
 _TOLD_REPEAT = "told_repeat"
+_PINNED = ("device_id", "language")
 
 
 class RulesFirstPlanner:
@@ -82,9 +84,12 @@ class RulesFirstPlanner:
         # The kind of call is the rules' too (a symptom's search is by words, not by a code the model
         # makes up); with nothing observed yet an answer could only be rejected, so it is not offered.
         why, tool, rules_call = guess
-        arguments = tuple(rules_call.args) if rules_call is not None else None
+        # Which machine and which edition are the question's, not a guess: the rules' stay, and the model
+        # fills only the rest (Qwen2.5-Coder-0.5B searched "cnc7 rattling like crazy" on press-3).
+        pinned = _pinned(rules_call.args if rules_call is not None else _last_search_args(state))
+        arguments = tuple(name for name in rules_call.args if name not in pinned) if rules_call is not None else None
         decision = self._checked(
-            self.llm.decide(state, tools=(tool,), arguments=arguments, answer=bool(state.observations)),
+            self.llm.decide(state, tools=(tool,), arguments=arguments, answer=bool(state.observations), fixed=pinned),
             state,
             f"the rules would guess: {why}",
         )
@@ -170,6 +175,15 @@ class RulesFirstPlanner:
 
     def _content_words(self, text: str) -> set[str]:
         return {stem(w) for w in terms(text) if w not in self._machine_words and not w.isdigit()}
+
+
+def _pinned(args: dict[str, Any] | None) -> dict[str, Any]:
+    return {name: value for name, value in (args or {}).items() if name in _PINNED}
+
+
+def _last_search_args(state: RunState) -> dict[str, Any] | None:
+    """The arguments of the search a rewording rewords."""
+    return next((step.args for step in reversed(state.steps) if step.action == _MANUAL), None)
 
 
 def _rules(step: RuleStep, why: str) -> Decision:
