@@ -198,6 +198,15 @@ def test_what_the_technician_said_fills_in_but_does_not_carry_a_sentence(e102):
     assert unsupported("It smells burnt.", e102, question) == ["It smells burnt."]
 
 
+def test_what_a_search_that_found_nothing_quotes_back_is_no_fact(manual):
+    # A model searched its own claim and cited the not-found message that echoed it.
+    nothing = [manual(query="the weather is cloudy")]
+    assert nothing[0].status == "not_found" and "'the weather is cloudy'" in nothing[0].content[0].text
+    question = "What is the weather tomorrow?"
+    assert unsupported("The weather is currently cloudy.", nothing, question) == ["The weather is currently cloudy."]
+    assert unsupported("No manual section matches the question.", nothing, question) == []
+
+
 def test_a_mixed_answer_names_only_its_invented_sentence(e102):
     invented = "E102 also means the hydraulic pump is cavitating, so open the relief valve fully."
     answer = f"E102: stop the press and switch the main motor off. {invented} Then check the coolant level."

@@ -282,6 +282,10 @@ def _code_pattern(code: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z0-9_]){re.escape(code)}(?![a-z0-9_])", re.I)
 
 
+# Quotes, not apostrophes ("isn't", "the machine's"): a quote mark with no letter outside it.
+_QUOTED = re.compile(r"(?<![^\W\d_])(?:'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’)(?![^\W\d_])")
+
+
 def _units(observations: Iterable[Observation]) -> Iterator[_Unit]:
     for obs in observations:
         failed = obs.status in ("error", "not_found")
@@ -289,7 +293,10 @@ def _units(observations: Iterable[Observation]) -> Iterator[_Unit]:
         for item in obs.content:
             if item.kind != "step":  # a manual's steps follow the entry they belong to
                 code = str(item.fields.get("fault_code") or "") or None
-            text = " \n ".join([item.text, *_field_texts(item.fields)])
+            # What a failed call quotes back is what it was asked ("No manual section matches 'the weather
+            # is cloudy'"): the asker's words, no fact (a model searched its own claim, then cited the echo).
+            said = _QUOTED.sub(" ", item.text) if failed else item.text
+            text = " \n ".join([said, *_field_texts(item.fields)])
             yield _unit(text, code, failed, instruction=item.kind == "step")
         if obs.suggestion:
             yield _unit(obs.suggestion, None, failed, instruction=False)
