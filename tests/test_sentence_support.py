@@ -18,6 +18,7 @@ from edge.llm.scripted_server import ScriptedLlmServer
 from edge.run.planner import RunState, SessionContext
 from edge.run.record import Step
 from edge.run.sentence_support import (
+    ECHO,
     SENTENCE_SHOWN_CHARS,
     UNSUPPORTED,
     judge,
@@ -205,6 +206,15 @@ def test_what_a_search_that_found_nothing_quotes_back_is_no_fact(manual):
     question = "What is the weather tomorrow?"
     assert unsupported("The weather is currently cloudy.", nothing, question) == ["The weather is currently cloudy."]
     assert unsupported("No manual section matches the question.", nothing, question) == []
+
+
+def test_the_question_said_back_is_no_answer_however_well_its_words_are_backed(e102):
+    question = "press-3 shows E102 again, motor fan is loud. wat now"
+    echo = "The press-3 shows E102 again, motor fan is loud."
+    assert unsupported(echo, e102, question) == []  # every word is the question's or the entry's
+    assert sentence_problems(echo, e102, [question], VOCABULARY) == [UNSUPPORTED + echo + ECHO]
+    answer = "E102 on press-3: stop the press and switch the main motor off."
+    assert sentence_problems(answer, e102, [question], VOCABULARY) == []
 
 
 def test_a_mixed_answer_names_only_its_invented_sentence(e102):
