@@ -278,6 +278,22 @@ def test_a_follow_up_reads_the_sensors_the_last_answer_named_or_the_other_one_of
     assert PLC not in actions(fresh)
 
 
+@pytest.mark.parametrize("question", ["what about the machining centre?", "那7号加工中心的呢？"])
+def test_a_follow_up_that_names_another_machine_reads_the_same_sensors_there(agent, question):
+    from edge.run.sessions import session_context
+
+    session = session_context([agent.ask("coolant level on press-3 now?")])
+    assert session.sensors == ["coolant_level"]
+    record = agent.run(RunRequest(question=question, session=session))
+    assert actions(record) == [PLC] and record.steps[0].args == {"device_id": "cnc-7", "sensor": "coolant_level"}
+
+
+@pytest.mark.parametrize("question", ["cnc-7 E220, need a WO raised", "cnc-7 E220, put in WOs for both shifts"])
+def test_wo_in_capitals_asks_for_a_work_order_and_lower_case_wo_does_not(agent, question):
+    assert WORK_ORDER in actions(agent.ask(question, actor="operator"))
+    assert WORK_ORDER not in actions(agent.ask(question.replace("WO", "wo"), actor="operator"))
+
+
 def test_slang_and_spoken_chinese_are_searched_with_the_manuals_own_words(agent):
     record = agent.ask("液压机触摸屏点了没反应")
     assert record.steps[0].args["query"] == "液压机触摸屏点了没反应 无反应"

@@ -68,7 +68,9 @@ _LIVE = re.compile(r"\b(now|current(ly)?|right now|real[- ]?time|live|at the mom
 _WORK_ORDER_WORDS = re.compile(
     r"\b(?:work[- ]?orders?|dispatch|tickets?|maintenance request)\b|工单|派单|报修"
     # Filing the fault just talked about: "book it in", "log it", "raise one", "提个单", "开个单".
-    r"|\b(?:book|log|raise|file|write)\s+(?:it|this|that|one)\b|(?:开|提|建|报)个?单",
+    r"|\b(?:book|log|raise|file|write)\s+(?:it|this|that|one)\b|(?:开|提|建|报)个?单"
+    # The abbreviation in capitals only: "WO" is no word, "wo" may be one (Chinese pinyin, a name).
+    r"|(?-i:\bWOs?\b)",
     re.I,
 )
 _PRIORITY = (
@@ -331,9 +333,10 @@ class RulesPlanner:
         session: a sensor it names by what it measures after a reading ("and the motor?", "主电机的呢"); the
         fault talked about, when it asks anything but a value ("what should I check first?"); else the
         readings it points back at ("is that normal?"). Returns (sensors, codes)."""
-        if device_id != session.device_id:
-            return [], []
         device = self._devices[device_id]
+        if device_id != session.device_id:
+            # "and on the cnc?" after a reading on the press: the same readings, of this machine.
+            return [sensor for sensor in session.sensors if sensor in device.sensors], []
         if any(sensor in device.sensors for sensor in session.sensors):
             named = sensors_asked(blank_out(question, entities), device, subject_only=True)
             if named:
