@@ -63,7 +63,9 @@ SCHEMA_VERSION = "9"
 # their language's endings (`Mögliche Lösungen`); a code cell's code over the fault's name (`E04` over its name),
 # several codes in one cell (`E16 / E17`), a code printed with its letter apart (`E 9001`); a cause in a row of its
 # own under a merged code cell has its remedy as a step of its own.
-EXTRACTION_VERSION = "11"
+# 12: on an OCR'd page a display code alone on its line heads an entry (`L.BAT`, `O.L(OVER LOAD)`), and a
+# display-description heading (显示屏说明, display messages) opens a fault section.
+EXTRACTION_VERSION = "12"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

@@ -74,6 +74,8 @@ ENGLISH = Vocabulary(
         r"diagnos\w*",
         r"faqs?",
         r"frequently\s+asked\s+questions",
+        # What each message or indication of the display means: a meter's warnings (low battery, overload).
+        r"display\s+(?:messages?|indications?)",
     ),
     page_causes=(r"causes?", r"reasons?"),
     page_remedies=(r"remed(?:y|ies)", r"countermeasures?", r"corrective actions?", r"solutions?"),
@@ -119,7 +121,8 @@ ENGLISH = Vocabulary(
 CHINESE = Vocabulary(
     language="zh",
     cjk=True,
-    headings=("故障", "报警", "警报", "异常", "保护", "告警", "常见问题"),
+    # 显示屏说明: what each indication of the display means (a meter's 低电 L.BAT, 过载 O.L), as display messages.
+    headings=("故障", "报警", "警报", "异常", "保护", "告警", "常见问题", r"显示[屏器]?的?说明"),
     page_causes=("原因",),
     page_remedies=("处理方法", "处理措施", "对策", "解决方法"),
     labels={

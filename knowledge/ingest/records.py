@@ -8,14 +8,14 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from knowledge.codes import code_key, hex_code, named_alarm, parse_code_cell, parse_heading
+from knowledge.codes import Heading, code_key, hex_code, named_alarm, parse_code_cell, parse_heading
 from knowledge.ingest.languages import VOCABULARIES, every
 from knowledge.ingest.pdf import Block, Page
 from knowledge.ingest.safety import signal_statements
 from knowledge.ingest.sections import FAULT_WORDS
 from knowledge.ingest.tables import FIELD_WORDS, MAX_HEADER_CHARS, column_roles, named_roles, numbers_rows
 from knowledge.models import FaultRecord
-from knowledge.text import join_lines
+from knowledge.text import CJK, join_lines
 
 _LABEL = re.compile(
     r"^\s*(?P<label>"
@@ -42,6 +42,11 @@ _LISTED = re.compile(
 _NO_FAULT = re.compile(r"\s*(?:no (?:fault|error|alarm)|normal|ok\b|正常|无故障|无错误)", re.I)
 MIN_LISTED = 3
 MAX_TITLE_CHARS = 120
+MIN_SAID = 10  # letters, digits or CJK characters of a line that says what a code means
+# A line of an OCR'd page holding one token, what it stands for in brackets after it (`O.L(OVER LOAD)`).
+_GLOSSED = re.compile(r"(?P<token>[^\s()（）]{1,12})\s*(?:[(（](?P<gloss>[^()（）]{1,40})[)）])?")
+# A display's word in capitals alone on a line (a status `PEAK`, a key `ZERO`): a heading of something no fault.
+_DISPLAY_WORD = re.compile(r"[A-Z]{2,8}")
 
 
 @dataclass
@@ -128,15 +133,21 @@ def assemble(
 def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
     drafts: list[_Draft] = []
     current: _Draft | None = None
+    displayed = False  # `current` is headed by a display code alone on an OCR'd line (`_display_heading`)
     for page in pages:
         statements = {line for statement in signal_statements(page.blocks) for line in statement.lines}
         for index, block in enumerate(page.blocks):
             emphasized = block.bold or block.size > body_size + 0.5
-            heading = parse_heading(join_lines(block.text), emphasized)
+            shown = _display_heading(block, page.blocks[index + 1 : index + 2]) if page.ocr else None
+            heading = parse_heading(join_lines(block.text), emphasized) or shown
             if heading:
                 current = _Draft(code=heading.code, title=heading.title, page=page.number, source="text")
                 current.mark(page.number, block.bbox)
                 drafts.append(current)
+                displayed = heading is shown
+                continue
+            if displayed and _DISPLAY_WORD.fullmatch(block.text.strip()):
+                current, displayed = None, False  # the list goes on with what is no fault (`PEAK`, a key's `ZERO`)
                 continue
             rest = _without(block, {n for b, n in statements if b == index})
             if rest is not block:
@@ -159,7 +170,7 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
                 continue
             led = _code_led(block)
             if led is not None:  # a row of an unruled table: code, name, then the description
-                current = led
+                current, displayed = led, False
                 current.page = page.number
                 current.mark(page.number, block.bbox)
                 drafts.append(current)
@@ -174,6 +185,27 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             for unit in _units(block.text):
                 _add_unit(current, unit)
     return drafts
+
+
+def _display_heading(block: Block, after: list[Block]) -> Heading | None:
+    """On an OCR'd page no font tells a heading: a display code alone on its line heads its entry, as a
+    heading font does on a text page (`L.BAT`, `E-01`, `O.L(OVER LOAD)`: the brackets say what it stands for,
+    its title), where the line `after` it says what it means. Letters with a digit, a dot or a dash, printed as
+    one token: a word alone on a line is a key's or a status's name, a number numbers a list, and `L. BAT` is
+    a drawing's label, spaced out. A drawing's labels (a connector's `ENC2`, a menu's `EE-SEL`) line up alone
+    too, each over another label, a stray mark or a caption."""
+    match = _GLOSSED.fullmatch(unicodedata.normalize("NFKC", block.text).strip())
+    code = parse_code_cell(match.group("token")) if match else None
+    if match is None or code is None or not re.search(r"[A-Za-z]", code) or not re.search(r"[\d.\-]", code):
+        return None
+    if not after or not _says(after[0].text):
+        return None
+    return Heading(code=code, title=" ".join((match.group("gloss") or "").split()))
+
+
+def _says(text: str) -> bool:
+    """Whether a line is a sentence or a part of one: words enough, more than one of them (CJK runs as words)."""
+    return sum(c.isalnum() for c in text) >= MIN_SAID and (" " in text.strip() or CJK.search(text) is not None)
 
 
 def _from_prose_lists(pages: list[Page]) -> list[_Draft]:
