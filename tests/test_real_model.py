@@ -32,10 +32,9 @@ from tests.fixtures.work_orders import signed
 
 # A run's whole budget: the model's part and a hand-over's, plus the answer's composition.
 SLACK_S = 5.0
+# One question of each kind, the languages between them (a reading in English is the follow-up test's).
 QUESTIONS = [
     ("Press-3 shows E102, what should I do?", "press-3"),
-    ("3号液压机显示E102，怎么办？", None),
-    ("What is the coolant level on press-3 right now?", None),
     ("the spindle on cnc-7 vibrates a lot", "cnc-7"),
     ("cnc-7 主轴温度现在是多少？", None),
     ("Open a work order for press-3, fault E102, motor overheating", "press-3"),
