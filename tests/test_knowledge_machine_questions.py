@@ -25,6 +25,10 @@ def index(demo_index: Path) -> ManualIndex:
         # model had nothing to read, and their other words (喷头, 忽大忽小, 断断续续) are on no row.
         ("喷头出水忽大忽小 冷却水好像快没了", CNC, "04101"),
         ("机器旁边的冷却水箱快要见底了 喷出来断断续续", CNC, "04101"),
+        # Were `not_found`, or answered without the coolant-level entry: `水位` / `液位` (a level) was no word the
+        # glossary knew.
+        ("开机半天了冷却水出得越来越少 看了一下水位很低", CNC, "04101"),
+        ("压力机电机边上那个冷却水位低得看不见了", PRESS, "E110"),
         ("冷却液喷出来有气无力的 水箱快见底了", CNC, "04101"),
         ("主轴润滑那边的油箱快见底了 一直报压力低", CNC, "6070"),
         ("电机冷却那块的水箱快见底了 电机也开始发烫", PRESS, "E110"),
@@ -72,6 +76,7 @@ def test_a_long_description_of_another_machine_is_not_found_at_the_machine(index
         ("水箱快没了", "tank low level"),
         ("油箱快用完", "tank low level"),
         ("主轴冷却", "spindle cooling"),
+        ("油位看着很低", "fill level"),
     ],
 )
 def test_how_technicians_say_a_level_runs_low_is_rendered_as_manuals_print_it(said, english):
