@@ -18,7 +18,8 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # one CJK ideograph
 # How SQLite's full-text index splits and stems the words `terms` gives it (`trips` is `trip`).
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
-_WORD = re.compile(r"[a-z0-9]+(?:[_.][a-z0-9]+)*")
+# Latin letters with their marks too: German `füllstand` is one word, not an `f` that matches every F a page prints.
+_WORD = re.compile(r"[a-z0-9à-öø-ÿß]+(?:[_.][a-z0-9à-öø-ÿß]+)*")
 # Chinese function characters carry no meaning on their own; bigrams across them still count.
 _ZH_STOP = set("的了是在和与或及其")
 

@@ -73,6 +73,18 @@ def test_english_terms_unchanged():
     assert terms("Alarm E102: DC-bus 310V, see P-04") == ["alarm", "e102", "dc", "bus", "310v", "p", "04"]
 
 
+def test_a_latin_word_with_marks_is_one_term():
+    # Cut at the umlaut, `Füllstand` gave an `f` that matched every F a page prints.
+    assert terms("Füllstand zu niedrig, Lüfter prüfen, réglage") == [
+        "füllstand",
+        "zu",
+        "niedrig",
+        "lüfter",
+        "prüfen",
+        "réglage",
+    ]
+
+
 def test_mixed_text_keeps_codes_and_chinese():
     found = terms("Invertek变频器显示OL-br")
     assert {"invertek", "ol", "br", "变频器", "显示"} <= set(found)

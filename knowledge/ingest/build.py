@@ -65,7 +65,8 @@ SCHEMA_VERSION = "9"
 # own under a merged code cell has its remedy as a step of its own.
 # 12: on an OCR'd page a display code alone on its line heads an entry (`L.BAT`, `O.L(OVER LOAD)`), and a
 # display-description heading (显示屏说明, display messages) opens a fault section.
-EXTRACTION_VERSION = "12"
+# 13: a search term keeps its Latin letters with marks (`füllstand`, `lüfter`, `réglage`), no longer cut there.
+EXTRACTION_VERSION = "13"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
