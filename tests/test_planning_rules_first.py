@@ -110,6 +110,8 @@ def test_a_guessed_search_is_made_on_the_machine_the_question_names_whatever_the
         [call(MANUAL, query="spindle rattles when cutting", device_id="press-3"), final("See the manual.", ["obs-1"])]
     )
     record = agent.ask("cnc-7 rattles like crazy when it cuts")
+    args = server.requests[0]["structured_outputs"]["json"]["anyOf"][0]["properties"]["args"]
+    assert set(args["properties"]) == {"query"}  # what the grammar asks of it
     first = record.steps[0]
     assert (first.decided_by, first.args) == ("model", {"query": "spindle rattles when cutting", "device_id": "cnc-7"})
 
