@@ -116,6 +116,19 @@ def test_a_guessed_search_is_made_on_the_machine_the_question_names_whatever_the
     assert (first.decided_by, first.args) == ("model", {"query": "spindle rattles when cutting", "device_id": "cnc-7"})
 
 
+def test_the_rules_handed_a_run_answer_even_when_their_own_search_finds_what_the_models_found(planned):
+    question = "the tool changer arm on cnc-7 froze halfway to the magazine"
+    _server, agent = planned(
+        [call(MANUAL, query="tool changer arm froze halfway to the magazine"), final(question.capitalize() + ".")]
+    )
+    record = agent.ask(question)
+    searches = [step for step in record.steps if step.action == MANUAL]
+    assert [step.decided_by for step in searches] == ["model", "rules"], [(s.decided_by, s.args) for s in searches]
+    assert searches[1].observation.no_new_information  # the same entry, found in the rules' words
+    assert record.fallback == "answer_rejected" and record.termination.reason == "final_answer"
+    assert "E230" in record.termination.final_answer
+
+
 def test_a_repeated_call_is_answered_with_the_result_the_model_holds_not_run_again(planned):
     server, agent = planned(
         [

@@ -268,8 +268,11 @@ class _Run:
             self.add(step, step_started)
             # A copy: the planner's next prompt marks the record's observation `truncated` when it cuts it.
             self.emit(events.ObservationEvent, step=n, observation=observation.model_copy())
-            if observation.no_new_information and not self.hand_over("repeated_observation"):
-                return self.finish("repeated_observation")
+            # A planner that got the result it already held hands over; the rules planner, whose calls are
+            # finite and never repeated, goes on to its next step or its answer (after a hand-over it searches
+            # in its own words what the model's words found: the same entry is no reason to end the run).
+            if observation.no_new_information and self.planner is not self.loop.fallback:
+                self.hand_over("repeated_observation")
 
     def hand_over(self, stop: TerminationReason) -> bool:
         """A weak or budget stop while the model plans: the rules planner goes on instead. False when
