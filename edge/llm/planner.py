@@ -25,6 +25,7 @@ from edge.llm.tokens import estimate_prompt_tokens, estimate_text_tokens
 from edge.run import ContextFull, Decision, FormatError, LlmUsage, RunState, action_of, cap_text, decode_object
 from edge.run.actions import FinalAnswer, ToolCall
 from edge.run.record import Step
+from edge.run.sessions import key_results
 from tools.observation import Observation
 from tools.plant import DeviceConfig
 from tools.registry import ToolRegistry
@@ -102,6 +103,7 @@ class LlmPlanner:
         ]
         answer_now = state.scratch.get(ANSWER_NOW_AFTER, set())
         held: list[str] = []
+        facts: dict[str, list[str]] = {}
         model_calls = 0
         for n, step in enumerate(state.steps, 1):
             if step.planner != self.name:
@@ -111,6 +113,7 @@ class LlmPlanner:
                 messages.append({"role": "user", "content": format_error_message(step.format_error)})
             elif step.observation is not None:
                 held.append(step.observation.id)
+                facts[step.observation.id] = key_results(step.observation)
                 model_calls += step.decided_by == "model"
                 note = holding_note(held, max(MODEL_TOOL_CALLS - model_calls, 0))
                 messages.append(
@@ -120,9 +123,9 @@ class LlmPlanner:
                     }
                 )
             if n in answer_now:
-                _tell(messages, answer_now_note(held))
+                _tell(messages, answer_now_note(held, facts))
         if not state.steps and 0 in answer_now:
-            _tell(messages, answer_now_note(held))
+            _tell(messages, answer_now_note(held, facts))
         return messages
 
     def answer_now(self, state: RunState) -> Decision:

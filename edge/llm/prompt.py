@@ -94,10 +94,17 @@ def holding_note(ids: list[str], steps_left: int) -> str:
     )
 
 
-def answer_now_note(ids: list[str]) -> str:
-    """Said when the tools have given what they can: only a final answer is accepted."""
+def answer_now_note(ids: list[str], facts: dict[str, list[str]] | None = None) -> str:
+    """Said when the tools have given what they can: only a final answer is accepted. `facts`: what each
+    observation found, in a few words, repeated next to the answer it goes into (Qwen2.5-Coder-0.5B wrote
+    "100 rpm" for a reading of 7734 rpm three turns up)."""
     held = ", ".join(ids) if ids else "no observation"
-    return f"You hold {held}: that is all the tools will give. Reply with the final answer now, citing {held}."
+    found = "; ".join(f"{id_}: {', '.join(facts[id_])}" for id_ in ids if facts and facts.get(id_))
+    return (
+        f"You hold {held}: that is all the tools will give."
+        + (f" They found {found}." if found else "")
+        + f" Reply with the final answer now, citing {held}."
+    )
 
 
 def repeated_call_note(observation_id: str | None) -> str:

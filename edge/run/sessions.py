@@ -99,10 +99,16 @@ def summarize_step(step: Step) -> str | None:
         if isinstance(step.args, dict)
         else ""
     )
-    results = [result for item in obs.content if item.kind == "ref" and (result := _key_result(item.fields))]
+    results = key_results(obs)
     if obs.status in ("error", "not_found") and not results:
         return f"{step.action}({args}) -> {obs.status}{f' ({obs.error_code})' if obs.error_code else ''}"
     return f"{step.action}({args}) -> {obs.status}: {'; '.join(results[:2]) or 'no details'}"
+
+
+def key_results(obs: Observation) -> list[str]:
+    """What an observation found, a few words per item ("E230 Tool changer arm position error, p. 2",
+    "spindle_speed 7734.0 rpm (live)"), built from its fields."""
+    return [result for item in obs.content if item.kind == "ref" and (result := _key_result(item.fields))]
 
 
 def _key_result(f: dict[str, Any]) -> str | None:
