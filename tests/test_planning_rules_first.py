@@ -133,6 +133,16 @@ def test_the_rules_handed_a_run_answer_even_when_their_own_search_finds_what_the
     assert "E230" in record.termination.final_answer
 
 
+def test_the_model_guessing_one_of_two_readings_leaves_the_other_to_the_rules(planned):
+    _server, agent = planned([call(PLC, sensor="oil_temp"), final("See the readings.", ["obs-1", "obs-2"])])
+    record = agent.ask("can u pull up oil temp and system pressure for press3 pls")
+    # The guess is spent on one reading; the other is read before the model is asked for the answer.
+    first, second, third = record.steps[:3]
+    assert (first.decided_by, first.args["sensor"]) == ("model", "oil_temp")
+    assert (second.decided_by, second.action, second.args["sensor"]) == ("rules", PLC, "hydraulic_pressure")
+    assert third.decided_by == "model" and third.final_answer is not None
+
+
 def test_a_repeated_call_is_answered_with_the_result_the_model_holds_not_run_again(planned):
     server, agent = planned(
         [

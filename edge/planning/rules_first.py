@@ -38,6 +38,7 @@ __all__ = ["RulesFirstPlanner"]
 
 _MANUAL = ManualSearchTool.name
 _TOLD_REPEAT = "told_repeat"
+_GUESSED = "guessed_steps"
 _PINNED = ("device_id", "language")
 
 
@@ -86,6 +87,8 @@ class RulesFirstPlanner:
         why, tool, rules_call = guess
         # Which machine and which edition are the question's, not a guess: the rules' stay, and the model
         # fills only the rest (Qwen2.5-Coder-0.5B searched "cnc7 rattling like crazy" on press-3).
+        if rules_call is not None:  # the step the model's call stands in for, whatever arguments it writes
+            state.scratch.setdefault(_GUESSED, set()).add(rules_call.key())
         pinned = _pinned(rules_call.args if rules_call is not None else _last_search_args(state))
         arguments = tuple(name for name in rules_call.args if name not in pinned) if rules_call is not None else None
         decision = self._checked(
@@ -118,7 +121,9 @@ class RulesFirstPlanner:
         and may be reworded, with the tool it takes and the rules' own call; None when there is nothing
         for the model to decide."""
         for step in pending:
-            if step.call is not None and not _decided_by_model(step.call.tool, state):
+            # Only the step the model was asked to guess is its; two readings the rules would guess at
+            # ("oil temp and system pressure") are two steps, the second the rules' once the guess is spent.
+            if step.call is not None and step.call.key() not in state.scratch.get(_GUESSED, set()):
                 return step.why, step.call.tool, step.call
         last = state.observations[-1] if state.observations else None
         if last is not None and last.tool == _MANUAL and last.status == "not_found":
@@ -212,7 +217,3 @@ def _refused(decision: Decision, error: str, why: str) -> Decision:
 def _model_requests(state: RunState) -> int:
     """The model's round trips so far: before the answer, each was a guess at a call."""
     return sum(1 for step in state.steps if step.decided_by == "model" and step.llm is not None)
-
-
-def _decided_by_model(tool: str, state: RunState) -> bool:
-    return any(step.decided_by == "model" and step.action == tool for step in state.steps)
