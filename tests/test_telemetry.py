@@ -161,8 +161,10 @@ def tree(spans: list[ReceivedSpan]) -> tuple[ReceivedSpan, list[ReceivedSpan], d
 
 
 def without_readings(answer: str) -> str:
-    """An answer with its live readings' values and times masked: two simulators a second apart differ there."""
-    return re.sub(r"[^\n]*\(live at [^\n]*", lambda line: line.group(0).split(":")[0] + ": (live reading)", answer)
+    """An answer with its live readings' values and times masked, and the values a cause quotes as its evidence
+    ("Coolant level reads 71.4 %"): two simulators a second apart differ there."""
+    masked = re.sub(r"[^\n]*\(live at [^\n]*", lambda line: line.group(0).split(":")[0] + ": (live reading)", answer)
+    return re.sub(r"\breads -?\d+(?:\.\d+)?", "reads (value)", masked)
 
 
 def every_text(spans: list[ReceivedSpan]) -> str:
