@@ -163,8 +163,14 @@ MANUAL = "search_maintenance_manual_by_fault_code"
             "{past}",
             "claims a work order that no work-order call created or found",
         ),
+        # Qwen2.5-Coder-0.5B copied the proposal's status; "not created" is no claim of an order.
+        (
+            "E102 Motor over-temperature protection, p. 2; obs-2: work order (not created yet) pending_confirmation.",
+            "{past}",
+            None,
+        ),
     ],
-    ids=["past-fix", "invented-id", "past-id-as-new-order"],
+    ids=["past-fix", "invented-id", "past-id-as-new-order", "pending-order-not-created"],
 )
 def test_a_models_answer_may_cite_a_past_fix_the_work_order_call_found(
     make_agent, agent_config, template, cited, problem

@@ -37,6 +37,9 @@ _ORDER_DONE = re.compile(
     re.I,
 )
 _SENTENCE = re.compile(r"[^.!?。！？\n]+")
+# "not created yet" says the opposite of a made order: a model that copies a pending order's status
+# ("work order (not created yet) pending_confirmation") was refused as claiming one.
+_NEGATED = re.compile(r"\b(?:not|never|no)\s+(?:\w+\s+)?$|n't\s+(?:\w+\s+)?$", re.I)
 
 # Whether a question can be answered only from tool results (a fault code, a reading, a symptom, an order).
 NeedsEvidence = Callable[[RunState], bool]
@@ -81,7 +84,11 @@ class AnswerVerifier:
 
 
 def claims_an_order(answer: str) -> bool:
-    return any(_ORDER_WORD.search(s) and _ORDER_DONE.search(s) for s in _SENTENCE.findall(answer))
+    return any(
+        _ORDER_WORD.search(sentence)
+        and any(not _NEGATED.search(sentence[: done.start()]) for done in _ORDER_DONE.finditer(sentence))
+        for sentence in _SENTENCE.findall(answer)
+    )
 
 
 def _order_made(observations: Sequence[Observation]) -> bool:
