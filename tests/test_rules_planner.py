@@ -288,6 +288,37 @@ def test_a_follow_up_that_names_another_machine_reads_the_same_sensors_there(age
     assert actions(record) == [PLC] and record.steps[0].args == {"device_id": "cnc-7", "sensor": "coolant_level"}
 
 
+@pytest.mark.parametrize("question", ["that one's too high, what should I do?", "偏高了吧，手册里怎么处理？"])
+def test_a_follow_up_asking_what_to_do_about_a_reading_searches_the_manual_in_that_readings_words(agent, question):
+    from edge.run.sessions import session_context
+
+    session = session_context([agent.ask("cnc-7 vibration now?")])
+    record = agent.run(RunRequest(question=question, session=session))
+    assert actions(record) == [MANUAL, PLC]
+    assert record.steps[0].args["query"].startswith(("Spindle vibration ", "主轴振动 "))
+    assert record.steps[0].observation.content[0].fields["fault_code"] == "6066"
+
+
+@pytest.mark.parametrize(
+    ("question", "sensor"),
+    [
+        ("cnc 7 spindle vib ok at the moment?", "vibration"),  # "vib" is vibration, "spindle" no speed
+        ("is the oil on press 3 in the red?", "oil_temp"),  # "in the red" judges the value
+    ],
+)
+def test_shop_talk_for_a_quantity_or_a_judgement_reads_that_sensor_only(agent, question, sensor):
+    record = agent.ask(question)
+    assert actions(record) == [PLC] and record.steps[0].args["sensor"] == sensor
+
+
+def test_a_sensor_asked_about_in_a_clause_of_its_own_is_read_before_the_manual_is_searched(agent):
+    record = agent.ask("cnc 7 coolant level? the pump sounds strange and the nozzles spit")
+    assert actions(record)[:2] == [PLC, MANUAL] and record.steps[0].args["sensor"] == "coolant_level"
+    # A clause that goes on to describe what the sensor does is a symptom first.
+    record = agent.ask("cnc 7 coolant level keeps dropping, the pump sounds strange")
+    assert actions(record)[0] == MANUAL
+
+
 @pytest.mark.parametrize("question", ["cnc-7 E220, need a WO raised", "cnc-7 E220, put in WOs for both shifts"])
 def test_wo_in_capitals_asks_for_a_work_order_and_lower_case_wo_does_not(agent, question):
     assert WORK_ORDER in actions(agent.ask(question, actor="operator"))

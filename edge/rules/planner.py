@@ -49,7 +49,7 @@ from tools.work_orders.requested import declines_order
 from tools.work_orders.tool import WorkOrderTool
 
 if TYPE_CHECKING:
-    from edge.rules.lexicon import Lexicon
+    from edge.rules.lexicon import Entity, Lexicon
 
 _MANUAL = ManualSearchTool.name
 _PLC = PlcReadTool.name
@@ -87,6 +87,12 @@ _SYMPTOM = re.compile(
     re.I,
 )
 _CONTENT = re.compile(r"[^\W_]")
+# Asking what the manual says or what to do, not for a value: a follow-up on a reading then searches.
+_ASKS_REMEDY = re.compile(
+    r"\b(?:manuals?|what\s+(?:should|do|can|must)\s+(?:i|we)\s+do|what\s+to\s+do|how\s+(?:do\s+(?:i|we)\s+|to\s+)fix)\b"
+    r"|手册|说明书|怎么办|怎么处理|如何处理|该怎么",
+    re.I,
+)
 # What a question says about a sensor besides naming it: "coolant level please" says nothing, "oil temp
 # keeps climbing and the ram crawls" describes what the machine does. Words of asking are not counted.
 _SAYS_EN = re.compile(r"[a-z]{3,}", re.I)
@@ -173,6 +179,12 @@ class Intent:
     priority: str | None = None
     # A code said of another machine the question names than `device_id`: that machine's.
     code_devices: dict[str, str] = field(default_factory=dict)
+    # A sensor asked about in a clause of its own ("motor temp?? hmi shows something crazy"): read before
+    # the manual is searched for what the rest describes.
+    reads_first: bool = False
+    # The readings a follow-up asks the manual about ("that's high, isn't it? what does the manual say?"),
+    # by their labels: the words its search starts with.
+    about: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,10 +305,18 @@ class RulesPlanner:
         # "Don't open a ticket" names a ticket and asks for none; the work-order tool reads it the same way
         # (an MES alarm's order is the MES's to decide).
         declines_work_order = not alarm and declines_order(question)
+        about: tuple[str, ...] = ()
         wants_work_order = not declines_work_order and (
             bool(_WORK_ORDER_WORDS.search(question)) or state.actor == "mes"
         )
-        if not (sensors or codes or elsewhere or described or wants_work_order) and device_id is not None:
+        own_subject = sensors or codes or elsewhere or wants_work_order or device_id is None
+        earlier = [] if own_subject else self._readings_asked_about(question, described, device_id, state.session)
+        if earlier:
+            zh = language_of(question) == "zh"
+            readings = [self._devices[device_id].sensors[sensor] for sensor in earlier]
+            about = tuple((zh and sensor.label_zh) or sensor.label or sensor.id for sensor in readings)
+            sensors, described = earlier, True
+        elif not (own_subject or described):
             sensors, codes = self._follow_up(question, entities, asks_value, device_id, state.session)
         unclear_value = asks_value and not sensors and not codes and not described and device_id is not None
         # A free question ("where is the canteen") still goes to the manuals; a reading, an order or an
@@ -324,6 +344,8 @@ class RulesPlanner:
             declines_work_order=declines_work_order,
             priority=next((level for level, words in _PRIORITY if words.search(question)), None),
             code_devices={} if alarm or elsewhere else found.code_devices,
+            reads_first=names_sensor and _asked_in_own_clause(question, found.entities),
+            about=about,
         )
 
     def _follow_up(
@@ -344,6 +366,18 @@ class RulesPlanner:
         if session.fault_codes and not asks_value:
             return [], session.fault_codes[-1:]
         return self._sensors_pointed_at(question, device_id, session), []
+
+    def _readings_asked_about(
+        self, question: str, described: bool, device_id: str, session: SessionContext
+    ) -> list[str]:
+        """The readings of the session's machine a follow-up asks the manual about ("that's too high, what
+        should I do?", "偏高了吧，手册里怎么处理？"): one that asks what to do, says nothing of its own or points
+        back, and follows readings, not a fault (a fault's follow-up stays on that fault)."""
+        if device_id != session.device_id or session.fault_codes or not _ASKS_REMEDY.search(question):
+            return []
+        if described and not refers_back(question):
+            return []
+        return [sensor for sensor in session.sensors if sensor in self._devices[device_id].sensors]
 
     def _sensors_pointed_at(self, question: str, device_id: str, session: SessionContext) -> list[str]:
         """A follow-up about the readings the last answer named ("is that normal?", "再读一次"), or about the
@@ -417,9 +451,11 @@ class RulesPlanner:
         for code in intent.codes:
             machine = {"device_id": intent.code_devices[code]} if code in intent.code_devices else device
             yield ToolCall(words["thought_code"].format(code=code), _MANUAL, {"fault_code": code, **machine, **edition})
+        search = []
         if intent.symptom:
-            query = _symptom_query(self._search_words(state.question, intent.described))
-            yield ToolCall(words["thought_symptom"], _MANUAL, {"query": query, **device})
+            query = _symptom_query(" ".join([*intent.about, self._search_words(state.question, intent.described)]))
+            search = [ToolCall(words["thought_symptom"], _MANUAL, {"query": query, **device})]
+        yield from [] if intent.reads_first else search
         if intent.device_id:
             sensors = self._devices[intent.device_id].sensors
             for sensor in intent.sensors or self._sensors_named_in_manual(intent.device_id, state.observations):
@@ -430,6 +466,7 @@ class RulesPlanner:
                     _PLC,
                     {"device_id": intent.device_id, "sensor": sensor},
                 )
+        yield from search if intent.reads_first else []
         reported = self._reported_code(intent, state)
         # Asked for, an order is opened on the code the technician reads off the HMI; proposed unasked,
         # only for a fault the manual lists for this very machine.
@@ -549,6 +586,17 @@ def _says_more(rest: str) -> bool:
     english = [word for word in _SAYS_EN.findall(rest.lower()) if word not in _ASKING_EN]
     chinese = [char for char in _SAYS_ZH.findall(rest) if char not in _ASKING_ZH]
     return len(english) >= _SAYS_MIN_EN or len(chinese) >= _SAYS_MIN_ZH
+
+
+def _asked_in_own_clause(question: str, entities: Iterable[Entity]) -> bool:
+    """Whether a sensor the question names ends its clause with a question mark ("press 3 motor temp??",
+    "dc link bled down yet?"), not a clause that goes on to describe ("oil temp keeps climbing, ...")."""
+    for entity in entities:
+        if entity.label_ == "SENSOR":
+            clause_end = _CLAUSE.search(question, entity.end_char)
+            if clause_end and question[clause_end.start() - 1] in "?？":
+                return True
+    return False
 
 
 def _symptom_query(question: str) -> str:

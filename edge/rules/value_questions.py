@@ -34,7 +34,7 @@ VALUE_PHRASE = re.compile(
 # Judging a value asks for it too: "is the oil hot enough", "pressure too low?", "油温正常吗".
 _JUDGEMENT = re.compile(
     r"\b(?:enough|normal|ok(?:ay)?|fine|alright|usual|expected|in\s+range|within\s+(?:\w+\s+)?(?:limits?|range|spec\w*)"
-    r"|too\s+(?:hot|warm|cold|cool|high|low|fast|slow|much|little|full|empty)"
+    r"|too\s+(?:hot|warm|cold|cool|high|low|fast|slow|much|little|full|empty)|in\s+the\s+(?:green|red|yellow)"
     r"|running\s+(?:low|high|hot|warm|cold|dry|fast|slow)"
     r"|(?:more|less|\w+er)\s+than\s+(?:usual|normal|expected|it\s+should))\b"
     r"|正常|偏[高低大小]|太[热烫冷快慢高低大小多少]|过[高低快慢热]|够",
@@ -56,7 +56,9 @@ _EVERY = re.compile(
 )
 _READINGS = re.compile(r"^(?:readings?|values?|sensors?|gauges?|numbers?)$|读数|数值|数据|参数|传感器", re.I)
 # A follow-up points back at the readings the last answer named, or at the other ones of their kind.
-_REFERS_BACK = re.compile(r"\b(?:that|this|it|those|these|them|they|again|same|other|another)\b|这|那|它|另|再", re.I)
+_REFERS_BACK = re.compile(
+    r"\b(?:that|this|it|those|these|them|they|again|same|other|another)(?:'?s)?\b|这|那|它|另|再", re.I
+)
 _OTHER = re.compile(r"\b(?:other|another|else)\b|另|别的|其他|其它", re.I)
 
 # What each kind of unit measures, as people ask about it. Chinese has no word boundaries: its
@@ -69,7 +71,7 @@ _QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
     ),
     (
         frozenset({"rpm", "1/min", "r/min", "min-1", "min⁻¹"}),
-        r"\b(?:speed\w*|fast\w*|quick\w*|slow\w*|turn\w*|rotat\w*|spin\w*|revs?|revolutions?)\b|转|速|快|慢",
+        r"\b(?:speed\w*|fast\w*|quick\w*|slow\w*|turn\w*|rotat\w*|spin(?:s|ning)?|spun|revs?|revolutions?)\b|转|速|快|慢",
     ),
     # "Enough" judges an amount or a pressure ("液压够不够", "is there enough coolant"), never a temperature.
     (
@@ -84,7 +86,7 @@ _QUANTITIES: tuple[tuple[frozenset[str], str], ...] = (
     ),
     (
         frozenset({"mm/s", "in/s", "g", "µm", "um"}),
-        r"\b(?:vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*|rattl\w*|judder\w*)\b|振|抖|晃",
+        r"\b(?:vibe?s?|vibrat\w*|shak\w*|rough\w*|wobbl\w*|chatter\w*|rattl\w*|judder\w*)\b|振|抖|晃",
     ),
     (frozenset({"a", "ma"}), r"\b(?:current|amps?|amperage)\b|电流"),
     (frozenset({"v", "kv", "mv"}), r"\b(?:voltage|volts?)\b|电压"),
