@@ -309,15 +309,15 @@ class RulesPlanner:
         wants_work_order = not declines_work_order and (
             bool(_WORK_ORDER_WORDS.search(question)) or state.actor == "mes"
         )
-        own_subject = sensors or codes or elsewhere or wants_work_order or device_id is None
-        earlier = [] if own_subject else self._readings_asked_about(question, described, device_id, state.session)
-        if earlier:
-            zh = language_of(question) == "zh"
-            readings = [self._devices[device_id].sensors[sensor] for sensor in earlier]
-            about = tuple((zh and sensor.label_zh) or sensor.label or sensor.id for sensor in readings)
-            sensors, described = earlier, True
-        elif not (own_subject or described):
-            sensors, codes = self._follow_up(question, entities, asks_value, device_id, state.session)
+        if device_id is not None and not (sensors or codes or elsewhere or wants_work_order):
+            earlier = self._readings_asked_about(question, described, device_id, state.session)
+            if earlier:
+                zh = language_of(question) == "zh"
+                readings = [self._devices[device_id].sensors[sensor] for sensor in earlier]
+                about = tuple((zh and sensor.label_zh) or sensor.label or sensor.id for sensor in readings)
+                sensors, described = earlier, True
+            elif not described:
+                sensors, codes = self._follow_up(question, entities, asks_value, device_id, state.session)
         unclear_value = asks_value and not sensors and not codes and not described and device_id is not None
         # A free question ("where is the canteen") still goes to the manuals; a reading, an order or an
         # unknown machine gets a symptom search only when a symptom is described.
