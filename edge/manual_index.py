@@ -2,7 +2,7 @@
 
 The embedded demo plant's manuals ship with fixloop, so its index is built on
 first use, as `fixloop demo` builds it (demo PDFs into `<state dir>/manuals`,
-then only what is missing is indexed). A plant's own config never builds
+then only what is missing is indexed), and rebuilt when an upgrade extracts manuals differently. A plant's own config never builds
 anything behind the operator's back: a missing index is an error that names
 `fixloop index build`.
 
@@ -34,14 +34,22 @@ def ensure_index(config: Config, announce: Callable[[str], None] | None = None) 
     command that takes seconds longer says why.
     """
     path = configured_index(config)
-    if path.exists():
-        return path
     if not config.is_embedded_demo:
+        if path.exists():
+            return path
         raise IndexNotBuilt(
             f"no manual index at {path} ({config.source}); build it with `fixloop index build <manual PDFs or folders>`"
         )
+    from knowledge.ingest import outdated
+
+    # An upgrade that reads manuals better rebuilds the demo's index; a plant's is rebuilt by its operator.
+    why = outdated(path) if path.exists() else None
+    if path.exists() and why is None:
+        return path
     (announce or _to_stderr)(
-        f"fixloop: first use of the demo plant: building its manual index at {path} "
+        f"fixloop: the demo plant's manual index at {path} was built by another fixloop ({why}): rebuilding it …"
+        if why
+        else f"fixloop: first use of the demo plant: building its manual index at {path} "
         f"(demo PDFs in {Path(config.state_dir) / 'manuals'}) …"
     )
     from knowledge.demo import build_demo_index  # renders PDFs and embeds: only when there is work to do

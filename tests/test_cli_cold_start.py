@@ -201,3 +201,25 @@ def test_the_command_puts_openblas_idle_threads_to_sleep_before_numpy_loads():
     )
 
     assert done.stdout.split() == ["False", "4"], done.stderr
+
+
+def test_the_demo_index_an_older_fixloop_extracted_is_rebuilt_once(tmp_path, demo_index):
+    import sqlite3
+
+    from edge.manual_index import ensure_index
+    from knowledge.ingest import outdated
+
+    state = tmp_path / "state"
+    shutil.copytree(demo_index.parent, state)
+    with sqlite3.connect(state / "manuals.sqlite") as conn:
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'extraction'")
+    config = load_config(env={"FIXLOOP_STATE_DIR": str(state)})
+    said: list[str] = []
+
+    path = ensure_index(config, announce=said.append)
+
+    assert len(said) == 1 and "extraction 1, this fixloop extracts" in said[0] and "rebuilding" in said[0]
+    assert outdated(path) is None
+    assert ManualIndex(path).search("E102").hits
+    ensure_index(config, announce=said.append)
+    assert len(said) == 1

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         IndexSchemaMismatch,
         IndexStatus,
         build_index,
+        outdated,
         read_status,
     )
     from knowledge.ingest.extract import Extraction, extract_manual, file_sha256
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "build_index": "knowledge.ingest.build",
     "read_status": "knowledge.ingest.build",
+    "outdated": "knowledge.ingest.build",
     "BuildError": "knowledge.ingest.build",
     "BuildEvent": "knowledge.ingest.build",
     "BuildReport": "knowledge.ingest.build",
@@ -67,6 +69,7 @@ __all__ = [
     "for_entry",
     "hands_on",
     "normalize_version",
+    "outdated",
     "read_statements",
     "read_status",
     "version_order",

@@ -934,6 +934,23 @@ class IndexStatus(BaseModel):
     manuals: list[IndexedManual]
 
 
+def outdated(db_path: Path) -> str | None:
+    """Why an index file was written by another fixloop than this one ("extraction 12, this fixloop
+    extracts 13"), None when it is current; an unreadable file is `BuildError`."""
+    try:
+        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise BuildError(f"{db_path}: not a readable manual index ({exc})") from exc
+    for name, current in (("schema", SCHEMA_VERSION), ("extraction", EXTRACTION_VERSION)):
+        if meta.get(name, "1") != current:
+            return f"{name} {meta.get(name, '1')}, this fixloop {'reads' if name == 'schema' else 'extracts'} {current}"
+    return None
+
+
 def read_status(db_path: Path) -> IndexStatus:
     """What the live index holds, and whether its source files have changed since. Raises `BuildError`
     for a missing or unreadable file, `IndexSchemaMismatch` for one another version wrote."""
