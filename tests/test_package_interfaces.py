@@ -138,6 +138,7 @@ EXPORTED = {
         "for_entry",
         "hands_on",
         "normalize_version",
+        "outdated",
         "read_statements",
         "read_status",
         "version_order",
