@@ -42,9 +42,9 @@ def text_page(doc: pymupdf.Document, write: Callable[[pymupdf.Page], None]) -> p
     return page
 
 
-def scanned(tmp_path: Path, write: Callable[[pymupdf.Page], None]) -> Path:
-    """A one-page PDF whose only content is an image of the page `write` draws."""
-    pixmap = text_page(pymupdf.open(), write).get_pixmap(dpi=200)
+def scanned(tmp_path: Path, write: Callable[[pymupdf.Page], None], dpi: int = 200) -> Path:
+    """A one-page PDF whose only content is an image of the page `write` draws, scanned at `dpi`."""
+    pixmap = text_page(pymupdf.open(), write).get_pixmap(dpi=dpi)
     doc = pymupdf.open()
     page = doc.new_page(width=500, height=300)
     page.insert_image(page.rect, pixmap=pixmap)
@@ -87,6 +87,19 @@ def test_a_scanned_chinese_line_keeps_its_words_and_codes_whole(tmp_path):
     text = ocr_pages(path, [1]).pages[1].text
     assert "过压保护" in text and "输入电压" in text
     assert "E102" in text  # Tesseract's Chinese model reads it as "E 10 2"
+
+
+def test_a_scan_of_low_resolution_is_read_smoothed_not_in_blocks(tmp_path):
+    # At 75 dpi a Chinese character is ~11 pixels; enlarged to 300 dpi by repeating pixels, Tesseract read
+    # 2% of this text's characters (Latin debris), smoothed 0.75.
+    path = scanned(
+        tmp_path,
+        lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 260), CHINESE, fontname="china-s", fontsize=9),
+        dpi=75,
+    )
+    assert ocr.scan_dpi(pymupdf.open(path)[0]) == pytest.approx(75, abs=1)
+    text = ocr_pages(path, [1], quick_dpi=None).pages[1].text
+    assert "液压油温度过高时" in text and "压力机停机并显示故障" in text
 
 
 def test_pages_come_back_by_number_and_a_missing_page_is_named(tmp_path):

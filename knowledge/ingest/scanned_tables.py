@@ -21,7 +21,7 @@ import numpy as np
 import pymupdf
 
 from knowledge.codes import parse_code_cell
-from knowledge.ingest.ocr import OcrWord, ocr_cells
+from knowledge.ingest.ocr import OcrWord, ocr_cells, render
 from knowledge.ingest.tables import Table
 
 # Words of a header over a code column, in the manuals' languages.
@@ -270,6 +270,4 @@ def _cell(page: pymupdf.Page, box: pymupdf.Rect, dpi: int) -> np.ndarray:
     clip = (pymupdf.Rect(box.x0 - margin, box.y0 - margin, box.x1 + margin, box.y1 + margin) * page.rotation_matrix) & (
         page.rect
     )
-    pixmap = page.get_pixmap(dpi=dpi, clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
-    image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)
-    return image[:, : pixmap.width]
+    return render(page, dpi, clip)
