@@ -102,6 +102,33 @@ def test_a_scan_of_low_resolution_is_read_smoothed_not_in_blocks(tmp_path):
     assert "液压油温度过高时" in text and "压力机停机并显示故障" in text
 
 
+def test_two_printed_pages_scanned_side_by_side_are_read_a_side_at_a_time(tmp_path):
+    # Read whole, Tesseract joined each Chinese line of the left page to the right page's across this gutter
+    # of 10 points: '请检查油位一次润滑脂'.
+    left = [
+        "压力机停机并显示故障E103时，",
+        "液压油温度过高。请检查油位",
+        "和冷却风扇，清洗滤网，待油",
+        "温下降后再启动油泵。",
+    ]
+    right = [
+        "主轴轴承每运行500小时加注",
+        "一次润滑脂，润滑脂型号见备件",
+        "清单。冷却液过滤器两端压差",
+        "超过0.8巴时请更换过滤器。",
+    ]
+    width = max(pymupdf.get_text_length(line, fontname="china-s", fontsize=12) for line in left)
+
+    def spread(page: pymupdf.Page) -> None:
+        for n, (a, b) in enumerate(zip(left, right)):
+            page.insert_text((250 - 5 - width, 80 + 22 * n), a, fontname="china-s", fontsize=12)
+            page.insert_text((250 + 5, 80 + 22 * n), b, fontname="china-s", fontsize=12)
+
+    read = ocr_pages(scanned(tmp_path, spread, dpi=150), [1], quick_dpi=None).pages[1]
+    assert "请检查油位" in read.text and "一次润滑脂" in read.text
+    assert all(box[2] <= 250 or box[0] >= 250 for _, box in read.lines)
+
+
 def test_pages_come_back_by_number_and_a_missing_page_is_named(tmp_path):
     path = scanned(tmp_path, fault_table)
     assert list(ocr_pages(path, [1, 1], languages="eng").pages) == [1]

@@ -45,6 +45,14 @@ QUICK_DPI = 200
 # English pages read upright score 0.69-0.96; Chinese pages read as English, pages scanned
 # upside down and drawings 0.24-0.53 (a drawing and a Chinese page full of Latin codes, 0.63).
 MIN_QUICK_CONFIDENCE = 0.65
+# Two printed pages scanned side by side, or two columns, are read a side at a time (`_sides`): read whole,
+# Tesseract joined Chinese lines of the two across a gutter of 0.35 inch, and `_join` glued their characters
+# into one run ('待油' + '清单'). Looked for where pdf._reading_order looks for a gutter between text blocks.
+GUTTER_ZONE = (0.3, 0.7)
+MIN_GUTTER = 0.01  # of the page's width: a space between words is half that, a column's gutter 2-4%
+MIN_SIDE_INK = 0.15  # of the page's dark pixels on each side, as pdf._reading_order asks of characters
+DARK = 128  # a grayscale pixel this dark or darker is ink
+MAX_SPECKS = 0.001  # of a pixel column that may be dark (specks of a scan) in a gutter
 CELL_SEGMENTATION = "6"  # a table cell: one block of text, its lines in order
 INSTALL_HINT = "install the Debian packages tesseract-ocr tesseract-ocr-chi-sim, or run `make test` / `make demo`"
 # Where Debian's tesseract-ocr-* packages put the traineddata (5.x, then 4.x); TESSDATA_PREFIX, when set,
@@ -389,12 +397,37 @@ def _words(tsv: str) -> Iterator[list[str]]:
 
 
 def _read(image: np.ndarray, number: int, how: tuple[str, str, int], to_points: pymupdf.Matrix) -> OcrPage:
-    """One page's grayscale pixels read by tesseract with (languages, page segmentation mode, dpi)."""
+    """One page's grayscale pixels read by tesseract with (languages, page segmentation mode, dpi), a side at a
+    time when a gutter parts it (`_sides`)."""
     languages, segmentation, dpi = how
+    rows = []
     with _engine(languages) as engine:
-        # £€: what it reads for the E of "E102"; manuals quote no prices.
-        tsv = _recognize(engine, image, segmentation, dpi, "£€", f"page {number}")
-    return _parse_tsv(_words(tsv), to_points)
+        for side, (x0, x1) in enumerate(_sides(image)):
+            # £€: what it reads for the E of "E102"; manuals quote no prices.
+            tsv = _recognize(engine, image[:, x0:x1], segmentation, dpi, "£€", f"page {number}")
+            for fields in _words(tsv):
+                fields[2], fields[6] = f"{side}.{fields[2]}", str(int(fields[6]) + x0)  # its block, its left
+                rows.append(fields)
+    return _parse_tsv(iter(rows), to_points)
+
+
+def _sides(image: np.ndarray) -> list[tuple[int, int]]:
+    """The pixel columns of a page's sides: two where a gutter no ink crosses, at least MIN_GUTTER wide, runs
+    down the middle of the page with ink enough on both sides (two printed pages scanned side by side, or
+    two columns), else the whole width."""
+    height, width = image.shape
+    dark = (image < DARK).sum(axis=0)
+    lo, hi = int(GUTTER_ZONE[0] * width), int(GUTTER_ZONE[1] * width)
+    blank = np.concatenate([[False], dark[lo:hi] <= MAX_SPECKS * height, [False]])
+    edges = np.flatnonzero(blank[1:] != blank[:-1]).reshape(-1, 2)  # [start, end) of each blank run
+    if not len(edges):
+        return [(0, width)]
+    start, end = max(edges.tolist(), key=lambda run: run[1] - run[0])
+    cut = lo + (start + end) // 2
+    left, ink = int(dark[:cut].sum()), int(dark.sum())
+    if end - start < MIN_GUTTER * width or min(left, ink - left) < MIN_SIDE_INK * ink:
+        return [(0, width)]
+    return [(0, cut), (cut, width)]
 
 
 def _parse_tsv(rows: Iterator[list[str]], to_points: pymupdf.Matrix) -> OcrPage:
