@@ -272,8 +272,7 @@ def render(page: pymupdf.Page, dpi: int, clip: pymupdf.Rect | None = None) -> np
     of 9-pt Chinese made as the tests make them, scanned at 70-120 dpi and read at 300, it read 2-7% of some
     (Latin debris instead), and a 72-dpi table's codes `EF1`, `Uv2` not at all. Averaged over a box a little
     wider than one scan pixel (the odd number of pixels next above it: 5 for 79 dpi at 300), the blocks become
-    the ramps of a smooth enlargement and those pages read 61-98% alike; a box of 3 pixels read some as badly
-    as none, one of 7 blurred strokes together."""
+    the ramps of a smooth enlargement and those pages read 61-98% alike (docs/manual-search.md)."""
     pixmap = page.get_pixmap(dpi=dpi, clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
     image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)[:, : pixmap.width]
     scan = scan_dpi(page, clip)
