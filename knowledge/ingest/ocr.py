@@ -53,6 +53,12 @@ MIN_GUTTER = 0.01  # of the page's width: a space between words is half that, a 
 MIN_SIDE_INK = 0.15  # of the page's dark pixels on each side, as pdf._reading_order asks of characters
 DARK = 128  # a grayscale pixel this dark or darker is ink
 MAX_SPECKS = 0.001  # of a pixel column that may be dark (specks of a scan) in a gutter
+# Latin debris in a Chinese line (`_reread_debris`): words of letters read below this confidence (on a 79-dpi
+# Chinese scan 45-55 where the line's Chinese read 80-96), one or more in a row, are read again in Chinese alone.
+CHINESE = "chi_sim"
+DEBRIS_CONFIDENCE = 60.0
+MIN_DEBRIS_RUN = 1
+LINE_SEGMENTATION = "7"  # a crop of one line
 CELL_SEGMENTATION = "6"  # a table cell: one block of text, its lines in order
 INSTALL_HINT = "install the Debian packages tesseract-ocr tesseract-ocr-chi-sim, or run `make test` / `make demo`"
 # Where Debian's tesseract-ocr-* packages put the traineddata (5.x, then 4.x); TESSDATA_PREFIX, when set,
@@ -407,7 +413,58 @@ def _read(image: np.ndarray, number: int, how: tuple[str, str, int], to_points: 
             for fields in _words(tsv):
                 fields[2], fields[6] = f"{side}.{fields[2]}", str(int(fields[6]) + x0)  # its block, its left
                 rows.append(fields)
+    if CHINESE in languages.split("+"):
+        rows = _reread_debris(image, rows, dpi)
     return _parse_tsv(iter(rows), to_points)
+
+
+def _reread_debris(image: np.ndarray, rows: list[list[str]], dpi: int) -> list[list[str]]:
+    """Tesseract's words with each run of Latin debris in a Chinese line read again as Chinese. Read in
+    English and Chinese, a stretch of a Chinese line can come out as unsure Latin words ('as RRA' for
+    显示屏上会有); read again from its own crop with the Chinese model alone, it is Chinese. The read again
+    replaces the run when it holds Chinese and is surer of it."""
+    lines: dict[tuple[str, str, str], list[list[str]]] = {}
+    for fields in rows:
+        lines.setdefault((fields[2], fields[3], fields[4]), []).append(fields)
+    runs: list[list[list[str]]] = []
+    for words in lines.values():
+        if not any(_wide(c) for fields in words for c in fields[11]):
+            continue
+        run: list[list[str]] = []
+        for word in [*words, None]:
+            if word is not None and _debris(word):
+                run.append(word)
+                continue
+            if len(run) >= MIN_DEBRIS_RUN:
+                runs.append(run)
+            run = []
+    if not runs:
+        return rows
+    replaced: dict[int, list[str] | None] = {}
+    with _engine(CHINESE) as engine:
+        for run in runs:
+            x0, y0 = min(int(f[6]) for f in run), min(int(f[7]) for f in run)
+            x1, y1 = max(int(f[6]) + int(f[8]) for f in run), max(int(f[7]) + int(f[9]) for f in run)
+            margin = (y1 - y0) // 4
+            crop = image[max(0, y0 - margin) : y1 + margin, max(0, x0 - margin) : x1 + margin]
+            words = list(_words(_recognize(engine, crop, LINE_SEGMENTATION, dpi, "£€", "a line")))
+            text = _join([w[11].strip() for w in words]) if words else ""
+            sure = sum(float(w[10]) for w in words) / len(words) if words else 0.0
+            if any(_wide(c) for c in text) and sure > sum(float(f[10]) for f in run) / len(run):
+                replaced[id(run[0])] = [*run[0][:6], str(x0), str(y0), str(x1 - x0), str(y1 - y0), str(sure), text]
+                replaced.update(dict.fromkeys((id(f) for f in run[1:]), None))
+    kept = [replaced.get(id(word), word) for word in rows]
+    return [word for word in kept if word is not None]
+
+
+def _debris(fields: list[str]) -> bool:
+    """Whether a word of a Chinese line is Latin debris: letters, no digits (a code, a value), read unsure."""
+    text = fields[11].strip()
+    return (
+        float(fields[10]) < DEBRIS_CONFIDENCE
+        and any(c.isalpha() for c in text)
+        and not any(_wide(c) or c.isdigit() for c in text)
+    )
 
 
 def _sides(image: np.ndarray) -> list[tuple[int, int]]:
