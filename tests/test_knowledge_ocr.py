@@ -42,9 +42,9 @@ def text_page(doc: pymupdf.Document, write: Callable[[pymupdf.Page], None]) -> p
     return page
 
 
-def scanned(tmp_path: Path, write: Callable[[pymupdf.Page], None]) -> Path:
-    """A one-page PDF whose only content is an image of the page `write` draws."""
-    pixmap = text_page(pymupdf.open(), write).get_pixmap(dpi=200)
+def scanned(tmp_path: Path, write: Callable[[pymupdf.Page], None], dpi: int = 200) -> Path:
+    """A one-page PDF whose only content is an image of the page `write` draws, scanned at `dpi`."""
+    pixmap = text_page(pymupdf.open(), write).get_pixmap(dpi=dpi)
     doc = pymupdf.open()
     page = doc.new_page(width=500, height=300)
     page.insert_image(page.rect, pixmap=pixmap)
@@ -87,6 +87,59 @@ def test_a_scanned_chinese_line_keeps_its_words_and_codes_whole(tmp_path):
     text = ocr_pages(path, [1]).pages[1].text
     assert "过压保护" in text and "输入电压" in text
     assert "E102" in text  # Tesseract's Chinese model reads it as "E 10 2"
+
+
+def test_a_scan_of_low_resolution_is_read_smoothed_not_in_blocks(tmp_path):
+    # At 75 dpi a Chinese character is ~11 pixels; enlarged to 300 dpi by repeating pixels, Tesseract read
+    # 2% of this text's characters (Latin debris), smoothed 0.75.
+    path = scanned(
+        tmp_path,
+        lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 260), CHINESE, fontname="china-s", fontsize=9),
+        dpi=75,
+    )
+    assert ocr.scan_dpi(pymupdf.open(path)[0]) == pytest.approx(75, abs=1)
+    text = ocr_pages(path, [1], quick_dpi=None).pages[1].text
+    assert "液压油温度过高时" in text and "压力机停机并显示故障" in text
+
+
+def test_latin_debris_in_a_chinese_line_is_read_again_as_chinese(tmp_path):
+    # Read in English and Chinese, 清洗滤网 of this 79-dpi scan came out as one unsure word, 'RARER'.
+    text = CHINESE + "主轴过载报警后请降低切削量并检查润滑系统。"
+    path = scanned(
+        tmp_path,
+        lambda page: page.insert_textbox(pymupdf.Rect(40, 40, 460, 260), text, fontname="china-s", fontsize=9),
+        dpi=79,
+    )
+    read = ocr_pages(path, [1], quick_dpi=None).pages[1].text
+    assert "清洗滤网" in read and "RARER" not in read
+    assert "E103" in read.replace(" ", "")  # a code is no debris: it keeps its letters
+
+
+def test_two_printed_pages_scanned_side_by_side_are_read_a_side_at_a_time(tmp_path):
+    # Read whole, Tesseract joined each Chinese line of the left page to the right page's across this gutter
+    # of 10 points: '请检查油位一次润滑脂'.
+    left = [
+        "压力机停机并显示故障E103时，",
+        "液压油温度过高。请检查油位",
+        "和冷却风扇，清洗滤网，待油",
+        "温下降后再启动油泵。",
+    ]
+    right = [
+        "主轴轴承每运行500小时加注",
+        "一次润滑脂，润滑脂型号见备件",
+        "清单。冷却液过滤器两端压差",
+        "超过0.8巴时请更换过滤器。",
+    ]
+    width = max(pymupdf.get_text_length(line, fontname="china-s", fontsize=12) for line in left)
+
+    def spread(page: pymupdf.Page) -> None:
+        for n, (a, b) in enumerate(zip(left, right)):
+            page.insert_text((250 - 5 - width, 80 + 22 * n), a, fontname="china-s", fontsize=12)
+            page.insert_text((250 + 5, 80 + 22 * n), b, fontname="china-s", fontsize=12)
+
+    read = ocr_pages(scanned(tmp_path, spread, dpi=150), [1], quick_dpi=None).pages[1]
+    assert "请检查油位" in read.text and "一次润滑脂" in read.text
+    assert all(box[2] <= 250 or box[0] >= 250 for _, box in read.lines)
 
 
 def test_pages_come_back_by_number_and_a_missing_page_is_named(tmp_path):

@@ -19,8 +19,8 @@ ROWS = (
 )
 
 
-def scanned_table(tmp_path: Path, header: tuple[str, str, str] | None, rows=ROWS) -> Path:
-    """A manual whose second page is a scan (200 dpi) of an unruled fault table: numbering, code, text."""
+def scanned_table(tmp_path: Path, header: tuple[str, str, str] | None, rows=ROWS, dpi: int = 200) -> Path:
+    """A manual whose second page is a scan (at `dpi`) of an unruled fault table: numbering, code, text."""
     paper = pymupdf.open()
     page = paper.new_page(width=595, height=420)
     page.insert_text((40, 50), "7 Troubleshooting", fontsize=16, fontname="hebo")
@@ -33,7 +33,7 @@ def scanned_table(tmp_path: Path, header: tuple[str, str, str] | None, rows=ROWS
         for x, cell in zip((40, 90, 170), (number, code, text)):
             page.insert_text((x, y), cell, fontsize=11)
         y += 26
-    scan = page.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    scan = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
     doc = pymupdf.open()
     doc.new_page(width=595, height=420).insert_textbox(
         pymupdf.Rect(40, 40, 555, 380), "The fault table of the drive on the next page is a scan.", fontsize=11
@@ -52,6 +52,14 @@ def test_the_code_column_of_a_scanned_table_is_found_where_the_codes_are_not_in_
     assert set(entries) == {loose_key(code) for _, code, _ in ROWS}
     assert "phase lost" in entries[loose_key("PF03")].title
     assert all(record.pages == [2] for record in extraction.records)
+
+
+def test_the_codes_of_a_table_scanned_at_low_resolution_are_read_from_smoothed_cells(tmp_path):
+    # At 72 dpi, read in blocks of repeated pixels, EF1 and Uv2 were no codes and oL3 was oLa.
+    extraction = extract_manual(scanned_table(tmp_path, ("No.", "Fault code", "Description"), dpi=72))
+    entries = {record.code: record.title for record in extraction.records}
+    assert {"oL3", "EF1", "oH1", "Uv2"} <= set(entries)
+    assert "undervoltage" in entries["Uv2"]
 
 
 def test_a_column_of_codes_that_repeat_one_shape_needs_no_header(tmp_path):

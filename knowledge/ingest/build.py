@@ -66,7 +66,10 @@ SCHEMA_VERSION = "9"
 # 12: on an OCR'd page a display code alone on its line heads an entry (`L.BAT`, `O.L(OVER LOAD)`), and a
 # display-description heading (显示屏说明, display messages) opens a fault section.
 # 13: a search term keeps its Latin letters with marks (`füllstand`, `lüfter`, `réglage`), no longer cut there.
-EXTRACTION_VERSION = "13"
+# 14: a scan of low resolution is OCR'd smoothed, not in blocks of repeated pixels (`ocr.render`); a page with a
+# gutter down its middle (two printed pages scanned side by side) is OCR'd a side at a time (`ocr._sides`); Latin
+# debris in a Chinese line is read again as Chinese (`ocr._reread_debris`).
+EXTRACTION_VERSION = "14"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

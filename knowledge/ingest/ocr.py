@@ -45,6 +45,20 @@ QUICK_DPI = 200
 # English pages read upright score 0.69-0.96; Chinese pages read as English, pages scanned
 # upside down and drawings 0.24-0.53 (a drawing and a Chinese page full of Latin codes, 0.63).
 MIN_QUICK_CONFIDENCE = 0.65
+# Two printed pages scanned side by side, or two columns, are read a side at a time (`_sides`): read whole,
+# Tesseract joined Chinese lines of the two across a gutter of 0.35 inch, and `_join` glued their characters
+# into one run ('待油' + '清单'). Looked for where pdf._reading_order looks for a gutter between text blocks.
+GUTTER_ZONE = (0.3, 0.7)
+MIN_GUTTER = 0.01  # of the page's width: a space between words is half that, a column's gutter 2-4%
+MIN_SIDE_INK = 0.15  # of the page's dark pixels on each side, as pdf._reading_order asks of characters
+DARK = 128  # a grayscale pixel this dark or darker is ink
+MAX_SPECKS = 0.001  # of a pixel column that may be dark (specks of a scan) in a gutter
+# Latin debris in a Chinese line (`_reread_debris`): words of letters read below this confidence (on a 79-dpi
+# Chinese scan 45-55 where the line's Chinese read 80-96), one or more in a row, are read again in Chinese alone.
+CHINESE = "chi_sim"
+DEBRIS_CONFIDENCE = 60.0
+MIN_DEBRIS_RUN = 1
+LINE_SEGMENTATION = "7"  # a crop of one line
 CELL_SEGMENTATION = "6"  # a table cell: one block of text, its lines in order
 INSTALL_HINT = "install the Debian packages tesseract-ocr tesseract-ocr-chi-sim, or run `make test` / `make demo`"
 # Where Debian's tesseract-ocr-* packages put the traineddata (5.x, then 4.x); TESSDATA_PREFIX, when set,
@@ -58,6 +72,10 @@ MIN_WORD_CHARS = 40
 MIN_WORD_SHARE = 0.5
 # A logo in the page header covers ~0.2% of the page; text set as images, 2% and more.
 MIN_IMAGE_COVERAGE = 0.01
+# A scan enlarged more than this many times is rendered smoothed (`render`); in blocks of two pixels (150 dpi read
+# at 300) it reads as well unsmoothed.
+MIN_ENLARGEMENT = 2.0
+MIN_SCAN_COVERAGE = 0.5  # a page (or cell) is a scan, whose resolution tells how to render it, when images cover this
 # Lettering drawn as vector outlines: a glyph is a filled path of ~4-20 segments no taller than a heading.
 # 400 segments is about the 40 characters a page must hold to say anything (MIN_WORD_CHARS); the arrowheads
 # and dots of a drawing are a few dozen segments, and its lines are stroked, not filled.
@@ -214,14 +232,13 @@ def ocr_pages(
             # Render in this thread (a PyMuPDF document is not thread-safe) while earlier pages are read.
             page = doc[number - 1]
             try:
-                pixmap = page.get_pixmap(dpi=how[2], colorspace=pymupdf.csGRAY, alpha=False)
+                image = render(page, how[2])
             except (RuntimeError, pymupdf.mupdf.FzErrorBase) as exc:
                 failed: Future[OcrPage] = Future()
                 failed.set_exception(_PageFailed(f"page {number}: cannot render it ({exc})"))
                 return failed
-            image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)
             to_points = pymupdf.Matrix(72 / how[2], 72 / how[2]) * page.derotation_matrix
-            return pool.submit(_read, image[:, : pixmap.width], number, how, to_points)
+            return pool.submit(_read, image, number, how, to_points)
 
         def settle(reads: dict[int, tuple[str, str, int]]) -> tuple[dict[int, OcrPage], dict[int, str]]:
             """The pages read, and why the others were not; a page that timed out is read again the
@@ -253,6 +270,49 @@ def ocr_pages(
             raise OcrError(f"{pdf_path.name}: {exc}") from None
         finally:
             pool.shutdown(cancel_futures=True)
+
+
+def render(page: pymupdf.Page, dpi: int, clip: pymupdf.Rect | None = None) -> np.ndarray:
+    """A page (or `clip` of it, in PDF points) as grayscale pixels at `dpi`. MuPDF enlarges a scan of lower
+    resolution by repeating its pixels, and Tesseract reads the stair-steps of those blocks as strokes: of pages
+    of 9-pt Chinese made as the tests make them, scanned at 70-120 dpi and read at 300, it read 2-7% of some
+    (Latin debris instead), and a 72-dpi table's codes `EF1`, `Uv2` not at all. Averaged over a box a little
+    wider than one scan pixel (the odd number of pixels next above it: 5 for 79 dpi at 300), the blocks become
+    the ramps of a smooth enlargement and those pages read 61-98% alike (docs/manual-search.md)."""
+    pixmap = page.get_pixmap(dpi=dpi, clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
+    image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)[:, : pixmap.width]
+    scan = scan_dpi(page, clip)
+    if not scan or dpi <= MIN_ENLARGEMENT * scan:
+        return image
+    return _box_blur(image, 2 * ((int(dpi / scan) + 1) // 2) + 1)
+
+
+def scan_dpi(page: pymupdf.Page, clip: pymupdf.Rect | None = None) -> float | None:
+    """The resolution of a scanned page (or of `clip` of it): pixels per inch of the longer side (which a
+    quarter turn does not change) of the image that covers most of it; None unless images cover at least half
+    of it (a logo's resolution says nothing about lettering drawn beside it)."""
+    area = (clip or page.rect) * page.derotation_matrix  # image boxes are in unrotated coordinates
+    covering = []
+    for info in page.get_image_info():
+        box = pymupdf.Rect(info["bbox"])
+        if (box & area).get_area() and max(box.width, box.height) > 0:
+            dpi = 72 * max(info["width"], info["height"]) / max(box.width, box.height)
+            covering.append(((box & area).get_area(), dpi))
+    if sum(covered for covered, _ in covering) < MIN_SCAN_COVERAGE * area.get_area():
+        return None
+    return float(max(covering)[1])
+
+
+def _box_blur(image: np.ndarray, size: int) -> np.ndarray:
+    """The mean of each pixel's `size` x `size` square (edges repeated), by running sums: two passes."""
+    half = size // 2
+    out = np.pad(image, half, mode="edge").astype(np.int32)
+    for axis in (0, 1):
+        sums = np.cumsum(out, axis=axis)
+        sums = np.concatenate([np.zeros_like(sums.take([0], axis=axis)), sums], axis=axis)
+        n = out.shape[axis]
+        out = sums.take(range(size, n + 1), axis=axis) - sums.take(range(0, n + 1 - size), axis=axis)
+    return (out // (size * size)).astype(np.uint8)
 
 
 def ocr_cells(
@@ -342,12 +402,88 @@ def _words(tsv: str) -> Iterator[list[str]]:
 
 
 def _read(image: np.ndarray, number: int, how: tuple[str, str, int], to_points: pymupdf.Matrix) -> OcrPage:
-    """One page's grayscale pixels read by tesseract with (languages, page segmentation mode, dpi)."""
+    """One page's grayscale pixels read by tesseract with (languages, page segmentation mode, dpi), a side at a
+    time when a gutter parts it (`_sides`)."""
     languages, segmentation, dpi = how
+    rows = []
     with _engine(languages) as engine:
-        # £€: what it reads for the E of "E102"; manuals quote no prices.
-        tsv = _recognize(engine, image, segmentation, dpi, "£€", f"page {number}")
-    return _parse_tsv(_words(tsv), to_points)
+        for side, (x0, x1) in enumerate(_sides(image)):
+            # £€: what it reads for the E of "E102"; manuals quote no prices.
+            tsv = _recognize(engine, image[:, x0:x1], segmentation, dpi, "£€", f"page {number}")
+            for fields in _words(tsv):
+                fields[2], fields[6] = f"{side}.{fields[2]}", str(int(fields[6]) + x0)  # its block, its left
+                rows.append(fields)
+    if CHINESE in languages.split("+"):
+        rows = _reread_debris(image, rows, dpi)
+    return _parse_tsv(iter(rows), to_points)
+
+
+def _reread_debris(image: np.ndarray, rows: list[list[str]], dpi: int) -> list[list[str]]:
+    """Tesseract's words with each run of Latin debris in a Chinese line read again as Chinese. Read in
+    English and Chinese, a stretch of a Chinese line can come out as unsure Latin words ('as RRA' for
+    显示屏上会有); read again from its own crop with the Chinese model alone, it is Chinese. The read again
+    replaces the run when it holds Chinese and is surer of it."""
+    lines: dict[tuple[str, str, str], list[list[str]]] = {}
+    for fields in rows:
+        lines.setdefault((fields[2], fields[3], fields[4]), []).append(fields)
+    runs: list[list[list[str]]] = []
+    for words in lines.values():
+        if not any(_wide(c) for fields in words for c in fields[11]):
+            continue
+        run: list[list[str]] = []
+        for word in [*words, None]:
+            if word is not None and _debris(word):
+                run.append(word)
+                continue
+            if len(run) >= MIN_DEBRIS_RUN:
+                runs.append(run)
+            run = []
+    if not runs:
+        return rows
+    replaced: dict[int, list[str] | None] = {}
+    with _engine(CHINESE) as engine:
+        for run in runs:
+            x0, y0 = min(int(f[6]) for f in run), min(int(f[7]) for f in run)
+            x1, y1 = max(int(f[6]) + int(f[8]) for f in run), max(int(f[7]) + int(f[9]) for f in run)
+            margin = (y1 - y0) // 4
+            crop = image[max(0, y0 - margin) : y1 + margin, max(0, x0 - margin) : x1 + margin]
+            words = list(_words(_recognize(engine, crop, LINE_SEGMENTATION, dpi, "£€", "a line")))
+            text = _join([w[11].strip() for w in words]) if words else ""
+            sure = sum(float(w[10]) for w in words) / len(words) if words else 0.0
+            if any(_wide(c) for c in text) and sure > sum(float(f[10]) for f in run) / len(run):
+                replaced[id(run[0])] = [*run[0][:6], str(x0), str(y0), str(x1 - x0), str(y1 - y0), str(sure), text]
+                replaced.update(dict.fromkeys((id(f) for f in run[1:]), None))
+    kept = [replaced.get(id(word), word) for word in rows]
+    return [word for word in kept if word is not None]
+
+
+def _debris(fields: list[str]) -> bool:
+    """Whether a word of a Chinese line is Latin debris: letters, no digits (a code, a value), read unsure."""
+    text = fields[11].strip()
+    return (
+        float(fields[10]) < DEBRIS_CONFIDENCE
+        and any(c.isalpha() for c in text)
+        and not any(_wide(c) or c.isdigit() for c in text)
+    )
+
+
+def _sides(image: np.ndarray) -> list[tuple[int, int]]:
+    """The pixel columns of a page's sides: two where a gutter no ink crosses, at least MIN_GUTTER wide, runs
+    down the middle of the page with ink enough on both sides (two printed pages scanned side by side, or
+    two columns), else the whole width."""
+    height, width = image.shape
+    dark = (image < DARK).sum(axis=0)
+    lo, hi = int(GUTTER_ZONE[0] * width), int(GUTTER_ZONE[1] * width)
+    blank = np.concatenate([[False], dark[lo:hi] <= MAX_SPECKS * height, [False]])
+    edges = np.flatnonzero(blank[1:] != blank[:-1]).reshape(-1, 2)  # [start, end) of each blank run
+    if not len(edges):
+        return [(0, width)]
+    start, end = max(edges.tolist(), key=lambda run: run[1] - run[0])
+    cut = lo + (start + end) // 2
+    left, ink = int(dark[:cut].sum()), int(dark.sum())
+    if end - start < MIN_GUTTER * width or min(left, ink - left) < MIN_SIDE_INK * ink:
+        return [(0, width)]
+    return [(0, cut), (cut, width)]
 
 
 def _parse_tsv(rows: Iterator[list[str]], to_points: pymupdf.Matrix) -> OcrPage:

@@ -21,7 +21,7 @@ import numpy as np
 import pymupdf
 
 from knowledge.codes import parse_code_cell
-from knowledge.ingest.ocr import OcrWord, ocr_cells
+from knowledge.ingest.ocr import GUTTER_ZONE, OcrWord, ocr_cells, render
 from knowledge.ingest.tables import Table
 
 # Words of a header over a code column, in the manuals' languages.
@@ -47,7 +47,6 @@ CODE_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 CODE_DPI = 300  # the code cell's first read: the page's OCR resolution
 CODE_DPI_AGAIN = 600  # its second, when the first is no plausible code
 CELL_MARGIN = 0.25  # line heights of margin around a code's box when its cell is cut out
-GUTTER_ZONE = (0.3, 0.7)  # where a gutter between two printed pages (a 2-up scan) is looked for
 
 
 @dataclass(frozen=True)
@@ -270,6 +269,4 @@ def _cell(page: pymupdf.Page, box: pymupdf.Rect, dpi: int) -> np.ndarray:
     clip = (pymupdf.Rect(box.x0 - margin, box.y0 - margin, box.x1 + margin, box.y1 + margin) * page.rotation_matrix) & (
         page.rect
     )
-    pixmap = page.get_pixmap(dpi=dpi, clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
-    image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)
-    return image[:, : pixmap.width]
+    return render(page, dpi, clip)
