@@ -331,3 +331,47 @@ def test_an_index_of_the_schema_before_row_languages_asks_for_a_rebuild(drive_in
         copy.execute("UPDATE meta SET value = '7' WHERE key = 'schema'")
     with pytest.raises(IndexSchemaMismatch, match=f"index schema 7, this fixloop reads {SCHEMA_VERSION}; rebuild it"):
         read_status(old)
+
+
+# What the machine does, beside what to do about it: no header, no codes (as the Z550iQ prints its 4.1).
+BEHAVIOUR = [
+    ("Das Gerät heizt nicht sofort", "Nach dem Einschalten wartet das Gerät 30 Sekunden, bevor der Verdichter startet. Prüfen Sie, ob die Solltemperatur schon erreicht ist."),
+    ("Das Gerät löst den Schutzschalter aus", "Prüfen Sie, ob der Schutzschalter und der Kabelquerschnitt für die Leistung des Geräts bemessen sind."),
+    ("Am Verdampfer hat sich Eis gebildet", "Das Gerät startet gleich einen Abtauzyklus. Bleibt das Eis, den Verdampfer mit Wasser abspülen."),
+]  # fmt: skip
+
+
+def test_a_table_of_symptoms_without_a_header_gives_an_entry_per_symptom(tmp_path: Path) -> None:
+    """A two-column table under a troubleshooting heading, without a header and without codes, whose first column
+    says what the machine does and whose second says what to do: an entry per symptom (it gave none). A table of
+    LED states beside it (short cells both) is no such table."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    cover(sheet, "Poolwärmepumpe PW-9 Anleitung", {"Hersteller": "Beispielwerk", "Modell": "PW-9"})
+    sheet.heading("4 Problembehebung")
+    sheet.paragraph("Prüfen Sie im Fall einer Betriebsstörung zuerst die folgenden Punkte.")
+    sheet.heading("4.1 Verhaltensweisen des Gerätes")
+    (first, *rest) = BEHAVIOUR
+    sheet.table((170, 325), first, rest)  # the first row drawn where a header would be, as data
+    sheet.heading("4.2 Anzeigen")
+    sheet.table((170, 325), ("Grün an", "Bereit"), [("Grün blinkt", "Heizen"), ("Rot an", "Störung")])
+    path = save(doc, tmp_path / "pool_de.pdf", "Poolwärmepumpe PW-9", "written for the fixloop tests")
+    records = extract_manual(path, ocr=False).records
+    assert [(r.code, r.title, " ".join(r.steps)) for r in records] == [("", s, remedy) for s, remedy in BEHAVIOUR]
+
+
+def test_a_malfunction_chapter_is_a_fault_section(tmp_path: Path) -> None:
+    """`Malfunction and solution` heads a troubleshooting table as `Troubleshooting` does: its rows are entries (the
+    L11 washer's went on over a page that no fault heading covered, and gave none there)."""
+    doc = pymupdf.open()
+    sheet = Sheet(doc)
+    english_cover(sheet, "Front Loader FL-3 Service Manual", "Example Appliances", "FL-3")
+    sheet.heading("6 Malfunction and solution")
+    rows = [
+        ("Vibration of the machine", "Level the machine and fasten the feet; remove the transport bolts."),
+        ("Foam spills from the drawer", "Use less detergent, and only detergent for front loaders."),
+    ]
+    sheet.table((170, 325), ("Description", "Solution"), rows)
+    path = save(doc, tmp_path / "washer.pdf", "Front Loader FL-3 Service Manual", "written for the fixloop tests")
+    records = extract_manual(path, ocr=False).records
+    assert [(r.code, r.title, r.steps) for r in records] == [("", symptom, [remedy]) for symptom, remedy in rows]

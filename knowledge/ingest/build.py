@@ -69,7 +69,9 @@ SCHEMA_VERSION = "9"
 # 14: a scan of low resolution is OCR'd smoothed, not in blocks of repeated pixels (`ocr.render`); a page with a
 # gutter down its middle (two printed pages scanned side by side) is OCR'd a side at a time (`ocr._sides`); Latin
 # debris in a Chinese line is read again as Chinese (`ocr._reread_debris`).
-EXTRACTION_VERSION = "14"
+# 15: a malfunction heading opens a fault section; a table of two columns without a header or codes that pairs
+# symptoms with what to do about them (on a text page) is a symptom table.
+EXTRACTION_VERSION = "15"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 

@@ -67,6 +67,7 @@ ENGLISH = Vocabulary(
         r"alarms?",
         r"trips?",
         r"errors?",
+        r"malfunctions?",
         r"protections?",
         r"protective",
         r"troubleshoot\w*",
@@ -152,6 +153,7 @@ GERMAN = Vocabulary(
     headings=(
         r"fehler(?:n|meldung(?:en)?|behebung|beseitigung|liste|codes?|suche|diagnose|anzeigen?|ursachen?)?",
         r"(?:betriebs)?störung(?:en|smeldung(?:en)?|sbehebung|sbeseitigung|sanzeigen?|sliste)?",
+        r"fehlfunktion(?:en)?",
         r"alarm(?:e|meldung(?:en)?)?",
         r"diagnose",
         r"problembehebung",

@@ -296,7 +296,7 @@ def _field_of(label: str) -> str:
 def _from_tables(pages: list[Page]) -> list[_Draft]:
     drafts: list[_Draft] = []
     roles: dict[int, str] | None = None
-    headed = named = False
+    headed = named = listed = False  # listed: the roles are a symptom table's read without a header
     columns = 0
     for page in pages:
         for table in page.tables:
@@ -306,6 +306,9 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                 roles = None  # a parameter or parts list printed inside a fault section
                 continue
             header_at, header, lines = _header(rows)
+            # Symptoms beside what to do about them, read on a text page (OCR garbles a scanned table's cells:
+            # `+ cause` over `Check-up`).
+            lists = not page.ocr and _lists_symptoms(rows[(header_at or 0) + lines :])
             if header_at is not None:
                 printed = column_roles(header)
                 rows, boxes = rows[header_at + lines :], boxes[header_at + lines :]
@@ -320,15 +323,52 @@ def _from_tables(pages: list[Page]) -> list[_Draft]:
                 named = code_at is not None and (
                     bool(FAULT_WORDS.search(header[code_at])) or "code" not in printed.values()
                 )
-            elif roles is None or len(rows[0]) != columns:
-                # No header (or a new table): the column where most cells are codes is the code column.
+                listed = False
+            elif (
+                roles is None
+                or len(rows[0]) != columns
+                or (lists and "code" in roles.values())
+                or (listed and not lists)
+            ):
+                # No header (or a new table: symptoms go on no table of codes, and a table after symptoms read
+                # without a header goes on with them only listing symptoms too): the column where most cells are
+                # codes is the code column.
                 roles, headed, named, columns = _roles_from_content(rows), False, False, len(rows[0])
                 printed = roles or {}
+                listed = roles is None and lists
+                if listed:
+                    # No codes, no header: what the machine does, each beside what to do about it (the Z550iQ's
+                    # `4.1 Verhaltensweisen des Gerätes`), read as a symptom table's rows.
+                    roles, headed = {0: "symptom", 1: "remedy"}, True
+                    printed = roles  # no row of it is a header repeated
             for row, box in zip(rows, boxes):
                 if row and column_roles(row) == printed:
                     continue  # the header repeated on a continuation page
                 _add_row(drafts, roles or {}, row, page.number, headed, named, box)
     return drafts
+
+
+# A symptom as a troubleshooting table prints one: a phrase of a few words (`Das Gerät löst den Schutzschalter aus`,
+# `Vibration of the washing machine`), not a label or a value.
+_SYMPTOM_WORDS = (2, 15)
+# What to do about it says more than the symptom: its remedy cells hold this many times its letters, or more.
+_REMEDY_SHARE = 1.5
+
+
+def _lists_symptoms(rows: list[list[str]]) -> bool:
+    """Whether a table of two columns without a header (on a fault section's page) pairs symptoms with what to
+    do about them: each first cell a phrase of a few words with no digit in it, each second cell filled, and the
+    second column saying more than the first."""
+    if len(rows) < 2 or any(len(row) != 2 for row in rows):
+        return False
+    symptoms = [join_lines(row[0]) for row in rows]
+    remedies = [join_lines(row[1]) for row in rows]
+    low, high = _SYMPTOM_WORDS
+    return (
+        all(low <= len(symptom.split()) <= high and not any(c.isdigit() for c in symptom) for symptom in symptoms)
+        and all(remedies)
+        and sum(map(len, remedies)) >= _REMEDY_SHARE * sum(map(len, symptoms))
+    )
 
 
 def _numbers_things(header: list[str], code_at: int) -> bool:
