@@ -93,6 +93,12 @@ def test_each_invented_fact_is_named(evidence, invented, named):
     assert ungrounded(f"E102: stop the press. {invented}", evidence) == [named]
 
 
+def test_a_tool_named_in_an_answer_is_no_fault_code_but_a_sensor_id_no_device_has_still_is(evidence):
+    # Qwen2.5-Coder-0.5B: "The tool read_plc_sensor_value is missing." (no PLC call was made).
+    assert ungrounded("The tool read_plc_sensor_value is missing. Call generate_work_order.", evidence) == []
+    assert ungrounded("The oil_temp and system_pressure are live.", evidence) == ["fault code SYSTEMPRESSURE"]
+
+
 def test_a_value_matches_to_the_precision_the_answer_writes(evidence):
     assert ungrounded("Coolant 61 %.", evidence) == []
     assert ungrounded("Coolant 61.23 %.", evidence) == []

@@ -40,6 +40,7 @@ EXPORTED = {
         "LAST_EVENTS",
         "PHRASES",
         "RUN_EVENT",
+        "TOOL_NAMES",
         "UNSUPPORTED",
         "WORK_ORDER_TOOL",
         "AgentLoop",

@@ -12,14 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from edge.run import TerminationReason
+from edge.run import TOOL_NAMES, TerminationReason
 from tools import plant
-from tools.manual_search.tool import ManualSearchTool
 from tools.plant import DeviceConfig
-from tools.plc.tool import PlcReadTool
-from tools.work_orders.tool import WorkOrderTool
 
-_TOOL_NAMES = (ManualSearchTool.name, PlcReadTool.name, WorkOrderTool.name)
 # created: a new order id in the answer; existing: an open order returned, no duplicate;
 # pending: proposed and waiting for the technician; none: nothing ordered.
 WorkOrderOutcome = Literal["created", "existing", "pending", "none"]
@@ -29,8 +25,8 @@ ReadingKind = Literal["live", "cache_fallback", "outlier", "unavailable"]
 
 
 def _a_tool(name: str) -> str:
-    if name not in _TOOL_NAMES:
-        raise ValueError(f"no tool is called {name!r}; the tools are {', '.join(_TOOL_NAMES)}")
+    if name not in TOOL_NAMES:
+        raise ValueError(f"no tool is called {name!r}; the tools are {', '.join(TOOL_NAMES)}")
     return name
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from edge.run.compose import build_document, supporting_ids
     from edge.run.document import AnswerDocument
     from edge.run.events import LAST_EVENTS, RUN_EVENT, ErrorEvent, RunEvent, events_from_record, stored_event
-    from edge.run.grounding import Evidence, collect_evidence, ungrounded
+    from edge.run.grounding import TOOL_NAMES, Evidence, collect_evidence, ungrounded
     from edge.run.loop import AgentLoop, EventSink, RunRequest, evidence_of, new_id
     from edge.run.phrases import PHRASES, language_of
     from edge.run.planner import (
@@ -61,6 +61,7 @@ _EXPORTS = {
     "ErrorEvent": "edge.run.events",
     "EventSink": "edge.run.loop",
     "Evidence": "edge.run.grounding",
+    "TOOL_NAMES": "edge.run.grounding",
     "Feedback": "edge.run.store",
     "FeedbackFilter": "edge.run.store",
     "FeedbackRow": "edge.run.store",
@@ -113,6 +114,7 @@ __all__ = [
     "LAST_EVENTS",
     "PHRASES",
     "RUN_EVENT",
+    "TOOL_NAMES",
     "UNSUPPORTED",
     "WORK_ORDER_TOOL",
     "AgentLoop",

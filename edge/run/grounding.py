@@ -33,12 +33,19 @@ from typing import Any
 from edge.run.phrases import language_of
 from knowledge.code_mentions import CodeMentions
 from knowledge.codes import canonical_id
+from tools.manual_search.tool import ManualSearchTool
 from tools.observation import Observation
 from tools.plant import DeviceConfig
+from tools.plc.tool import PlcReadTool
 from tools.work_orders.tool import WorkOrderTool
 
 ORDER_ID = re.compile(r"\bWO-[0-9A-F]{6,}\b", re.I)
 WORK_ORDER_TOOL = WorkOrderTool.name
+# The tools' own names are the system's words, no facts about the plant: a model that names a tool it did not
+# call ("read_plc_sensor_value is missing") says nothing true, but it invents no fault code READPLCSENSORVALUE
+# (and `sentence_support` still refuses the sentence).
+TOOL_NAMES = (ManualSearchTool.name, PlcReadTool.name, WorkOrderTool.name)
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _MANUAL_NAME = re.compile(r"[\w.\-]+\.pdf\b", re.I)
 _PAGE = re.compile(r"\b(?:pp?\.|pages?)\s*(\d+)|第\s*(\d+)\s*页", re.I)
 _ENUMERATOR = re.compile(r"(?:(?<=\n)|^|(?<=[.;:。；：]\s)|(?<=[.;:。；：]))\s*\d{1,2}(?:[.)](?=\s)|、)", re.M)
@@ -121,7 +128,10 @@ def collect_evidence(
         codes.update(m.canonical_id for m in linker.find(text, language_of(text)))
     # The plant's own names are masked and their numbers count ("3号液压机"); they name machines
     # and sensors, not codes (and reading them would load spaCy for every English answer).
-    strings.update(_vocabulary(devices or {}))
+    vocabulary = _vocabulary(devices or {})
+    strings.update(vocabulary)
+    # Their identifiers ("oil_temp", "read_plc_sensor_value") have a code's shape to the linker: no code claims.
+    codes.update(canonical_id(word) for word in vocabulary if _IDENTIFIER.fullmatch(word))
     for text in list(strings):
         numbers.extend(_numbers_in(text))
     return Evidence(
@@ -201,7 +211,7 @@ def _walk(value: Any, strings: set[str], numbers: list[float]) -> None:
 
 
 def _vocabulary(devices: dict[str, DeviceConfig]) -> set[str]:
-    words: set[str] = set()
+    words: set[str] = set(TOOL_NAMES)
     for device in devices.values():
         words.update({device.id, device.name, device.name_zh, device.vendor, device.model, *device.synonyms})
         for sensor in device.sensors.values():
