@@ -81,8 +81,8 @@ def test_the_rules_take_the_certain_steps_and_the_model_writes_only_the_answer(p
     assert "You hold obs-1, obs-2" in turns[-1]["content"] and "Reply with the final answer now" in turns[-1]["content"]
     # What they found is said again right where the answer is written: the entry and the value as read.
     reading = next(s.observation for s in rules if s.action == PLC).content[0].fields
-    assert "obs-1: E102 " in turns[-1]["content"]
-    assert f"obs-2: coolant_level {reading['value']} %" in turns[-1]["content"]
+    assert "They found E102 " in turns[-1]["content"]
+    assert f"; coolant_level {reading['value']} % (live) [obs-2]" in turns[-1]["content"]
 
 
 def test_a_symptom_search_is_the_models_words_and_the_rules_go_on_from_its_result(planned):

@@ -97,9 +97,10 @@ def holding_note(ids: list[str], steps_left: int) -> str:
 def answer_now_note(ids: list[str], facts: dict[str, list[str]] | None = None) -> str:
     """Said when the tools have given what they can: only a final answer is accepted. `facts`: what each
     observation found, in a few words, repeated next to the answer it goes into (Qwen2.5-Coder-0.5B wrote
-    "100 rpm" for a reading of 7734 rpm three turns up)."""
+    "100 rpm" for a reading of 7734 rpm three turns up), its id after it as a citation: led by "obs-2:", the
+    same model copied it as a machine, "press-2: hydraulic_pressure 161.51 bar"."""
     held = ", ".join(ids) if ids else "no observation"
-    found = "; ".join(f"{id_}: {', '.join(facts[id_])}" for id_ in ids if facts and facts.get(id_))
+    found = "; ".join(f"{', '.join(facts[id_])} [{id_}]" for id_ in ids if facts and facts.get(id_))
     return (
         f"You hold {held}: that is all the tools will give."
         + (f" They found {found}." if found else "")
