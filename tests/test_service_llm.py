@@ -90,8 +90,9 @@ def test_takeover_stops_at_the_next_step_boundary_and_hands_over_the_context(llm
     record = result["record"]
     assert record["termination"]["reason"] == "takeover"
     assert record["steps"][0]["observation"]["tool"] == MANUAL  # what the agent had found so far
-    # A model's thought that no observation backs is shown as the call it led to (the record keeps the raw reply).
-    assert [s["thought"] for s in record["steps"]] == [f"Calls {MANUAL}.", f"Calls {PLC}."]
+    # A thought that only names the tool it calls claims nothing and is shown as written (one that claims what
+    # no observation backs is shown as the call it led to: test_answer_document); the record keeps the raw reply.
+    assert [s["thought"] for s in record["steps"]] == [f"next: {MANUAL}", f"next: {PLC}"]
     assert f'"thought": "next: {MANUAL}"' in record["steps"][0]["raw"]
     assert record["steps"][1]["observation"] is None  # the pending call never ran
     kinds = [e["type"] for e in events]
