@@ -249,8 +249,10 @@ class RunManager:
     def takeover(self, run_id: str) -> TakeoverResult:
         """Stop the run at its next step boundary and wait for it: what it knew, and what it was about to do."""
         live = self.get(run_id)
-        if live is None:
-            record = self.store.get(run_id)
+        # A run whose record is kept but that has not left the live set yet (its stream already said "stored")
+        # is finished too: under load a takeover right after the answer landed in that window.
+        if live is None or live.record is not None:
+            record = (live.record if live is not None else None) or self.store.get(run_id)
             if record is None:
                 raise RunNotFound(run_id)
             raise RunFinished(run_id, record.termination.reason if record.termination else "unknown")
