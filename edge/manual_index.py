@@ -2,9 +2,9 @@
 
 The embedded demo plant's manuals ship with fixloop, so its index is built on
 first use, as `fixloop demo` builds it (demo PDFs into `<state dir>/manuals`,
-then only what is missing is indexed), and rebuilt when an upgrade extracts manuals differently. A plant's own config never builds
-anything behind the operator's back: a missing index is an error that names
-`fixloop index build`.
+then only what is missing is indexed), and rebuilt when an upgrade extracts
+manuals differently. A plant's own config never builds anything behind the
+operator's back: a missing index is an error that names `fixloop index build`.
 
     path = ensure_index(config)   # IndexNotBuilt with a plant's config and no index
 """
