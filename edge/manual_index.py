@@ -43,8 +43,9 @@ def ensure_index(config: Config, announce: Callable[[str], None] | None = None) 
     from knowledge.ingest import outdated
 
     # An upgrade that reads manuals better rebuilds the demo's index; a plant's is rebuilt by its operator.
-    why = outdated(path) if path.exists() else None
-    if path.exists() and why is None:
+    exists = path.exists()
+    why = outdated(path) if exists else None
+    if exists and why is None:
         return path
     (announce or _to_stderr)(
         f"fixloop: the demo plant's manual index at {path} was built by another fixloop ({why}): rebuilding it …"

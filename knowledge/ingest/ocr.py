@@ -45,9 +45,11 @@ QUICK_DPI = 200
 # English pages read upright score 0.69-0.96; Chinese pages read as English, pages scanned
 # upside down and drawings 0.24-0.53 (a drawing and a Chinese page full of Latin codes, 0.63).
 MIN_QUICK_CONFIDENCE = 0.65
+# Where a gutter between two columns (or two printed pages set side by side) is looked for, in the middle share
+# of a page's width, by OCR and by the text layer's reading order (pdf._reading_order) alike.
 # Two printed pages scanned side by side, or two columns, are read a side at a time (`_sides`): read whole,
 # Tesseract joined Chinese lines of the two across a gutter of 0.35 inch, and `_join` glued their characters
-# into one run ('待油' + '清单'). Looked for where pdf._reading_order looks for a gutter between text blocks.
+# into one run ('待油' + '清单').
 GUTTER_ZONE = (0.3, 0.7)
 MIN_GUTTER = 0.01  # of the page's width: a space between words is half that, a column's gutter 2-4%
 MIN_SIDE_INK = 0.15  # of the page's dark pixels on each side, as pdf._reading_order asks of characters
@@ -57,7 +59,6 @@ MAX_SPECKS = 0.001  # of a pixel column that may be dark (specks of a scan) in a
 # Chinese scan 45-55 where the line's Chinese read 80-96), one or more in a row, are read again in Chinese alone.
 CHINESE = "chi_sim"
 DEBRIS_CONFIDENCE = 60.0
-MIN_DEBRIS_RUN = 1
 LINE_SEGMENTATION = "7"  # a crop of one line
 CELL_SEGMENTATION = "6"  # a table cell: one block of text, its lines in order
 INSTALL_HINT = "install the Debian packages tesseract-ocr tesseract-ocr-chi-sim, or run `make test` / `make demo`"
@@ -279,12 +280,17 @@ def render(page: pymupdf.Page, dpi: int, clip: pymupdf.Rect | None = None) -> np
     (Latin debris instead), and a 72-dpi table's codes `EF1`, `Uv2` not at all. Averaged over a box a little
     wider than one scan pixel (the odd number of pixels next above it: 5 for 79 dpi at 300), the blocks become
     the ramps of a smooth enlargement and those pages read 61-98% alike (docs/manual-search.md)."""
-    pixmap = page.get_pixmap(dpi=dpi, clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
-    image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)[:, : pixmap.width]
+    image = grayscale(page, dpi, clip)
     scan = scan_dpi(page, clip)
     if not scan or dpi <= MIN_ENLARGEMENT * scan:
         return image
     return _box_blur(image, 2 * ((int(dpi / scan) + 1) // 2) + 1)
+
+
+def grayscale(page: pymupdf.Page, dpi: int, clip: pymupdf.Rect | None = None) -> np.ndarray:
+    """A page (or `clip` of it, in PDF points) as MuPDF renders it: grayscale pixels at `dpi`, unsmoothed."""
+    pixmap = page.get_pixmap(dpi=dpi, clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
+    return np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)[:, : pixmap.width]
 
 
 def scan_dpi(page: pymupdf.Page, clip: pymupdf.Rect | None = None) -> float | None:
@@ -435,7 +441,7 @@ def _reread_debris(image: np.ndarray, rows: list[list[str]], dpi: int) -> list[l
             if word is not None and _debris(word):
                 run.append(word)
                 continue
-            if len(run) >= MIN_DEBRIS_RUN:
+            if run:
                 runs.append(run)
             run = []
     if not runs:

@@ -17,7 +17,16 @@ from typing import Any
 import pymupdf
 
 from knowledge.ingest.bands import Bands, PositionedText, find_bands
-from knowledge.ingest.ocr import SCANNED, OcrError, OcrWord, languages_for, ocr_pages, quick_dpi_for, unread_layer
+from knowledge.ingest.ocr import (
+    GUTTER_ZONE,
+    SCANNED,
+    OcrError,
+    OcrWord,
+    languages_for,
+    ocr_pages,
+    quick_dpi_for,
+    unread_layer,
+)
 from knowledge.ingest.ruled import ruled_tables
 from knowledge.ingest.scanned_tables import layout_tables
 from knowledge.ingest.sections import FaultSections, fault_pages
@@ -25,9 +34,6 @@ from knowledge.ingest.tables import Columns, Table, scanned_tables, unruled_tabl
 from knowledge.models import ManualError
 
 BOLD_FLAG = 16
-# A gutter between two columns (or two printed pages set side by side) is searched for
-# in this middle share of the page width.
-GUTTER_ZONE = (0.3, 0.7)
 LETTER_SPACED_TOKEN = 4.0  # mean characters per token of a line whose words fell apart (English: ~5)
 STRAY_LETTER_SHARE = 0.1
 # A line, span or glyph of PyMuPDF's "rawdict" output, and a word of its "words" output.

@@ -23,7 +23,7 @@ import pymupdf
 
 from knowledge.codes import parse_code_cell
 from knowledge.ingest.languages import ROLES, column_names, words_of
-from knowledge.ingest.ocr import OcrWord, ocr_cells
+from knowledge.ingest.ocr import OcrWord, grayscale, ocr_cells
 
 # Labels of a field in running text (`Cause:`, `原因：`, `Ursache:`), every language's (`languages.py`).
 FIELD_WORDS = {role: words_of(role) for role in ("symptom", "cause", "remedy")}
@@ -365,8 +365,7 @@ def scanned_tables(page: pymupdf.Page, languages: str, words: Sequence[OcrWord],
     the page's own OCR, which tells the grids that cannot be fault tables (a drawing's frame, a
     parts list) before their cells are read: on the development corpus's scans, reading cells
     took 18.8 CPU-s, 14.8 of them on pages whose grids were no fault tables, and takes 7.3 now."""
-    pixmap = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
-    image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)[:, : pixmap.width]
+    image = grayscale(page, dpi)
     to_points = pymupdf.Matrix(72 / dpi, 72 / dpi) * page.derotation_matrix
     tables = []
     for xs, ys, horizontal, _ in _grid(image):
