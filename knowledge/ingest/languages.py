@@ -34,9 +34,11 @@ class Vocabulary:
     letters: str = ""  # letters only this language writes (`äöüß`)
     # A heading with one of these opens a fault section.
     headings: tuple[str, ...] = ()
-    # A page that names both a cause and a remedy is a troubleshooting table wherever it sits.
+    # A page that names both a cause and a remedy is a troubleshooting table wherever it sits, and so is one that
+    # names a fault table's code column (`Error code`, `错误代码`, not `Code` or `No.`) beside either.
     page_causes: tuple[str, ...] = ()
     page_remedies: tuple[str, ...] = ()
+    page_codes: tuple[str, ...] = ()
     # A field's label in running text (`Cause:`) and a table column's name: symptom, cause, remedy.
     labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Further names of a table column, by role (code, title, symptom, cause, remedy): not labels of running text.
@@ -72,6 +74,7 @@ ENGLISH = Vocabulary(
         r"protective",
         r"troubleshoot\w*",
         r"trouble\s*shooting",
+        r"troubles?",  # `Trouble Analysis`
         r"diagnos\w*",
         r"faqs?",
         r"frequently\s+asked\s+questions",
@@ -80,6 +83,7 @@ ENGLISH = Vocabulary(
     ),
     page_causes=(r"causes?", r"reasons?"),
     page_remedies=(r"remed(?:y|ies)", r"countermeasures?", r"corrective actions?", r"solutions?"),
+    page_codes=(r"(?:fault|error|alarm|trip)\s+codes?", r"alarm\s+no\.?"),
     labels={
         "symptom": ("symptom", "symptoms", "problem", "phenomenon"),
         "cause": ("cause", "causes", "possible cause", "possible causes", "reason"),
@@ -123,9 +127,11 @@ CHINESE = Vocabulary(
     language="zh",
     cjk=True,
     # 显示屏说明: what each indication of the display means (a meter's 低电 L.BAT, 过载 O.L), as display messages.
-    headings=("故障", "报警", "警报", "异常", "保护", "告警", "常见问题", r"显示[屏器]?的?说明"),
+    # 出错: an error a device reports (`出错信息`; `错误` is also a wrong operation: `错误操作`).
+    headings=("故障", "报警", "警报", "异常", "保护", "告警", "出错", "常见问题", r"显示[屏器]?的?说明"),
     page_causes=("原因",),
     page_remedies=("处理方法", "处理措施", "对策", "解决方法"),
+    page_codes=("故障代码", "错误代码", "报警代码", "故障码", "报警号"),
     labels={
         "symptom": ("现象", "故障现象", "症状"),
         "cause": ("原因", "故障原因", "可能原因"),
@@ -160,6 +166,7 @@ GERMAN = Vocabulary(
     ),
     page_causes=(r"ursachen?",),
     page_remedies=(r"abhilfe(?:maßnahmen?)?", r"fehlerbehebung", r"störungsbehebung", r"störungsbeseitigung"),
+    page_codes=(r"fehlercodes?", r"fehler-?nr\.?", r"fehlernummer", r"störungscodes?"),
     labels={
         "symptom": ("symptom", "fehlerbild", "störungsbild", "erscheinung"),
         "cause": ("ursache", "ursachen", "mögliche ursache", "mögliche ursachen"),

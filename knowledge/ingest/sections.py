@@ -1,6 +1,6 @@
 """Fault sections: the pages under a fault / alarm / trip / error / protection / troubleshooting / FAQ
-heading (故障, 报警, 异常, 保护, 常见问题; Fehler, Störungen: each language's words in `languages.py`), up to the next heading of the same rank
-about something else, and any page that pairs causes with remedies.
+heading (故障, 报警, 异常, 保护, 出错, 常见问题; Fehler, Störungen: each language's words in `languages.py`), up to the next heading of the same rank
+about something else, and any page that pairs causes with remedies, or a fault code column with either.
 
 Only these pages are searched for fault tables and bare-number codes: elsewhere a manual's
 numbers are parameters, page references and part numbers.
@@ -24,6 +24,7 @@ FAULT_WORDS = every("headings")
 # manual's headings are unreadable; a quick guide's table has none).
 _CAUSE = every("page_causes")
 _REMEDY = every("page_remedies")
+_CODES = every("page_codes")
 _NUMBERED = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|第\s*[一二三四五六七八九十\d]{1,3}\s*[章节])\s*\S")
 _TOC_LEADER = re.compile(r"(?:\.\s*){4,}\d*\s*$|…{2,}")
 MAX_HEADING_WIDTH = 80
@@ -74,13 +75,19 @@ def fault_pages(pages: list[Page], body_size: float) -> FaultSections:
         # No heading says "faults" (a scanned manual, an alarm list without a title): pages
         # that keep talking about faults are taken instead.
         result.pages = {page.number for page in pages if len(FAULT_WORDS.findall(page.text)) >= FALLBACK_MENTIONS}
-    result.pages |= {page.number for page in pages if _CAUSE.search(page.text) and _REMEDY.search(page.text)}
+    result.pages |= {page.number for page in pages if _pairs_faults(page.text)}
     section = ""
     for page in pages:
         result.opening[page.number] = section
         result.on_page[page.number] = [h.text for h in found if h.page == page.number]
         section = (result.on_page[page.number] or [section])[-1]
     return result
+
+
+def _pairs_faults(text: str) -> bool:
+    """A troubleshooting table's page: it names causes and remedies, or a fault code column beside either."""
+    causes, remedies = bool(_CAUSE.search(text)), bool(_REMEDY.search(text))
+    return (causes and remedies) or ((causes or remedies) and bool(_CODES.search(text)))
 
 
 def _is_heading(block: Block, text: str, body_size: float) -> bool:

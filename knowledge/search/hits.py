@@ -80,7 +80,7 @@ def others_marked(hits: list[Hit], named: frozenset[str]) -> list[Hit]:
 
 def code_answer(code: str, hits: list[Hit], match: Match, elsewhere: str = "") -> SearchResult:
     """A code's entries, saying how they were found when that was not as typed, or (`elsewhere`: the manuals of
-    the machine asked about, which do not list it) that they are other machines'."""
+    the machine asked about, which do not list it) not found there, with the other machines' entries that list it."""
     result = SearchResult(status="ok", hits=hits)
     # As the manuals print it: the code as typed may carry the words around it (`inverter E02`, `shows E07`).
     printed = ", ".join(dict.fromkeys(hit.fault_code for hit in hits))
@@ -91,6 +91,8 @@ def code_answer(code: str, hits: list[Hit], match: Match, elsewhere: str = "") -
         )
         result.suggestion = f"Check that the HMI shows {printed}."
     if elsewhere:
+        # Not found for the machine asked about: the hits say what the code means elsewhere, no answer here.
+        result.status = "not_found"
         listing = list(dict.fromkeys(f"the {hit.manual_title or hit.manual} ({hit.scope})" for hit in hits))
         result.message = (
             f"Code {printed} is not in {elsewhere}; {', '.join(listing)} list{'s' if len(listing) == 1 else ''} it. "

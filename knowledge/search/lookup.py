@@ -146,7 +146,7 @@ def look_up_codes(
         if found is None:
             return None, False
         found.result.hits = prefer(found.result.hits, question.mentioned, question.language)
-        answers = found.result.status == "ok" and not (
+        answers = bool(found.result.hits) and not (
             found.elsewhere and _asked_manuals_print(snap, found.result, asked, question.mentioned, tuning)
         )
         return found, answers
