@@ -90,6 +90,28 @@ def test_a_code_only_a_sibling_lists_is_reported_as_the_siblings(index: ManualIn
     assert all(hit.applies_to_device is False for hit in result.hits)
 
 
+@pytest.mark.parametrize(
+    ("question", "scope"),
+    [
+        ("TW-90 inverter shows E55, encoder signal lost", None),
+        ("E55 and the encoder signal is lost", Scope(vendor="Brannock Drives Ltd.", model="TW-90")),
+    ],
+)
+def test_a_code_the_machines_manuals_print_nowhere_is_not_found_though_other_words_match(
+    index: ManualIndex, question: str, scope: Scope | None
+) -> None:
+    """The encoder words match the TW-90's E11, but the machine's manual lists no E55: no entry of it answers."""
+    result = index.query(question, scope)
+    assert result.status == "not_found" and not result.hits
+    assert result.message.startswith("No entry for code 'E55' in")
+
+
+def test_a_designation_no_manual_prints_names_another_machine(index: ManualIndex) -> None:
+    """`TW` is printed (the TW-40, the TW-90), `TW-55` nowhere: E02 is listed only for other machines."""
+    result = index.query("TW-55 inverter E02")
+    assert result.status == "not_found" and "No indexed manual is about TW-55" in result.message
+
+
 def test_a_code_only_a_sibling_lists_is_reported_so_at_the_machine(index: ManualIndex) -> None:
     result = index.query("E07", scope=Scope(vendor="Brannock Drives Ltd.", model="TW-90"))
     assert "not in the Brannock Drives Ltd. TW-90 manuals" in result.message

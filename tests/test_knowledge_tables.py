@@ -108,6 +108,29 @@ def _codes_of_one_table(
     return [r.code for r in extract_manual(path).records]
 
 
+_UNHEADED_ROWS = (
+    ("E01", "Wrong phase sequence", "Two supply phases swapped at the terminal block"),
+    ("E03", "Water flow switch open", "Circulating pump stopped or the strainer blocked"),
+    ("E05", "High pressure switch open", "Too much refrigerant or the fan does not turn"),
+)
+
+
+@pytest.mark.parametrize(
+    ("heading", "header"),
+    [
+        # No word of the heading says faults: the table's own header does (a code column beside its causes).
+        ("9 Service information", ("Error code", "Description", "Failure causes")),
+        ("9 Trouble Analysis", ("Code", "Description", "Check")),
+    ],
+)
+def test_a_fault_table_under_a_heading_that_says_no_fault_word_is_read(
+    tmp_path: Path, heading: str, header: tuple[str, ...]
+) -> None:
+    table = ((60, 170, 265), header, _UNHEADED_ROWS)
+    codes = _codes_of_one_table(tmp_path, "Heat Pump User Manual", heading, table)
+    assert codes == ["E01", "E03", "E05"]
+
+
 @pytest.mark.parametrize("ruled", [True, False])
 def test_a_parameter_table_gives_no_entries(tmp_path: Path, ruled: bool) -> None:
     """A parameter list under a heading that says "fault": its numbers are no fault codes."""

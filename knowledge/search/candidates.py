@@ -94,7 +94,7 @@ def gather(
     )
     if translated:
         cross.append(("lexical", translated))
-    words = _word_evidence(snap, question, lexical, tuning)
+    words = _word_evidence(snap, question, scope, lexical, tuning)
     share = 0.0
     if by_vector is not None:
         found, share = by_vector.result()
@@ -173,12 +173,12 @@ def _embedded(snap: Snapshot, embedder: Embedder, text: str) -> np.ndarray:
 # -- evidence -----------------------------------------------------------------
 
 
-def _word_evidence(snap: Snapshot, question: Question, lexical: Ranking, tuning: Tuning) -> _WordEvidence:
+def _word_evidence(snap: Snapshot, question: Question, scope: Scope, lexical: Ranking, tuning: Tuning) -> _WordEvidence:
     best = _best_groups(snap, lexical, tuning)
     return _WordEvidence(
         coverage=_coverage(snap, question, best),
         answers=frozenset().union(*(_answer_keys(snap, i) for i, _ in best)),
-        unknown_names=len(unknown_names(snap, question.named)),
+        unknown_names=len(unknown_names(snap, question.named, scope.label)),
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knowledge.codes import code_terms
+from knowledge.codes import code_key, code_terms
 from knowledge.glossary import translate_to_english, translations
 from knowledge.models import Scope
 from knowledge.search.question import Question
@@ -55,16 +55,28 @@ class Evidence:
         )
 
 
-def unknown_names(snap: Snapshot, text: str) -> list[str]:
+def unknown_names(snap: Snapshot, text: str, own: str = "") -> list[str]:
     """The names a text gives (capitalised words, tokens mixing letters and digits) that no row of the library
-    holds, neither as a word nor as a code."""
-    names = [m.group(0) for m in _NAME.finditer(text) if m.group(0).lower() not in stop_words()]
+    holds, neither as a word nor as a code; not `own`, the asked machine's name in the plant (`cnc-7`)."""
+    names = [
+        m.group(0)
+        for m in _NAME.finditer(text)
+        if m.group(0).lower() not in stop_words() and not (own and code_key(m.group(0)) == code_key(own))
+    ]
     unknown = []
     for name in dict.fromkeys(names):
-        words = list(dict.fromkeys(terms(name) + code_terms(name, every_token=True)))
+        # A designation is held as a whole, or by its parts that mix letters and digits (`006TC1` of `BLN-006TC1`):
+        # the `cw` of `CW-5200` is every manual's clockwise.
+        words = terms(name)
+        if _mixed(name):
+            words = code_terms(name, every_token=True) + [word for word in words if _mixed(word)]
         if words and not any(snap.counts(words).values()):
             unknown.append(name)
     return unknown
+
+
+def _mixed(text: str) -> bool:
+    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
 
 
 def words_no_row_holds(snap: Snapshot, question: Question, scope: Scope) -> list[str]:
@@ -107,6 +119,25 @@ def unread_share(question_vector: np.ndarray, without_vector: np.ndarray | None)
     if without_vector is None:
         return 1.0
     return float(min(1.0, max(0.0, 1.0 - float(question_vector @ without_vector))))
+
+
+def asked_manuals_print(snap: Snapshot, words: list[str], scope: Scope, named: frozenset[str], tuning: Tuning) -> bool:
+    """Whether the manuals asked about (those named, sha256, else the scope's) hold any of the words on a row."""
+    if named:  # every manual that prints the word: a common code is on more rows than a ranking keeps
+        return any(snap.names.printing(word) & named for word in words)
+    return bool(words) and bool(snap.bm25(words, scope, 1, tuning.bm25_columns))
+
+
+def codes_the_machine_lacks(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
+    """The question is about a known machine (it names its manuals, or is asked at it) and gives codes, none of which
+    those manuals print anywhere: the machine's manuals list other codes, and a page sharing the question's other
+    words (`heat pump error E60`: the heat pump's pages) answers no code of it."""
+    # The machine's own name is no code of it (`coolant dribbles on cnc-7`, asked at cnc-7).
+    codes = [code for code in question.printed_codes if code_key(code) != code_key(scope.label)]
+    if not (question.mentioned or scope.vendor or scope.model) or not codes:
+        return False
+    words = [word for code in codes for word in terms(code)] + code_terms(" ".join(codes))
+    return not asked_manuals_print(snap, words, scope, question.mentioned, tuning)
 
 
 def only_unknown_codes(snap: Snapshot, question: Question) -> bool:

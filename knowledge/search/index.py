@@ -8,7 +8,7 @@ from knowledge.embed import Embedder
 from knowledge.glossary import expand
 from knowledge.models import SafetyStatement, Scope, SearchResult
 from knowledge.search.candidates import Candidates, Mode, gather
-from knowledge.search.floors import only_unknown_codes
+from knowledge.search.floors import codes_the_machine_lacks, only_unknown_codes
 from knowledge.search.hits import code_not_found, collapse, no_section, others_marked, prefer, version_not_found
 from knowledge.search.lookup import look_up, look_up_codes, near_codes
 from knowledge.search.question import Question
@@ -53,7 +53,11 @@ class ManualIndex:
             return codes.answer  # another machine's entries, said so: no page of the asked machine prints the code
         if codes.answer is not None:
             return self._and_pages(question, codes.answer, codes.looked_up, scope, version, k)
-        if codes.reported and question.printed and not question.mentioned and only_unknown_codes(snap, question):
+        if codes.reported and (
+            codes.listed_for_others
+            or (question.printed and not question.mentioned and only_unknown_codes(snap, question))
+            or codes_the_machine_lacks(snap, question, scope or Scope(), self.tuning)
+        ):
             return codes.not_found(snap, scope, self.tuning)  # not a page sharing a word with how it was asked
         result = self.search(question, scope, version, k)
         return codes.not_found(snap, scope, self.tuning) if result.status == "not_found" and codes.reported else result

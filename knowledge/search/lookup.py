@@ -11,9 +11,9 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from knowledge.codes import code_key, code_terms, lookalike_keys, lookup_keys, loose_key
+from knowledge.codes import MENTION, code_key, code_terms, lookalike_keys, lookup_keys, loose_key
 from knowledge.models import Match, Scope, SearchResult
-from knowledge.search.floors import unknown_names
+from knowledge.search.floors import asked_manuals_print, unknown_names
 from knowledge.search.hits import (
     code_answer,
     code_not_found,
@@ -120,6 +120,12 @@ class CodeLookup:
     # Names of a machine no manual is about (`Danfoss FC302 alarm 14`): another machine's code is no answer.
     foreign: list[str]
 
+    @property
+    def listed_for_others(self) -> bool:
+        """The question names a machine no manual is about, and its code is listed for other machines: no page
+        of theirs answers it either."""
+        return bool(self.foreign) and any(found is not None for _, found in self.reported)
+
     def not_found(self, snap: Snapshot, scope: Scope | None, tuning: Tuning) -> SearchResult:
         """The first reported code: listed only for other machines, or not found (its near codes looked for
         only now)."""
@@ -128,6 +134,8 @@ class CodeLookup:
             return listed_elsewhere(listed[0], self.foreign, listed[1])
         code, found = self.reported[0]
         scope = scope or Scope()
+        mention = MENTION.fullmatch(code)  # the code as printed, not `inverter shows E55`
+        code = (mention.group("bare") or mention.group("cued")) if mention else code
         return found or code_not_found(code, scope, near_codes(snap, code, scope, tuning))
 
 
@@ -228,9 +236,7 @@ def _asked_manuals_print(
             for term in [*code_terms(hit.fault_code, every_token=True), *_as_word(hit.fault_code)]
         )
     )
-    if named:  # every manual that prints the word: a common code is on more rows than a ranking keeps
-        return any(snap.names.printing(word) & named for word in words)
-    return bool(words) and bool(snap.bm25(words, scope, 1, tuning.bm25_columns))
+    return asked_manuals_print(snap, words, scope, named, tuning)
 
 
 def _as_word(code: str) -> list[str]:

@@ -65,10 +65,14 @@ class Question:
         return terms(asked_besides(self.text))
 
     @cached_property
+    def printed_codes(self) -> list[str]:
+        """Its printed codes without their cues (`E60` of `error E60`)."""
+        return [m.group("bare") or m.group("cued") for m in MENTION.finditer(self.text)]
+
+    @cached_property
     def printed_words(self) -> list[str]:
         """The words of its printed codes, without their cues."""
-        bare = [m.group("bare") or m.group("cued") for m in MENTION.finditer(self.text)]
-        return list(dict.fromkeys(word for code in bare for word in terms(code)))
+        return list(dict.fromkeys(word for code in self.printed_codes for word in terms(code)))
 
     @cached_property
     def words(self) -> list[str]:
