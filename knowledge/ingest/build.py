@@ -71,7 +71,9 @@ SCHEMA_VERSION = "9"
 # debris in a Chinese line is read again as Chinese (`ocr._reread_debris`).
 # 15: a malfunction heading opens a fault section; a table of two columns without a header or codes that pairs
 # symptoms with what to do about them (on a text page) is a symptom table.
-EXTRACTION_VERSION = "15"
+# 16: a page naming a fault-code column beside causes or remedies is a fault page wherever it sits, and a trouble
+# (`Trouble Analysis`) or 出错 heading opens a fault section.
+EXTRACTION_VERSION = "16"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 
