@@ -195,6 +195,8 @@ def _names(manual: Mapping[str, Any]) -> set[str]:
     for token in _TOKEN.findall(f"{text} {' '.join(title)}".lower()):
         parts = _SEPARATOR.split(token)
         joined = [_SEPARATOR.sub("", token)] if not all(part in _GENERIC for part in parts) else []  # not `alarm-codes`
+        # Neighbouring parts too, as a question joins its words (`festo_cmmt_as_…` is named `CMMT-AS`).
+        joined += [a + b for a, b in itertools.pairwise(parts) if not (a in _GENERIC and b in _GENERIC)]
         out.update(name for name in joined + parts if _usable(name))
     return out
 

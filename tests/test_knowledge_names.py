@@ -154,3 +154,17 @@ def test_siblings_without_a_model_read_from_them_are_told_apart_by_their_file_na
         ]
     )
     assert siblings.mentioned("Marlow Silence 50 error E03") == {"s50"}
+
+
+def test_a_designation_spelt_with_underscores_in_a_file_name_names_its_manual():
+    """The operating manual is known by its file name alone (`acme_cmmt_as_…`), the safety manual by its title's
+    `CMMT-AS`: `CMMT-AS` names both, not only the manual that prints it joined."""
+    library = ManualNames(
+        [
+            _manual("ops", file="acme_cmmt_as_betriebsanleitung_de.pdf", vendor="Acme"),
+            _manual("safety", file="safety.pdf", title="CMMT-AS-...-S1 Servoantriebsregler"),
+            # A library of other products, as a plant's is: a name two manuals share still names them.
+            *(_manual(f"other{n}", file=f"quillon_qx{n}.pdf", vendor="Quillon", model=f"QX-{n}") for n in range(7)),
+        ]
+    )
+    assert library.mentioned("CMMT-AS Status-LED blinkt rot") == {"ops", "safety"}
