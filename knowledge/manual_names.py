@@ -33,6 +33,27 @@ _GENERIC = frozenset(
 )
 
 
+# Kinds of equipment a short series name is called by (`EV drive`, `EV inverter`): a name followed by one of them
+# is kept as the name and this mark, so that `ev_inverter.pdf` is named by `EV drive` and no two-letter word alone
+# names a manual.
+_KINDS = frozenset(
+    (
+        "drive",
+        "drives",
+        "servo",
+        "motor",
+        "spindle",
+        "inverter",
+        "controller",
+        "unit",
+        "amplifier",
+        "stepper",
+        "actuator",
+    )
+)
+_KIND = "~"
+
+
 class ManualNames:
     """The distinctive names of an index's manuals, worked out once per index snapshot.
 
@@ -197,6 +218,7 @@ def _names(manual: Mapping[str, Any]) -> set[str]:
         joined = [_SEPARATOR.sub("", token)] if not all(part in _GENERIC for part in parts) else []  # not `alarm-codes`
         # Neighbouring parts too, as a question joins its words (`festo_cmmt_as_…` is named `CMMT-AS`).
         joined += [a + b for a, b in itertools.pairwise(parts) if not (a in _GENERIC and b in _GENERIC)]
+        joined += _called_by_kind(parts)
         out.update(name for name in joined + parts if _usable(name))
     return out
 
@@ -214,13 +236,18 @@ def _usable(name: str) -> bool:
 
 def _question_tokens(question: str) -> set[str]:
     tokens = [t for t in _TOKEN.findall(question.lower()) if not re.fullmatch(r"[\u3400-\u9fff]+", t)]
-    joined = [a + b for a, b in itertools.pairwise(tokens)]  # `fr sx` is FR-SX
+    joined = [a + b for a, b in itertools.pairwise(tokens)] + _called_by_kind(tokens)  # `fr sx` is FR-SX
     return {
         name
         for token in tokens + joined
         for name in [_SEPARATOR.sub("", token), *_SEPARATOR.split(token)]
         if len(name) >= MIN_LETTERS
     }
+
+
+def _called_by_kind(words: list[str]) -> list[str]:
+    """Each word followed by a kind of equipment, as a name (`ev~` of `EV drive`)."""
+    return [a + _KIND for a, b in itertools.pairwise(words) if b in _KINDS and a not in _GENERIC and a.isalnum()]
 
 
 def _is_cjk(name: str) -> bool:

@@ -168,3 +168,16 @@ def test_a_designation_spelt_with_underscores_in_a_file_name_names_its_manual():
         ]
     )
     assert library.mentioned("CMMT-AS Status-LED blinkt rot") == {"ops", "safety"}
+
+
+def test_a_short_series_name_is_a_name_before_a_kind_of_equipment():
+    """`EV` alone is two letters of any text; before `drive` or `inverter` it is the series of `acme_ev_inverter`."""
+    library = ManualNames(
+        [
+            _manual("ev", file="acme_ev_inverter_manual.pdf"),
+            *(_manual(f"other{n}", file=f"quillon_qx{n}.pdf", vendor="Quillon", model=f"QX-{n}") for n in range(7)),
+        ]
+    )
+    assert library.mentioned("the EV drive does not restart after a power dip") == {"ev"}
+    assert library.mentioned("EV inverter shows Er3") == {"ev"}
+    assert library.mentioned("ev charging station fault") == set()
