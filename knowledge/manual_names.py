@@ -177,6 +177,10 @@ class ManualNames:
         names = self._matched(question)
         if not names:
             return question
+        # A named manual's series word, typed without its kind of equipment (`COT on the teco EV display`).
+        series = {
+            name[: -len(_KIND)] for sha in self.mentioned(question) for name in self._names[sha] if name.endswith(_KIND)
+        }
         kept = []
         for token in re.split(r"(\s+|[\u3400-\u9fff]+)", question):
             lowered = token.lower()
@@ -184,7 +188,7 @@ class ManualNames:
             if cjk:
                 for name in (n for n in names if re.fullmatch(r"[\u3400-\u9fff]+", n) and n in token):
                     token = token.replace(name, " ")
-            elif lowered.strip() and self._names_only(lowered, names):
+            elif lowered.strip() and (self._names_only(lowered, names) or lowered in series):
                 continue
             kept.append(token)
         rest = " ".join("".join(kept).split())

@@ -181,3 +181,5 @@ def test_a_short_series_name_is_a_name_before_a_kind_of_equipment():
     assert library.mentioned("the EV drive does not restart after a power dip") == {"ev"}
     assert library.mentioned("EV inverter shows Er3") == {"ev"}
     assert library.mentioned("ev charging station fault") == set()
+    # Once the manual is known its series word leaves the question, whatever follows it.
+    assert library.without_names("COT on the Acme EV display") == "COT on the display"
