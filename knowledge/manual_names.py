@@ -51,6 +51,7 @@ _KINDS = frozenset(
         "actuator",
     )
 )
+_CJK_KINDS = ("变频器", "伺服", "驱动器", "电机", "控制器", "主轴", "逆变器")  # a run of Chinese that begins with one
 _KIND = "~"
 
 
@@ -239,8 +240,9 @@ def _usable(name: str) -> bool:
 
 
 def _question_tokens(question: str) -> set[str]:
-    tokens = [t for t in _TOKEN.findall(question.lower()) if not re.fullmatch(r"[\u3400-\u9fff]+", t)]
-    joined = [a + b for a, b in itertools.pairwise(tokens)] + _called_by_kind(tokens)  # `fr sx` is FR-SX
+    every = _TOKEN.findall(question.lower())
+    tokens = [t for t in every if not re.fullmatch(r"[\u3400-\u9fff]+", t)]
+    joined = [a + b for a, b in itertools.pairwise(tokens)] + _called_by_kind(every)  # `fr sx` is FR-SX
     return {
         name
         for token in tokens + joined
@@ -250,8 +252,14 @@ def _question_tokens(question: str) -> set[str]:
 
 
 def _called_by_kind(words: list[str]) -> list[str]:
-    """Each word followed by a kind of equipment, as a name (`ev~` of `EV drive`)."""
-    return [a + _KIND for a, b in itertools.pairwise(words) if b in _KINDS and a not in _GENERIC and a.isalnum()]
+    """Each word followed by a kind of equipment, as a name (`ev~` of `EV drive`, `HY变频器`, and of
+    `huanyang_hy_series_inverter`: a document's words between them are passed over)."""
+    words = [w for w in words if w not in _GENERIC or w in _KINDS]
+    return [
+        a + _KIND
+        for a, b in itertools.pairwise(words)
+        if (b in _KINDS or b.startswith(_CJK_KINDS)) and a not in _GENERIC and a.isascii() and a.isalnum()
+    ]
 
 
 def _is_cjk(name: str) -> bool:

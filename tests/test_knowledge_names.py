@@ -175,11 +175,13 @@ def test_a_short_series_name_is_a_name_before_a_kind_of_equipment():
     library = ManualNames(
         [
             _manual("ev", file="acme_ev_inverter_manual.pdf"),
+            _manual("hy", file="acme_hy_series_inverter_manual.pdf"),
             *(_manual(f"other{n}", file=f"quillon_qx{n}.pdf", vendor="Quillon", model=f"QX-{n}") for n in range(7)),
         ]
     )
     assert library.mentioned("the EV drive does not restart after a power dip") == {"ev"}
     assert library.mentioned("EV inverter shows Er3") == {"ev"}
     assert library.mentioned("ev charging station fault") == set()
+    assert library.mentioned("HY变频器 直流过电压保护是多少伏") == {"hy"}  # glued to the Chinese kind; `series` passed over
     # Once the manual is known its series word leaves the question, whatever follows it.
     assert library.without_names("COT on the Acme EV display") == "COT on the display"
