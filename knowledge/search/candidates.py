@@ -20,7 +20,15 @@ import numpy as np
 
 from knowledge.embed import Embedder
 from knowledge.models import Match, Scope
-from knowledge.search.floors import Evidence, unknown_names, unread_share, without_words, words_no_row_holds
+from knowledge.search.floors import (
+    Evidence,
+    machines_named,
+    unknown_names,
+    unread_share,
+    without_words,
+    words_no_row_holds,
+    written_share,
+)
 from knowledge.search.question import Question
 from knowledge.search.rows import Group, Ranking, group
 from knowledge.search.store import Snapshot
@@ -104,6 +112,11 @@ def gather(
         else:  # an English-only model read the question's English rendition: a cross-language ranking
             rendered = [(i, s) for i, s in closest if snap.rows[i]["language"] != lang]
             cross.append(("semantic", rendered))
+    if unread and without == asked:
+        # The words no row holds are not in the rendition the model read (the glossary does not know them), so
+        # the model cannot weigh them: a kind of machine among them (`叉车`, `打印机`) is what the question is
+        # about, and weighs its share of the question's letters.
+        share = max(share, written_share(question.text, machines_named(unread)))
     return Candidates(
         question=question,
         scope=scope,

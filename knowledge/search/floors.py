@@ -113,6 +113,22 @@ def without_words(read: str, words: list[str], language_read: bool) -> str:
     return " ".join(part for part in re.findall(r"\S+", read) if not set(re.findall(r"\w+", part.lower())) & dropped)
 
 
+# How Chinese names a kind of machine: by what it is, ending in 机 (打印机, printer), 车 (叉车, forklift), 器, 泵, 炉,
+# 库 (冷库, cold store) or 梯 (电梯, lift).
+_MACHINE_ENDINGS = ("机", "车", "器", "泵", "炉", "库", "梯")
+
+
+def machines_named(words: list[str]) -> list[str]:
+    """The Chinese words among these that name a kind of machine."""
+    return [word for word in words if CJK.match(word) and word.endswith(_MACHINE_ENDINGS)]
+
+
+def written_share(text: str, words: list[str]) -> float:
+    """The share of a text's letters (CJK characters and Latin letters) that these words of it hold."""
+    letters = sum(1 for c in text if c.isalpha())
+    return min(1.0, sum(len(word) for word in words) / letters) if letters else 0.0
+
+
 def unread_share(question_vector: np.ndarray, without_vector: np.ndarray | None) -> float:
     """The share of the question's meaning the words no row holds carry: 1 - the cosine between the question
     and the question without them (both unit vectors; None: nothing is left of it)."""
