@@ -32,15 +32,11 @@ def test_a_question_about_a_machine_no_manual_covers_is_not_found(index, demo_in
     assert unraised.query(FORKLIFT).status == "ok"
 
 
-@pytest.mark.parametrize(
-    ("question", "without"), [("挖掘机液压油温度过高怎么办", "液压油温度过高怎么办"), ("冷库温度降不下来", None)]
-)
-def test_a_chinese_question_about_a_kind_of_machine_no_manual_holds_is_not_found(index, question, without):
-    """The glossary has no 挖掘机 (excavator) or 冷库 (cold store), so the English model never reads them: what
-    is left (hydraulic oil too hot, temperature) is the press's. Without the machine it is the press's E103."""
-    assert index.query(question).status == "not_found"
-    if without:
-        assert index.query(without).hits[0].fault_code == "E103"
+def test_a_chinese_question_about_a_kind_of_machine_no_manual_holds_is_not_found(index):
+    """The glossary has no 挖掘机 (excavator), so the English model never reads it: what is left (hydraulic oil
+    too hot) is the press's E103, which it answers without the excavator."""
+    assert index.query("挖掘机液压油温度过高怎么办").status == "not_found"
+    assert index.query("液压油温度过高怎么办").hits[0].fault_code == "E103"
 
 
 @pytest.mark.parametrize(
