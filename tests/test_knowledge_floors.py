@@ -37,6 +37,9 @@ def test_a_chinese_question_about_a_kind_of_machine_no_manual_holds_is_not_found
     too hot) is the press's E103, which it answers without the excavator."""
     assert index.query("挖掘机液压油温度过高怎么办").status == "not_found"
     assert index.query("液压油温度过高怎么办").hits[0].fault_code == "E103"
+    # German says what a compound is by its last word: a screw compressor's oil is no press's.
+    assert index.query("Schraubenkompressor Öltemperatur zu hoch").status == "not_found"
+    assert index.query("Öltemperatur zu hoch").status == "ok"
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,9 @@ class Vocabulary:
     messages: tuple[str, ...] = ()
     # A header with one of these heads a parameter list, or a parts list (its "No." numbers items).
     parameters: tuple[str, ...] = ()
+    # How a word naming a kind of machine ends (`打印机`, printer; `Gabelstapler`, forklift): a question about one that
+    # no manual holds is about another machine, where the model reading the question cannot tell.
+    machine_endings: tuple[str, ...] = ()
     # The endings a column's name takes in a header (`Causes`; `Mögliche Lösungen`, `Ursachen`): a Latin-script
     # word is found with one of these or none, not running on into a longer word.
     endings: tuple[str, ...] = ()
@@ -132,6 +135,7 @@ CHINESE = Vocabulary(
     page_causes=("原因",),
     page_remedies=("处理方法", "处理措施", "对策", "解决方法"),
     page_codes=("故障代码", "错误代码", "报警代码", "故障码", "报警号"),
+    machine_endings=("机", "车", "器", "泵", "炉", "库", "梯"),  # 打印机, 叉车, 冷库, 电梯
     labels={
         "symptom": ("现象", "故障现象", "症状"),
         "cause": ("原因", "故障原因", "可能原因"),
@@ -167,6 +171,20 @@ GERMAN = Vocabulary(
     page_causes=(r"ursachen?",),
     page_remedies=(r"abhilfe(?:maßnahmen?)?", r"fehlerbehebung", r"störungsbehebung", r"störungsbeseitigung"),
     page_codes=(r"fehlercodes?", r"fehler-?nr\.?", r"fehlernummer", r"störungscodes?"),
+    # A compound's last word says what it is: `Schraubenkompressor`, `Gabelstapler`, `Geschirrspüler`.
+    machine_endings=(
+        "maschine",
+        "kompressor",
+        "pumpe",
+        "stapler",
+        "anlage",
+        "fahrzeug",
+        "drucker",
+        "bagger",
+        "aufzug",
+        "spüler",
+        "automat",
+    ),
     labels={
         "symptom": ("symptom", "fehlerbild", "störungsbild", "erscheinung"),
         "cause": ("ursache", "ursachen", "mögliche ursache", "mögliche ursachen"),
@@ -220,6 +238,9 @@ def every(name: str) -> re.Pattern[str]:
     latin = tuple(w for v in VOCABULARIES if not v.cjk for w in getattr(v, name))
     cjk = tuple(w for v in VOCABULARIES if v.cjk for w in getattr(v, name))
     return pattern(latin, cjk)
+
+
+MACHINE_ENDINGS = tuple(ending for v in VOCABULARIES for ending in v.machine_endings)
 
 
 def words_of(role: str) -> tuple[str, ...]:

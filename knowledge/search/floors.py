@@ -11,6 +11,7 @@ import numpy as np
 
 from knowledge.codes import code_key, code_terms
 from knowledge.glossary import translate_to_english, translations
+from knowledge.ingest.languages import MACHINE_ENDINGS
 from knowledge.models import Scope
 from knowledge.search.question import Question
 from knowledge.search.store import Snapshot
@@ -113,14 +114,10 @@ def without_words(read: str, words: list[str], language_read: bool) -> str:
     return " ".join(part for part in re.findall(r"\S+", read) if not set(re.findall(r"\w+", part.lower())) & dropped)
 
 
-# How Chinese names a kind of machine: by what it is, ending in 机 (打印机, printer), 车 (叉车, forklift), 器, 泵, 炉,
-# 库 (冷库, cold store) or 梯 (电梯, lift).
-_MACHINE_ENDINGS = ("机", "车", "器", "泵", "炉", "库", "梯")
-
-
 def machines_named(words: list[str]) -> list[str]:
-    """The Chinese words among these that name a kind of machine."""
-    return [word for word in words if CJK.match(word) and word.endswith(_MACHINE_ENDINGS)]
+    """The words among these that name a kind of machine, by how each language ends such a word
+    (`knowledge.ingest.languages`: `打印机`, `Gabelstapler`)."""
+    return [word for word in words if word.lower().endswith(MACHINE_ENDINGS)]
 
 
 def written_share(text: str, words: list[str]) -> float:
