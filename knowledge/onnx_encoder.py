@@ -136,6 +136,10 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Threads that wait for the next operator sleep rather than spin: on a box whose cores the build's
+        # workers and other processes share, a spinning thread burns the core another one needs (a build's
+        # 1,475 dev texts on two threads under load: 26.3 CPU-s spinning, 23.1 not, in the same time).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_str(self._session.get_modelmeta().custom_metadata_map[TOKENIZER_KEY])
 

@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_support import build_stages, build_start_up  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -38,7 +39,6 @@ from edge.config import load_config  # noqa: E402
 from knowledge.codes import code_key, scope_key  # noqa: E402
 from knowledge.demo import write_demo_manuals  # noqa: E402
 from knowledge.demo.render import FaultEntry, ManualDoc, render_pdf  # noqa: E402
-from knowledge.embed import Embedder  # noqa: E402
 from knowledge.ingest.build import build_index  # noqa: E402
 from knowledge.models import Scope  # noqa: E402
 from knowledge.search import ManualIndex  # noqa: E402
@@ -71,10 +71,7 @@ def main() -> int:
         corpus_pdfs = render_corpus(entries_file, work / "corpus")
         demo_pdfs = write_demo_manuals(work / "demo")
 
-        started = time.perf_counter()
-        embedder = Embedder()
-        embedder.load()
-        load_s = time.perf_counter() - started
+        embedder, load_s = build_start_up()
 
         db = work / "manuals.sqlite"
         report = build_index(demo_pdfs + corpus_pdfs, db, embedder=embedder)
@@ -96,9 +93,11 @@ def main() -> int:
         f"[bold]Indexing[/] {len(report.manuals)} manuals ({len(demo_pdfs)} demo, {len(corpus_pdfs)} from the corpus), "
         f"{report.pages} pages, {records_before} records in {report.elapsed_s:.1f} s: "
         f"[bold]{report.pages / report.elapsed_s:.1f} pages/s[/] "
-        f"({records_before / report.elapsed_s:.0f} records/s; model load {load_s:.1f} s not included; "
+        f"({records_before / report.elapsed_s:.0f} records/s; model load and ONNX export {load_s:.1f} s not included; "
+        f"{report.ocr_pages} pages read by OCR in {report.ocr_s:.1f} s; "
         f"{report.scanned_pages} scanned pages reported; {len(failed)} failed)"
     )
+    console.print(f"  stages: {build_stages(report)}", highlight=False)
     console.print(f"[bold]Search index[/] {total} records after padding with corpus copies under other vendor names")
     print_quality(quality)
     print_latency(latency)

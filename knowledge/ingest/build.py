@@ -14,6 +14,7 @@ import gc
 import json
 import multiprocessing
 import os
+import resource
 import sqlite3
 import threading
 import time
@@ -115,6 +116,19 @@ class ManualReport(BaseModel):
         return self.pages - len(self.scanned_pages) - len(self.ocr_pages)
 
 
+class BuildStages(BaseModel):
+    """Seconds of a build by stage, in the order they end. The manuals are read (by the workers) while the
+    embedding runs beside them, so `embedding_s` overlaps `read_s`; `embed_s` is what is left of it after the last
+    manual is read. `cpu_s`: this process's and its workers' CPU seconds, which other processes on the box do not
+    change as they change the wall clock."""
+
+    read_s: float = 0.0  # from the first manual handed to a worker to the last one read, its rows made
+    embedding_s: float = 0.0  # the embedding thread's time in the encoder
+    embed_s: float = 0.0  # waiting for the embedding after the last manual was read
+    write_s: float = 0.0  # rows, full-text index, secondary indexes, metadata
+    cpu_s: float = 0.0
+
+
 class BuildReport(BaseModel):
     index: str
     manuals: list[ManualReport]
@@ -123,6 +137,8 @@ class BuildReport(BaseModel):
     embedded: int
     elapsed_s: float
     ocr_s: float = 0.0
+    # Where the build's time went: `BuildStages`.
+    stages: BuildStages = Field(default_factory=BuildStages)
     # The model exported to ONNX (knowledge.onnx_encoder), which embeds the build's passages and the searches'
     # questions: exported once per model and process. `encoder` is empty when both embed with PyTorch.
     encoder: str = ""
@@ -191,6 +207,7 @@ def build_index(
     `ocr=False` leaves scanned pages unread (reported as without text): a quick rebuild. `second_opinion`:
     also store the second encoder's vectors (`knowledge.ingest.opinion_vectors`)."""
     started = time.perf_counter()
+    cpu_started = _cpu_seconds()
     emit = progress or (lambda event: None)
     embedder = embedder or Embedder(model_path)
     files = collect_pdfs(paths)
@@ -211,8 +228,15 @@ def build_index(
         tmp.unlink(missing_ok=True)
         raise
     report.elapsed_s = time.perf_counter() - started
+    report.stages.cpu_s = _cpu_seconds() - cpu_started
     _export_encoder(report, embedder, db_path)
     return report
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (the build's workers, once shut down)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _export_encoder(report: BuildReport, embedder: Embedder, db_path: Path) -> None:
@@ -300,9 +324,13 @@ def _fill(
                 opinion.add(clipped.setdefault(text, clip(text, model)) for text in texts)
 
     jobs = [(path, sha) for path, sha in decided.items() if isinstance(sha, str) and sha not in reused]
+    stages = BuildStages()
     try:
+        mark = time.perf_counter()
         extractions = _extract_all(jobs, overrides, ocr, extracted)
+        stages.read_s, mark = time.perf_counter() - mark, time.perf_counter()
         vectors.finish()
+        stages.embed_s, stages.embedding_s = time.perf_counter() - mark, vectors.seconds
         if opinion is not None:
             opinion.finish()
     finally:
@@ -336,6 +364,7 @@ def _fill(
             manuals.append(reused[outcome])
             emit(BuildEvent("pages", reused[outcome].pages, file=path.name))
         emit(BuildEvent("manuals", 1, file=path.name))
+    mark = time.perf_counter()
     if reused:
         _copy_manuals(db, db_path, reused)
     opinions = (
@@ -344,6 +373,7 @@ def _fill(
         else {}
     )
     _insert_fresh(db, fresh, rows, vectors.vectors, opinions)
+    _create_indexes(db)
     db["records"].enable_fts(["lex_head", "lex_body"], tokenize=FTS_TOKENIZER, replace=True)
     db["meta"].insert_all(
         [
@@ -357,6 +387,7 @@ def _fill(
         replace=True,
     )
     db.conn.commit()
+    stages.write_s = time.perf_counter() - mark
     return BuildReport(
         index=str(db_path),
         manuals=manuals,
@@ -365,6 +396,7 @@ def _fill(
         embedded=vectors.count,
         elapsed_s=0.0,
         ocr_s=ocr_s,
+        stages=stages,
     )
 
 
@@ -447,7 +479,11 @@ def _report(
 
 
 def _create_schema(db: sqlite_utils.Database) -> None:
-    db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to swap in
+    # The file is this build's alone and synced whole before it is swapped in (`_replace`): no commit needs a
+    # sync of its own, nor a journal on disk (a failed build's file is deleted). Neither setting is kept in the
+    # file, which readers open as one self-contained file in SQLite's default mode (not WAL).
+    db.execute("PRAGMA journal_mode=MEMORY")
+    db.execute("PRAGMA synchronous=OFF")
     db["meta"].create({"key": str, "value": str}, pk="key")
     db["manuals"].create(
         {
@@ -509,11 +545,6 @@ def _create_schema(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("manual_sha256", "manuals", "sha256")],
     )
-    db["records"].create_index(["code_key"])
-    db["records"].create_index(["loose_key"])
-    db["records"].create_index(["code_pattern"])
-    db["records"].create_index(["vendor_key", "model_key", "code_key"])
-    db["records"].create_index(["manual_sha256"])
     db["safety"].create(
         {
             "id": int,
@@ -530,7 +561,14 @@ def _create_schema(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("manual_sha256", "manuals", "sha256")],
     )
-    db["safety"].create_index(["manual_sha256"])
+
+
+def _create_indexes(db: sqlite_utils.Database) -> None:
+    """The lookups' indexes, made once the rows are in: one sort each rather than one insertion per row."""
+    for columns in (["code_key"], ["loose_key"], ["code_pattern"], ["vendor_key", "model_key", "code_key"]):
+        db["records"].create_index(columns)
+    for table in ("records", "safety"):
+        db[table].create_index(["manual_sha256"])
 
 
 def _copy_manuals(db: sqlite_utils.Database, live: Path, reused: dict[str, ManualReport]) -> None:
@@ -582,6 +620,7 @@ class _Vectors:
         self._thread: threading.Thread | None = None
         self._threads: int | None = None  # torch's (None: the cores the load average leaves free)
         self.vectors: dict[str, bytes] = {}
+        self.seconds = 0.0  # in the encoder
 
     @property
     def count(self) -> int:
@@ -633,7 +672,10 @@ class _Vectors:
         try:
             self._export = self._exported()
             while batch := self._next():
-                for text, vector in zip(batch, self._embed(batch), strict=True):
+                started = time.perf_counter()
+                embedded = self._embed(batch)
+                self.seconds += time.perf_counter() - started
+                for text, vector in zip(batch, embedded, strict=True):
                     self.vectors[text] = vector.astype(np.float32).tobytes()
                 self._emit(BuildEvent("embeddings", len(batch), len(self._queued)))
         except BaseException as exc:  # raised in the build's thread, by `add` or `finish`
