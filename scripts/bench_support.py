@@ -102,6 +102,6 @@ def build_stages(report: BuildReport) -> str:
     stages = report.stages
     return (
         f"read {stages.read_s:.1f} s (embedding beside it), embedding after it {stages.embed_s:.1f} s "
-        f"(in the encoder {stages.embedding_s:.1f} s in all), write {stages.write_s:.1f} s; "
+        f"(the embedding threads' time in the encoder {stages.embedding_s:.1f} s), write {stages.write_s:.1f} s; "
         f"{stages.cpu_s:.1f} CPU-s ({report.pages / stages.cpu_s:.1f} pages per CPU-s)"
     )

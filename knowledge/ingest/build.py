@@ -77,6 +77,9 @@ SCHEMA_VERSION = "9"
 EXTRACTION_VERSION = "16"
 BUILDING = ".building-"
 EMBED_BATCH = 64
+# Texts of a batch the ONNX export embeds (on one core): 16 texts of 64 word pieces keep a layer's activations in
+# the core's cache, where 64 do not (the dev manuals' 1,475 texts on one thread: 19.3 CPU-s against 21.3 for 64).
+ONNX_BATCH = 16
 
 
 class BuildError(Exception):
@@ -123,7 +126,7 @@ class BuildStages(BaseModel):
     change as they change the wall clock."""
 
     read_s: float = 0.0  # from the first manual handed to a worker to the last one read, its rows made
-    embedding_s: float = 0.0  # the embedding thread's time in the encoder
+    embedding_s: float = 0.0  # the embedding threads' time in the encoder, added up
     embed_s: float = 0.0  # waiting for the embedding after the last manual was read
     write_s: float = 0.0  # rows, full-text index, secondary indexes, metadata
     cpu_s: float = 0.0
@@ -602,29 +605,40 @@ class _Vectors:
     A batch holds texts of one token count: nothing is padded, so a text's vector is the one it
     gets alone, whatever else is in its batch and whichever manual came first (and the model
     computes no padding: 1.2x the throughput of batches sorted by characters). The model exported to
-    ONNX embeds them, exported first if the index has no export yet; PyTorch where it cannot be."""
+    ONNX embeds them, exported first if the index has no export yet; PyTorch where it cannot be.
+
+    Once the manuals are read, the cores the workers leave embed too: with the export, a thread each, each
+    embedding batches of its own on one core of the same session (batches side by side need no hand-over
+    inside each operator as one batch on several cores does: the dev manuals' texts on two cores in 19.4-20.1
+    CPU-s, against 21.7-22.1 on one session of two threads; each vector as one thread makes it); with PyTorch,
+    torch's threads on the one batch."""
 
     def __init__(self, embedder: Embedder, emit: Progress, db_path: Path):
         self._embedder = embedder
         self._emit = emit
         self._db_path = db_path
-        self._export: Path | None = None  # None: PyTorch embeds
-        self._sessions: dict[int, onnx_encoder.OnnxEncoder] = {}  # by threads
+        self._export: onnx_encoder.OnnxEncoder | None = None  # None: PyTorch embeds
         self._queued: set[str] = set()
         self._incoming: list[str] = []  # queued, not grouped yet (under `_ready`)
-        self._waiting: dict[int, list[str]] = {}  # token count (0: the model does not tell) → texts (the thread's)
+        self._waiting: dict[int, list[str]] = {}  # token count (0: the model does not tell) → texts (under `_ready`)
         self._closed = False  # no more texts will come
         self._stopped = False  # the build failed: embed no more
         self._failure: BaseException | None = None
         self._ready = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._threads: int | None = None  # torch's (None: the cores the load average leaves free)
+        self._decided = threading.Event()  # the first thread knows whether the export embeds
+        self._threads: list[threading.Thread] = []
+        self._torch_threads: int | None = None  # torch's (None: the cores the load average leaves free)
         self.vectors: dict[str, bytes] = {}
-        self.seconds = 0.0  # in the encoder
+        self._seconds: dict[str, float] = {}  # by thread: in the encoder
 
     @property
     def count(self) -> int:
         return len(self._queued)
+
+    @property
+    def seconds(self) -> float:
+        """The embedding threads' time in the encoder, added up."""
+        return sum(self._seconds.values())
 
     def add(self, texts: Iterable[str | None]) -> None:
         """Queue what is not embedded yet (None: a passage searched by its words only). Raises what
@@ -638,48 +652,73 @@ class _Vectors:
         with self._ready:
             self._incoming.extend(new)
             self._ready.notify()
-        if self._thread is None:  # started after the workers were forked, as torch must be
-            self._thread = threading.Thread(target=self._run, name="build-embeddings", daemon=True)
-            self._thread.start()
+        if not self._threads:  # started after the workers were forked, as torch must be
+            self._start(self._run)
         self._emit(BuildEvent("embeddings", 0, len(self._queued)))
 
     def finish(self) -> None:
         """Wait until every queued text is embedded: with the cores the workers have left, if nobody
         else took them (the load average still counts the workers for a minute or so)."""
-        idle = idle_cores() if self._thread is not None and self._thread.is_alive() else None
+        running = bool(self._threads) and self._threads[0].is_alive()
+        idle = idle_cores() if running else None  # measured while the embedding ran on one of our cores
+        if running:
+            self._decided.wait()  # whether the export embeds (made meanwhile, if the index had none)
+        cores = min(1 + round(idle), os.cpu_count() or 1) if idle is not None else None
         with self._ready:
-            if idle is not None:  # measured while the embedding ran on one of our cores
-                self._threads = 1 + round(idle)
             self._closed = True
-            self._ready.notify()
-        if self._thread is not None:
-            self._thread.join()
-        self._sessions.clear()  # a model's copy each (about 90 MB)
+            self._ready.notify_all()
+            if self._export is None:
+                self._torch_threads = cores
+            else:
+                for _ in range((cores or 1) - 1):
+                    self._start(self._embed_all)
+        for thread in self._threads:
+            thread.join()
+        self._export = None  # the model's copy (about 90 MB)
         if self._failure is not None:
             raise self._failure
         self._emit(BuildEvent("embeddings", 0, len(self._queued)))
 
     def stop(self) -> None:
-        """The build failed: the batch being embedded is the last."""
+        """The build failed: the batches being embedded are the last."""
         with self._ready:
             self._closed = self._stopped = True
-            self._ready.notify()
-        if self._thread is not None:
-            self._thread.join()
-        self._sessions.clear()
+            self._ready.notify_all()
+        for thread in self._threads:
+            thread.join()
+        self._export = None
+
+    def _start(self, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=f"build-embeddings-{len(self._threads)}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def _run(self) -> None:
         try:
-            self._export = self._exported()
+            path = self._exported()
+            self._export = onnx_encoder.OnnxEncoder(path) if path is not None else None
+        except BaseException as exc:  # raised in the build's thread, by `add` or `finish`
+            self._failure = exc
+            return
+        finally:
+            self._decided.set()
+        self._embed_all()
+
+    def _embed_all(self) -> None:
+        name = threading.current_thread().name
+        try:
             while batch := self._next():
                 started = time.perf_counter()
                 embedded = self._embed(batch)
-                self.seconds += time.perf_counter() - started
+                self._seconds[name] = self._seconds.get(name, 0.0) + time.perf_counter() - started
                 for text, vector in zip(batch, embedded, strict=True):
                     self.vectors[text] = vector.astype(np.float32).tobytes()
                 self._emit(BuildEvent("embeddings", len(batch), len(self._queued)))
         except BaseException as exc:  # raised in the build's thread, by `add` or `finish`
             self._failure = exc
+            with self._ready:  # the other threads embed no more either
+                self._stopped = True
+                self._ready.notify_all()
 
     def _exported(self) -> Path | None:
         try:
@@ -689,11 +728,8 @@ class _Vectors:
 
     def _embed(self, batch: list[str]) -> np.ndarray:
         if self._export is None:
-            return self._embedder.encode(batch, threads=self._threads)
-        threads = min(self._threads or 1, os.cpu_count() or 1)  # beside the workers, one core
-        if threads not in self._sessions:
-            self._sessions[threads] = onnx_encoder.OnnxEncoder(self._export, threads)
-        return self._sessions[threads].encode_batch(batch)
+            return self._embedder.encode(batch, threads=self._torch_threads)
+        return self._export.encode_batch(batch)
 
     def _next(self) -> list[str]:
         """The next batch: of the largest group of one token count; empty when all is done."""
@@ -703,17 +739,19 @@ class _Vectors:
             if self._stopped:
                 return []
             incoming, self._incoming = self._incoming, []
-        for text, count in zip(incoming, self._embedder.token_counts(incoming) or [0] * len(incoming), strict=True):
-            self._waiting.setdefault(count, []).append(text)
-        if not self._waiting:
-            return []  # closed, and nothing waits
-        tokens = max(self._waiting, key=lambda n: len(self._waiting[n]))
-        group = self._waiting.pop(tokens)
-        if not tokens:
-            group.sort(key=len)  # a model that does not tell its token counts pads little this way
-        if len(group) > EMBED_BATCH:
-            self._waiting[tokens] = group[EMBED_BATCH:]
-        return group[:EMBED_BATCH]
+            counts = self._embedder.token_counts(incoming) if incoming else []
+            for text, count in zip(incoming, counts or [0] * len(incoming), strict=True):
+                self._waiting.setdefault(count, []).append(text)
+            if not self._waiting:
+                return []  # closed, and nothing waits
+            tokens = max(self._waiting, key=lambda n: len(self._waiting[n]))
+            group = self._waiting.pop(tokens)
+            if not tokens:
+                group.sort(key=len)  # a model that does not tell its token counts pads little this way
+            size = EMBED_BATCH if self._export is None else ONNX_BATCH
+            if len(group) > size:
+                self._waiting[tokens] = group[size:]
+            return group[:size]
 
 
 def _rows(extraction: Extraction) -> list[dict[str, Any]]:
