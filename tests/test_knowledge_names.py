@@ -182,6 +182,7 @@ def test_a_short_series_name_is_a_name_before_a_kind_of_equipment():
     assert library.mentioned("the EV drive does not restart after a power dip") == {"ev"}
     assert library.mentioned("EV inverter shows Er3") == {"ev"}
     assert library.mentioned("ev charging station fault") == set()
-    assert library.mentioned("HY变频器 直流过电压保护是多少伏") == {"hy"}  # glued to the Chinese kind; `series` passed over
+    # Glued to a Chinese kind of equipment; the file name's `series` passed over.
+    assert library.mentioned("HY变频器 直流过电压保护是多少伏") == {"hy"}
     # Once the manual is known its series word leaves the question, whatever follows it.
     assert library.without_names("COT on the Acme EV display") == "COT on the display"
