@@ -61,6 +61,13 @@ MENTION = re.compile(
     r"(?![A-Za-z0-9_]|:\d)",
     re.I,
 )
+
+
+def mentioned_code(match: re.Match[str]) -> str:
+    """A MENTION's code without its cue (`E60` of `error E60`)."""
+    return match.group("bare") or match.group("cued")
+
+
 # Typed rather than printed, looked up and never guessed: a code read aloud from a 7-segment display
 # a character at a time (`E r r 0 4`), its letters apart from its number (`E 102`), or letters and
 # digits mixed as no printed shape has them (`0H1`, `E1O2`). Each has letters and digits: `1 2 3` is

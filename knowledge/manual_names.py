@@ -172,16 +172,17 @@ class ManualNames:
                     found.add(rest)  # `servo57d`: the product family's word before its designation
         return found
 
-    def without_names(self, question: str) -> str:
+    def without_names(self, question: str, mentioned: set[str] | frozenset[str] | None = None) -> str:
         """The question without the words that name a manual: once the manual is known, `FR-SX`
-        says nothing about which of its pages answers (and matches its title page best)."""
+        says nothing about which of its pages answers (and matches its title page best). `mentioned`:
+        `self.mentioned(question)`, where the caller has it already."""
         names = self._matched(question)
         if not names:
             return question
+        if mentioned is None:
+            mentioned = self.mentioned(question)
         # A named manual's series word, typed without its kind of equipment (`COT on the teco EV display`).
-        series = {
-            name[: -len(_KIND)] for sha in self.mentioned(question) for name in self._names[sha] if name.endswith(_KIND)
-        }
+        series = {name[: -len(_KIND)] for sha in mentioned for name in self._names[sha] if name.endswith(_KIND)}
         kept = []
         for token in re.split(r"(\s+|[\u3400-\u9fff]+)", question):
             lowered = token.lower()

@@ -11,7 +11,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from knowledge.codes import MENTION, code_key, code_terms, lookalike_keys, lookup_keys, loose_key
+from knowledge.codes import MENTION, code_key, code_terms, lookalike_keys, lookup_keys, loose_key, mentioned_code
 from knowledge.models import Match, Scope, SearchResult
 from knowledge.search.floors import asked_manuals_print, unknown_names
 from knowledge.search.hits import (
@@ -135,7 +135,7 @@ class CodeLookup:
         code, found = self.reported[0]
         scope = scope or Scope()
         mention = MENTION.fullmatch(code)  # the code as printed, not `inverter shows E55`
-        code = (mention.group("bare") or mention.group("cued")) if mention else code
+        code = mentioned_code(mention) if mention else code
         return found or code_not_found(code, scope, near_codes(snap, code, scope, tuning))
 
 

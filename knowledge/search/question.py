@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from knowledge.codes import DISPLAY_TOKEN, MENTION, TYPED_TOKEN, asked_besides, code_terms
+from knowledge.codes import DISPLAY_TOKEN, MENTION, TYPED_TOKEN, asked_besides, code_terms, mentioned_code
 from knowledge.glossary import expand, translate_to_english, translations
 from knowledge.ingest.languages import question_language
 from knowledge.manual_names import ManualNames
@@ -46,14 +46,15 @@ class Question:
     def parse(cls, text: str, names: ManualNames) -> Question:
         # Its codes are read without the names of the manuals it names: `TW-90` of `E07 on the TW-90` is the
         # product, not a code no manual lists.
-        bare = names.without_names(text)
+        mentioned = frozenset(names.mentioned(text))
+        bare = names.without_names(text, mentioned)
         printed = tuple(dict.fromkeys(m.group(0) for m in MENTION.finditer(bare)))
         shown = tuple(dict.fromkeys(printed + tuple(m.group(0) for m in DISPLAY_TOKEN.finditer(bare))))
         return cls(
             asked=text,
             text=bare,
             language=question_language(text),
-            mentioned=frozenset(names.mentioned(text)),
+            mentioned=mentioned,
             printed=printed,
             shown=shown,
             codes=tuple(dict.fromkeys(shown + tuple(m.group(0) for m in TYPED_TOKEN.finditer(bare)))),
@@ -67,7 +68,7 @@ class Question:
     @cached_property
     def printed_codes(self) -> list[str]:
         """Its printed codes without their cues (`E60` of `error E60`)."""
-        return [m.group("bare") or m.group("cued") for m in MENTION.finditer(self.text)]
+        return [mentioned_code(m) for m in MENTION.finditer(self.text)]
 
     @cached_property
     def printed_words(self) -> list[str]:
