@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from knowledge.ingest.metadata import version_order
+
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[\u3400-\u9fff]{2,}")
 _SEPARATOR = re.compile(r"[-_.]")
 MIN_LETTERS = 3
@@ -53,6 +55,8 @@ _KINDS = frozenset(
 )
 _CJK_KINDS = ("变频器", "伺服", "驱动器", "电机", "控制器", "主轴", "逆变器")  # a run of Chinese that begins with one
 _KIND = "~"
+# A version as a technician types it beside the model (`CL57T V4`, `CL57T(V4.0)`, `rev 3`).
+_ASKED_VERSION = re.compile(r"(?<![\w.])(?:version|ver\.?|rev\.?|v)\s?(\d+(?:\.\d+){0,2})(?![\w.])", re.I)
 
 
 class ManualNames:
@@ -78,6 +82,7 @@ class ManualNames:
             products.setdefault(key, set()).update(names[m["sha256"]])
             # Editions are one product by the model read from them; a manual without one is its own.
             self._product[m["sha256"]] = key if key[1] else (m["sha256"], "")
+        self._versions = {m["sha256"]: str(m["version"]) for m in manuals if m.get("version")}
         self._editions: dict[tuple[str, str], set[str]] = {}
         for sha, product in self._product.items():
             self._editions.setdefault(product, set()).add(sha)
@@ -95,11 +100,12 @@ class ManualNames:
         self._cjk = [n for n in self._owners if _is_cjk(n)]
 
     def mentioned(self, question: str) -> set[str]:
-        """sha256 of each manual the question names, with the other editions and versions of its product. A product named by every word that names another, and by
-        more, is the one meant: `Tidewell TW-90` names the TW-90's manuals, not those of the TW-40, which the
-        series word alone names too (through its file name). A word counts for the products of its most specific
-        names (those of the fewest products): `silence50` names the Silence 50's `marlow_silence_50` more than
-        the `silence` every Silence manual is named by."""
+        """sha256 of each manual the question names, with the other editions and versions of its product (those of
+        the version it gives, where an edition carries it). A product named by every word that names another, and by
+        more, is the one meant: `Tidewell TW-90` names the TW-90's manuals, not those of the TW-40, which the series
+        word alone names too (through its file name). A word counts for the products of its most specific names
+        (those of the fewest products): `silence50` names the Silence 50's `marlow_silence_50` more than the
+        `silence` every Silence manual is named by."""
         named: set[str] = set()
         naming: dict[tuple[str, str], set[str]] = {}  # product → the words that name it most specifically
         for token, names in self._naming(question).items():
@@ -113,7 +119,25 @@ class ManualNames:
         meant = {
             product for product in meant if not any(naming.get(product, set()) < other for other in naming.values())
         }
-        return {sha for product in meant for sha in self._editions[product]}  # each edition and version
+        asked = _asked_versions(question)
+        return {sha for product in meant for sha in self._editions_asked(product, asked)}
+
+    def version_asked(self, question: str, mentioned: set[str] | frozenset[str]) -> str:
+        """The version the question gives, as the manuals it chose print it (`V4.0` of `CL57T V4`); empty where it
+        gives none of theirs."""
+        asked = _asked_versions(question)
+        printed = {self._versions[sha] for sha in mentioned if self._of_version(sha, asked)}
+        return printed.pop() if len(printed) == 1 else ""
+
+    def _editions_asked(self, product: tuple[str, str], asked: list[tuple[int, ...]]) -> set[str]:
+        """A product's editions of the version the question gives (`V4` is the V4.0 manual, not the V3.0 one),
+        else all of them: a version no edition carries says nothing about which one is meant."""
+        editions = self._editions[product]
+        return {sha for sha in editions if self._of_version(sha, asked)} or editions
+
+    def _of_version(self, sha256: str, asked: list[tuple[int, ...]]) -> bool:
+        printed = self._versions.get(sha256, "")
+        return bool(printed) and any(_same_version(version_order(printed), version) for version in asked)
 
     def printing(self, word: str) -> set[str]:
         """The manuals (sha256) whose rows hold a word, as the index stores its words."""
@@ -183,6 +207,7 @@ class ManualNames:
             mentioned = self.mentioned(question)
         # A named manual's series word, typed without its kind of equipment (`COT on the teco EV display`).
         series = {name[: -len(_KIND)] for sha in mentioned for name in self._names[sha] if name.endswith(_KIND)}
+        version = self.version_asked(question, mentioned)
         kept = []
         for token in re.split(r"(\s+|[\u3400-\u9fff]+)", question):
             lowered = token.lower()
@@ -190,7 +215,9 @@ class ManualNames:
             if cjk:
                 for name in (n for n in names if re.fullmatch(r"[\u3400-\u9fff]+", n) and n in token):
                     token = token.replace(name, " ")
-            elif lowered.strip() and (self._names_only(lowered, names) or lowered in series):
+            elif lowered.strip() and (
+                self._names_only(lowered, names) or lowered in series or _only_version(lowered, version)
+            ):
                 continue
             kept.append(token)
         rest = " ".join("".join(kept).split())
@@ -261,6 +288,22 @@ def _called_by_kind(words: list[str]) -> list[str]:
         for a, b in itertools.pairwise(words)
         if (b in _KINDS or b.startswith(_CJK_KINDS)) and a not in _GENERIC and a.isascii() and a.isalnum()
     ]
+
+
+def _asked_versions(text: str) -> list[tuple[int, ...]]:
+    return [version_order(m.group(1)) for m in _ASKED_VERSION.finditer(text)]
+
+
+def _only_version(token: str, printed: str) -> bool:
+    """Whether a token is the version of the manuals chosen and nothing else (`v4` of the V4.0 manual)."""
+    asked = _ASKED_VERSION.fullmatch(token)
+    return asked is not None and bool(printed) and _same_version(version_order(printed), version_order(asked[1]))
+
+
+def _same_version(printed: tuple[int, ...], asked: tuple[int, ...]) -> bool:
+    """`V4` is `V4.0` and `V4.0` is `V4`: as far as the shorter one says, they agree."""
+    shorter = min(len(printed), len(asked))
+    return shorter > 0 and printed[:shorter] == asked[:shorter]
 
 
 def _is_cjk(name: str) -> bool:

@@ -186,3 +186,21 @@ def test_a_short_series_name_is_a_name_before_a_kind_of_equipment():
     assert library.mentioned("HY变频器 直流过电压保护是多少伏") == {"hy"}
     # Once the manual is known its series word leaves the question, whatever follows it.
     assert library.without_names("COT on the Acme EV display") == "COT on the display"
+
+
+def test_a_version_beside_the_model_chooses_that_edition_and_leaves_the_question():
+    """Two versions of one driver's manual: `V4` (or `(V4.0)`) names the V4.0 manual alone, and says nothing more
+    about which of its pages answers; a version no edition carries names them both, and stays a word."""
+    library = ManualNames(
+        [
+            _manual("v3", file="acme_cl57t_v3_manual.pdf", model="CL57T", version="V3.0"),
+            _manual("v4", file="acme_cl57t_v4_manual.pdf", model="CL57T", version="V4.0"),
+            _manual("other", file="quillon_qx5.pdf", vendor="Quillon", model="QX-5", version="V4.0"),
+        ]
+    )
+    assert library.mentioned("cl57t v4 red LED blinks 4 times") == {"v4"}
+    assert library.mentioned("CL57T(V3.0) red LED blinks 4 times") == {"v3"}
+    assert library.mentioned("CL57T red LED blinks 4 times") == {"v3", "v4"}
+    assert library.mentioned("CL57T V9 red LED blinks 4 times") == {"v3", "v4"}
+    assert library.without_names("cl57t v4 red LED blinks 4 times") == "red LED blinks 4 times"
+    assert library.without_names("CL57T V9 red LED blinks") == "V9 red LED blinks"

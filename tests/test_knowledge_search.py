@@ -40,6 +40,13 @@ def test_the_older_manual_version_on_request(index):
     assert "not in the V1.2 manual" in index.lookup("E120", PRESS).hits[0].version_compatibility
 
 
+def test_a_version_typed_in_the_question_asks_that_manual(index):
+    """`on the HP-200 V1.2`: the technician reads the older manual's steps, as if the version had been passed."""
+    [hit] = index.query("E102 on the HP-200 V1.2").hits
+    assert hit.version == "V1.2" and hit.steps[2] == "Let the motor cool down for 30 minutes."
+    assert index.query("E102 on the HP-200 V7").hits[0].version == "V2.1"  # no such manual: the newest
+
+
 def test_one_code_two_meanings(index):
     assert index.lookup("E102", CNC).hits[0].title == "Spindle encoder communication fault"
     both = index.lookup("e-102")

@@ -48,6 +48,7 @@ class ManualIndex:
         stays fast; the linker (codes as the index knows them, loosely typed) loads on demand."""
         snap = self._current()
         question = Question.parse(text, snap.names)
+        version = version or question.version or None  # `E07 on the CL57T V3` asks the V3 manual
         codes = look_up_codes(snap, question, scope, version, k, self.tuning)
         if codes.answer is not None and codes.elsewhere:
             return codes.answer  # another machine's entries, said so: no page of the asked machine prints the code

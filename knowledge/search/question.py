@@ -35,6 +35,7 @@ class Question:
     text: str
     language: str
     mentioned: frozenset[str]  # sha256 of the manuals it names
+    version: str  # the version of them it gives (`V4.0` of `CL57T V4`), as they print it; empty for none
     # The codes it gives: `printed` with their cue where they have one (`err 07`, `E102`), `shown` adds the
     # tokens a display shows (`oH1`), `codes` adds typed tokens (`24V`, which may be no code at all: never
     # reported as a code not found).
@@ -55,6 +56,7 @@ class Question:
             text=bare,
             language=question_language(text),
             mentioned=mentioned,
+            version=names.version_asked(text, mentioned),
             printed=printed,
             shown=shown,
             codes=tuple(dict.fromkeys(shown + tuple(m.group(0) for m in TYPED_TOKEN.finditer(bare)))),

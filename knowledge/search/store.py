@@ -337,7 +337,7 @@ class Store:
             rows = {row["id"]: cast(IndexRow, dict(row)) for row in conn.execute(_ROWS)}
             manuals = {
                 row["sha256"]: dict(row)
-                for row in conn.execute("SELECT sha256, file, title, vendor, model, device FROM manuals")
+                for row in conn.execute("SELECT sha256, file, title, vendor, model, version, device FROM manuals")
             }
         except sqlite3.DatabaseError as exc:
             if conn is not None:
