@@ -31,7 +31,9 @@ _SHORT = r"[A-Za-z]{1,4}\d{1,5}"  # E7, A1: too ambiguous alone, a code after a 
 # `code` alone too (`AZL52 shows code 99`), as 代码 alone is in Chinese.
 CUE_EN = r"(?:(?:fault|error|alarm|alm|err)(?:\s*(?:code|no\.?|number|#))?|code)"
 CUE_ZH = r"(?:故障代码|故障码|故障号|报警号|报警代码|报警码|错误代码|错误码|警报号|报警|警报|故障|错误|代码)"
-_CUE = rf"(?:{CUE_EN}|{CUE_ZH})"
+# German manuals and technicians say Störung (fault) and Fehler (error), with or without -code, -nummer, -meldung.
+CUE_DE = r"(?:st(?:ö|oe)r(?:ung)?s?|fehler)(?:code|nummer|meldung)?"
+_CUE = rf"(?:{CUE_EN}|{CUE_ZH}|{CUE_DE})"
 # What technicians type before a code that says which box shows it (`drv OC1`, `inverter trip oH1`):
 # not a cue for a bare number (`drive 2` is the second drive), nor ever part of a code's key (`INV1`).
 _SHOWN_BY = r"(?:drv|drive|inv|inverter|vfd|servo|trip|trips|tripped|shows|showing|displays)(?:\s+(?:trip|trips|shows|showing|displays))?"

@@ -92,6 +92,7 @@ def test_placeholder_codes_match_the_number_on_the_hmi():
         ("故障代码：E102 电机过温保护", False, "E102", "电机过温保护"),
         ("Alarm 6065 – Spindle over-temperature", False, "6065", "Spindle over-temperature"),
         ("报警号 6065 主轴过热", False, "6065", "主轴过热"),
+        ("Störung 18 Außentemperatursensor", False, "18", "Außentemperatursensor"),
         ("ALARM:1 Hard limit", False, "ALARM:1", "Hard limit"),
         ("DRV_FAULT: Servo pump drive fault", True, "DRV_FAULT", "Servo pump drive fault"),
         ("04101 Coolant level low", True, "04101", "Coolant level low"),
@@ -244,6 +245,10 @@ def test_lookalike_keys_still_tell_codes_apart(one, other):
         ("what is E-102?", "E-102"),
         ("AZL52 shows code 99 and burner won't start", "99"),
         ("code 4 flashes on the driver", "4"),
+        ("Vitotronic zeigt Störung 18", "18"),
+        ("Störungscode b3 am Kessel", "b3"),
+        ("Fehlercode: 12", "12"),
+        ("Stoerung E5", "E5"),
     ],
 )
 def test_cue_words_before_a_code(question, code):
