@@ -33,7 +33,9 @@ def index(siblings: Siblings, tmp_path_factory: pytest.TempPathFactory) -> Manua
     db = folder / "siblings.db"
     # A third drive manual that prints `E02` as well: the code alone names no machine.
     build_index(
-        [siblings.tw40, siblings.tw90, siblings.marked, make_mnemonic_codes(folder).path], db, embedder=embedder
+        [siblings.tw40, siblings.tw90, siblings.marked, siblings.numbered, make_mnemonic_codes(folder).path],
+        db,
+        embedder=embedder,
     )
     return ManualIndex(db, embedder=embedder)
 
@@ -130,6 +132,29 @@ def test_at_the_machine_its_own_page_printing_the_code_answers_before_a_siblings
     result = index.query("E09", scope=Scope(vendor="Brannock Drives Ltd.", model="TW-90"))
     assert (result.hits[0].manual, result.hits[0].kind, result.hits[0].page) == ("tidewell_tw90.pdf", "page", 3)
     assert "not in the" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("question", "scope"),
+    [
+        ("Tidewell TW-90 shows ERR98 after a firmware update", None),
+        ("ERR98 after a firmware update", None),
+        ("ERR98", Scope(vendor="Brannock Drives Ltd.", model="TW-90")),
+    ],
+)
+def test_a_code_typed_with_letters_is_the_page_printing_it_not_another_makes_bare_number(
+    index: ManualIndex, question: str, scope: Scope | None
+) -> None:
+    """The TW-90's firmware note prints `ERR98` (no table lists it); the OP-2's alarm `0098` is `98` with the
+    letters dropped as a cue, another machine's alarm."""
+    result = index.query(question, scope)
+    assert result.status == "ok" and "0098" not in result.message
+    assert (result.hits[0].manual, result.hits[0].kind, result.hits[0].page) == ("tidewell_tw90.pdf", "page", 3)
+
+
+def test_a_bare_number_still_finds_the_alarm_printed_padded(index: ManualIndex) -> None:
+    result = index.query("alarm 98")
+    assert (result.hits[0].manual, result.hits[0].fault_code) == ("ostrava_op2.pdf", "0098")
 
 
 def test_a_code_the_named_manual_lists_answers_without_a_note(index: ManualIndex) -> None:

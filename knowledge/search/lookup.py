@@ -155,7 +155,8 @@ def look_up_codes(
             return None, False
         found.result.hits = prefer(found.result.hits, question.mentioned, question.language)
         answers = bool(found.result.hits) and not (
-            found.elsewhere and _asked_manuals_print(snap, found.result, asked, question.mentioned, tuning)
+            (found.elsewhere and _asked_manuals_print(snap, found.result, code, asked, question.mentioned, tuning))
+            or _printed_as_typed_elsewhere(snap, code, found.result)
         )
         return found, answers
 
@@ -222,21 +223,42 @@ def _short(text: str, tuning: Tuning) -> bool:
 
 
 def _asked_manuals_print(
-    snap: Snapshot, found: SearchResult, scope: Scope, named: frozenset[str], tuning: Tuning
+    snap: Snapshot, found: SearchResult, asked: str, scope: Scope, named: frozenset[str], tuning: Tuning
 ) -> bool:
-    """Whether the asked machine's manuals (those the question names, else the scope's) print a code as the
-    entries found print it, in any row: a manual whose table was not read as entries still names its codes. A
-    bare number (`alarm 9`) is printed as a word: every machine numbers its alarms, and another make's alarm 9
-    is no answer where the asked machine's pages print a 9 (the FR-SX manual's alarm list is a scan no table
-    was read from; the EP100's entry 9 answered `FR-SX alarm 9`)."""
+    """Whether the asked machine's manuals (those the question names, else the scope's) print a code as it was
+    `asked` or as the entries found print it, in any row: a manual whose table was not read as entries still names
+    its codes (`ERR98` on the pages of the asked manual, whose table gave no entries, is no other make's alarm
+    0098). A bare number (`alarm 9`) is printed as a word: every machine numbers its alarms, and another make's
+    alarm 9 is no answer where the asked machine's pages print a 9 (the FR-SX manual's alarm list is a scan no
+    table was read from; the EP100's entry 9 answered `FR-SX alarm 9`)."""
+    typed = _typed_code(asked)
+    # A number as typed is on too many pages (a page number, a setting) to say the asked manual knows it as a code.
+    printed = [*([typed] if _lettered(typed) else []), *(hit.fault_code for hit in found.hits)]
     words = list(
-        dict.fromkeys(
-            term
-            for hit in found.hits
-            for term in [*code_terms(hit.fault_code, every_token=True), *_as_word(hit.fault_code)]
-        )
+        dict.fromkeys(term for code in printed for term in [*code_terms(code, every_token=True), *_as_word(code)])
     )
     return asked_manuals_print(snap, words, scope, named, tuning)
+
+
+def _printed_as_typed_elsewhere(snap: Snapshot, asked: str, found: SearchResult) -> bool:
+    """The entries found are bare numbers, read from a code typed with letters (`ERR99` as another make's alarm
+    `0099`, its letters dropped as a cue), while some row prints the code as typed: that row's page, which a
+    search finds, is about the code asked for (the multiMAUS's `ERR99` in a manual whose table gave no entries)."""
+    typed = _typed_code(asked)
+    if not _lettered(typed) or not all(hit.fault_code.isdigit() for hit in found.hits):
+        return False
+    words = code_terms(typed, every_token=True)
+    return bool(words) and any(snap.counts(words).values())
+
+
+def _typed_code(asked: str) -> str:
+    """A code as the question gave it, without its cue (`ERR98` of `shows ERR98`)."""
+    mention = MENTION.fullmatch(asked)
+    return mentioned_code(mention) if mention else asked
+
+
+def _lettered(code: str) -> bool:
+    return any(c.isalpha() for c in code)
 
 
 def _as_word(code: str) -> list[str]:
