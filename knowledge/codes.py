@@ -29,14 +29,17 @@ _STRONG = (
 _NUMERIC = r"\d{1,5}"  # 6065, 04101, 1: only after a cue word, in a heading or in a code column
 _SHORT = r"[A-Za-z]{1,4}\d{1,5}"  # E7, A1: too ambiguous alone, a code after a cue word or in a code column
 # `code` alone too (`AZL52 shows code 99`), as 代码 alone is in Chinese.
-CUE_EN = r"(?:(?:fault|error|alarm|alm|err)(?:\s*(?:code|no\.?|number|#))?|code)"
+CUE_EN = r"(?:(?:fault|error|alarm|alm|err|warn(?:ing)?)(?:\s*(?:code|no\.?|number|#))?|code)"
 CUE_ZH = r"(?:故障代码|故障码|故障号|报警号|报警代码|报警码|错误代码|错误码|警报号|报警|警报|故障|错误|代码)"
 # German manuals and technicians say Störung (fault) and Fehler (error), with or without -code, -nummer, -meldung.
-CUE_DE = r"(?:st(?:ö|oe)r(?:ung)?s?|fehler)(?:code|nummer|meldung)?"
+CUE_DE = r"(?:st(?:ö|oe)r(?:ung)?s?|fehler|warnung)(?:code|nummer|meldung)?"
 _CUE = rf"(?:{CUE_EN}|{CUE_ZH}|{CUE_DE})"
 # What technicians type before a code that says which box shows it (`drv OC1`, `inverter trip oH1`):
 # not a cue for a bare number (`drive 2` is the second drive), nor ever part of a code's key (`INV1`).
 _SHOWN_BY = r"(?:drv|drive|inv|inverter|vfd|servo|trip|trips|tripped|shows|showing|displays)(?:\s+(?:trip|trips|shows|showing|displays))?"
+# What a display is said to show: a zero-padded number after it is a code (`display says 03`); a reading is not
+# padded (`shows 10 bar`).
+_SHOWS = r"(?:shows|showing|displays|says)"
 _SEP = r"\s*[:：#]?\s*"
 
 _HEADING_CUED = re.compile(
@@ -59,7 +62,7 @@ _HEADING_BARE = re.compile(
 MENTION = re.compile(
     # ASCII boundaries, not \w: Chinese runs straight into codes ("出现E102故障", "加工中心报警号 9999"),
     # and a colon after a code ends the code ("shows E103: what now") unless a number follows ("ALARM:1").
-    rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|(?:{_CUE}{_SEP}|{_SHOWN_BY}\s+(?=[A-Za-z]))(?P<cued>{_STRONG}|{_SHORT}|{_NUMERIC}))"
+    rf"(?<![A-Za-z0-9_-])(?:(?P<bare>{_STRONG})|(?:{_CUE}{_SEP}|{_SHOWN_BY}\s+(?=[A-Za-z])|{_SHOWS}\s+(?=0\d))(?P<cued>{_STRONG}|{_SHORT}|{_NUMERIC}))"
     r"(?![A-Za-z0-9_]|:\d)",
     re.I,
 )
@@ -94,7 +97,7 @@ _PLACEHOLDER = re.compile(r"^(X{2,})(\d+)$")
 _SEPARATORS = re.compile(r"[\s\-_:：#.]+")
 # The same cue inside a key, where separators are gone: `ALARM1`, `ERR07`, `报警号6065` (not `ERROR`, `ALMOST`).
 _KEY_CUE = re.compile(rf"^{_CUE}(?=\d)", re.I)
-_LEADING_SHOWN_BY = re.compile(rf"^\s*(?:{_SHOWN_BY}\s+)+(?=[A-Za-z])", re.I)
+_LEADING_SHOWN_BY = re.compile(rf"^\s*(?:(?:{_SHOWN_BY}\s+)+(?=[A-Za-z])|{_SHOWS}\s+(?=0\d))", re.I)
 # A cue word people and messages put before a code (`fault 123`, `Alarm: 6065`, `报警号6065`, `ALARM1`);
 # fused with `-` or `:` and a number it is part of the printed code (`ALARM:1`, `Err-07`), as in headings.
 _LEADING_CUE = re.compile(rf"^\s*{_CUE}(?![-:]\d)(?:\s*[:：#]\s*|\s+|(?=\d)|(?<=[\u4e00-\u9fff]))(?=[A-Za-z0-9])", re.I)

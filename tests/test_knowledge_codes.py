@@ -249,6 +249,9 @@ def test_lookalike_keys_still_tell_codes_apart(one, other):
         ("Störungscode b3 am Kessel", "b3"),
         ("Fehlercode: 12", "12"),
         ("Stoerung E5", "E5"),
+        ("Presto shows Warnung 44", "44"),
+        ("warning 12 on the conveyor drive", "12"),
+        ("ebike display says 03 and no assist", "03"),
     ],
 )
 def test_cue_words_before_a_code(question, code):
@@ -257,7 +260,9 @@ def test_cue_words_before_a_code(question, code):
     assert code_key(code) in lookup_keys(match.group(0))
 
 
-@pytest.mark.parametrize("question", ["drive 2 stops at night", "the inverter 3 is noisy", "trip 5 times"])
+@pytest.mark.parametrize(
+    "question", ["drive 2 stops at night", "the inverter 3 is noisy", "trip 5 times", "the gauge shows 10 bar"]
+)
 def test_a_device_word_is_no_cue_for_a_bare_number(question):
     assert [m.group(0) for m in MENTION.finditer(question)] == []
 

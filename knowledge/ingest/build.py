@@ -74,7 +74,7 @@ SCHEMA_VERSION = "9"
 # symptoms with what to do about them (on a text page) is a symptom table.
 # 16: a page naming a fault-code column beside causes or remedies is a fault page wherever it sits, and a trouble
 # (`Trouble Analysis`) or 出错 heading opens a fault section.
-# 17: German cue words before a code (`Störung 18`, `Fehlercode: 12`) make a heading a fault's.
+# 17: German cue words before a code (`Störung 18`, `Fehlercode: 12`) and `warning`, `Warnung` make a heading a fault's.
 EXTRACTION_VERSION = "17"
 BUILDING = ".building-"
 EMBED_BATCH = 64
