@@ -68,6 +68,29 @@ MENTION = re.compile(
 )
 
 
+# The cue words a page prints before a code (`WARNING CODE 44`, `Alarm 9`, `报警 23`, `Störung b3`).
+_CODE_CUES = (
+    "code",
+    "alarm",
+    "alm",
+    "error",
+    "err",
+    "fault",
+    "warning",
+    "störung",
+    "fehler",
+    "warnung",
+    "报警",
+    "故障",
+)
+
+
+def after_cues(code: str) -> list[str]:
+    """A code as a page prints it where it is a fault's, after a cue word: phrases for the word index (`44` or
+    `E1` alone is on many pages, as a page number, a setting or a terminal)."""
+    return [f"{cue} {code}" for cue in _CODE_CUES]
+
+
 def mentioned_code(match: re.Match[str]) -> str:
     """A MENTION's code without its cue (`E60` of `error E60`)."""
     return match.group("bare") or match.group("cued")

@@ -152,6 +152,14 @@ def test_a_code_typed_with_letters_is_the_page_printing_it_not_another_makes_bar
     assert (result.hits[0].manual, result.hits[0].kind, result.hits[0].page) == ("tidewell_tw90.pdf", "page", 3)
 
 
+def test_a_number_the_named_manual_prints_after_a_cue_is_its_page_not_another_makes_alarm(index: ManualIndex) -> None:
+    """`Warning code 97` in the TW-90's note, the OP-2's alarm `0097`: a German question on the English manual shares
+    no other word with the note, and its page answers all the same."""
+    result = index.query("Tidewell TW-90 Warnung 97, Lüfter läuft voll")
+    assert result.status == "ok" and "0097" not in result.message
+    assert (result.hits[0].manual, result.hits[0].kind, result.hits[0].page) == ("tidewell_tw90.pdf", "page", 3)
+
+
 def test_a_bare_number_still_finds_the_alarm_printed_padded(index: ManualIndex) -> None:
     result = index.query("alarm 98")
     assert (result.hits[0].manual, result.hits[0].fault_code) == ("ostrava_op2.pdf", "0098")

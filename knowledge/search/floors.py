@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knowledge.codes import code_key, code_terms
+from knowledge.codes import after_cues, code_key, code_terms
 from knowledge.glossary import translate_to_english, translations
 from knowledge.ingest.languages import MACHINE_ENDINGS
 from knowledge.models import Scope
@@ -145,12 +145,27 @@ def codes_the_machine_lacks(snap: Snapshot, question: Question, scope: Scope, tu
     """The question is about a known machine (it names its manuals, or is asked at it) and gives codes, none of which
     those manuals print anywhere: the machine's manuals list other codes, and a page sharing the question's other
     words (`heat pump error E60`: the heat pump's pages) answers no code of it."""
+    return _machine_prints(snap, question, scope, tuning, as_codes=False) is False
+
+
+def codes_the_machine_prints(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
+    """The known machine's manuals print one of the question's codes after a cue word (`WARNING CODE 44`): the page
+    that prints it answers, however few of the question's other words it shares (`Warnung 44 Verdichter Stufe 2`
+    on an English manual)."""
+    return bool(_machine_prints(snap, question, scope, tuning, as_codes=True))
+
+
+def _machine_prints(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning, as_codes: bool) -> bool | None:
+    """Whether the manuals of the machine asked about print a code the question gives; None where the machine is not
+    known or the question gives no code. `as_codes`: only after a cue word (alone, `44` or `E1` is on many manuals'
+    pages as a page number, a setting or a terminal, and says little; but a table's cell prints a code alone too,
+    so printed nowhere at all is what says a machine lacks it)."""
     # The machine's own name is no code of it (`coolant dribbles on cnc-7`, asked at cnc-7).
     codes = [code for code in question.printed_codes if code_key(code) != code_key(scope.label)]
     if not (question.mentioned or scope.vendor or scope.model) or not codes:
-        return False
-    words = [word for code in codes for word in terms(code)] + code_terms(" ".join(codes))
-    return not asked_manuals_print(snap, words, scope, question.mentioned, tuning)
+        return None
+    words = [word for code in codes for word in (after_cues(code) if as_codes else [*terms(code), *code_terms(code)])]
+    return asked_manuals_print(snap, words, scope, question.mentioned, tuning)
 
 
 def only_unknown_codes(snap: Snapshot, question: Question) -> bool:

@@ -8,7 +8,7 @@ from knowledge.embed import Embedder
 from knowledge.glossary import expand
 from knowledge.models import SafetyStatement, Scope, SearchResult
 from knowledge.search.candidates import Candidates, Mode, gather
-from knowledge.search.floors import codes_the_machine_lacks, only_unknown_codes
+from knowledge.search.floors import codes_the_machine_lacks, codes_the_machine_prints, only_unknown_codes
 from knowledge.search.hits import code_not_found, collapse, no_section, others_marked, prefer, version_not_found
 from knowledge.search.lookup import look_up, look_up_codes, near_codes
 from knowledge.search.question import Question
@@ -60,7 +60,8 @@ class ManualIndex:
             or codes_the_machine_lacks(snap, question, scope or Scope(), self.tuning)
         ):
             return codes.not_found(snap, scope, self.tuning)  # not a page sharing a word with how it was asked
-        result = self.search(question, scope, version, k)
+        printed = bool(codes.reported) and codes_the_machine_prints(snap, question, scope or Scope(), self.tuning)
+        result = self.answer(self.candidates(question, scope), version, k, answerable=printed)
         return codes.not_found(snap, scope, self.tuning) if result.status == "not_found" and codes.reported else result
 
     def _and_pages(

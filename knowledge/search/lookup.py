@@ -11,7 +11,16 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from knowledge.codes import MENTION, code_key, code_terms, lookalike_keys, lookup_keys, loose_key, mentioned_code
+from knowledge.codes import (
+    MENTION,
+    after_cues,
+    code_key,
+    code_terms,
+    lookalike_keys,
+    lookup_keys,
+    loose_key,
+    mentioned_code,
+)
 from knowledge.models import Match, Scope, SearchResult
 from knowledge.search.floors import asked_manuals_print, unknown_names
 from knowledge.search.hits import (
@@ -232,11 +241,13 @@ def _asked_manuals_print(
     alarm 9 is no answer where the asked machine's pages print a 9 (the FR-SX manual's alarm list is a scan no
     table was read from; the EP100's entry 9 answered `FR-SX alarm 9`)."""
     typed = _typed_code(asked)
-    # A number as typed is on too many pages (a page number, a setting) to say the asked manual knows it as a code.
+    # A number as typed is on too many pages (a page number, a setting) to say the asked manual knows it as a
+    # code, unless a cue word comes before it there (`WARNING CODE 44`).
     printed = [*([typed] if _lettered(typed) else []), *(hit.fault_code for hit in found.hits)]
     words = list(
         dict.fromkeys(term for code in printed for term in [*code_terms(code, every_token=True), *_as_word(code)])
     )
+    words += after_cues(typed) if typed.isdigit() else []
     return asked_manuals_print(snap, words, scope, named, tuning)
 
 
