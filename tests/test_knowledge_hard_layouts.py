@@ -120,3 +120,13 @@ def _text(record: FaultRecord) -> str:
 
 def _hit_text(hit: Hit) -> str:
     return "\n".join([hit.title, hit.symptom, hit.cause, *hit.steps, hit.snippet])  # a page hit has a snippet
+
+
+def test_a_code_ocr_may_have_misread_is_looked_for_on_the_scanned_pages(
+    hard_index: Callable[[str], ManualIndex],
+) -> None:
+    """`04109` is in no row of the scanned service sheet, whose table prints 04101-04108 (as OCR read them): the
+    scan cannot say the code is not its own, so its fault page answers, not a `not_found`."""
+    result = hard_index("scanned").query("MMU-3 error 04109")
+    assert result.status == "ok", result.message
+    assert (result.hits[0].manual, result.hits[0].page, result.hits[0].ocr) == ("filament_changer.pdf", 2, True)

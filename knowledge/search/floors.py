@@ -144,8 +144,11 @@ def asked_manuals_print(snap: Snapshot, words: list[str], scope: Scope, named: f
 def codes_the_machine_lacks(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
     """The question is about a known machine (it names its manuals, or is asked at it) and gives codes, none of which
     those manuals print anywhere: the machine's manuals list other codes, and a page sharing the question's other
-    words (`heat pump error E60`: the heat pump's pages) answers no code of it."""
-    return _machine_prints(snap, question, scope, tuning, as_codes=False) is False
+    words (`heat pump error E60`: the heat pump's pages) answers no code of it. Not where one of them is a scan: a
+    code OCR misread (`X04` as `XØ4`) is printed nowhere either."""
+    return _machine_prints(snap, question, scope, tuning, as_codes=False) is False and not snap.scanned(
+        scope, question.mentioned
+    )
 
 
 def codes_the_machine_prints(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:

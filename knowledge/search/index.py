@@ -10,7 +10,7 @@ from knowledge.models import SafetyStatement, Scope, SearchResult
 from knowledge.search.candidates import Candidates, Mode, gather
 from knowledge.search.floors import codes_the_machine_lacks, codes_the_machine_prints, only_unknown_codes
 from knowledge.search.hits import code_not_found, collapse, no_section, others_marked, prefer, version_not_found
-from knowledge.search.lookup import look_up, look_up_codes, near_codes
+from knowledge.search.lookup import look_up, look_up_codes, near_codes, on_scanned_pages
 from knowledge.search.question import Question
 from knowledge.search.ranking import Opinion, opinion_weight, rank
 from knowledge.search.second_opinion import SecondOpinion
@@ -62,6 +62,11 @@ class ManualIndex:
             return codes.not_found(snap, scope, self.tuning)  # not a page sharing a word with how it was asked
         printed = bool(codes.reported) and codes_the_machine_prints(snap, question, scope or Scope(), self.tuning)
         result = self.answer(self.candidates(question, scope), version, k, answerable=printed)
+        if codes.reported and not any(hit.manual_sha256 in question.mentioned for hit in result.hits):
+            # The asked manual says nothing of the code by its words: where it is a scan, OCR may have misread it.
+            scanned = on_scanned_pages(snap, question, scope or Scope(), version, k, self.tuning)
+            if scanned is not None and (question.mentioned or result.status == "not_found"):
+                return scanned
         return codes.not_found(snap, scope, self.tuning) if result.status == "not_found" and codes.reported else result
 
     def _and_pages(

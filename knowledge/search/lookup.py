@@ -34,7 +34,7 @@ from knowledge.search.hits import (
     version_not_found,
 )
 from knowledge.search.question import Question
-from knowledge.search.rows import in_scope
+from knowledge.search.rows import Ranked, in_scope
 from knowledge.search.store import Snapshot
 from knowledge.tuning import Tuning
 
@@ -248,7 +248,9 @@ def _asked_manuals_print(
         dict.fromkeys(term for code in printed for term in [*code_terms(code, every_token=True), *_as_word(code)])
     )
     words += after_cues(typed) if typed.isdigit() else []
-    return asked_manuals_print(snap, words, scope, named, tuning)
+    # In a scanned manual a code OCR misread is printed nowhere: its own page, which a search finds, is a better
+    # answer than another machine's entry.
+    return asked_manuals_print(snap, words, scope, named, tuning) or snap.scanned(scope, named)
 
 
 def _printed_as_typed_elsewhere(snap: Snapshot, asked: str, found: SearchResult) -> bool:
@@ -260,6 +262,48 @@ def _printed_as_typed_elsewhere(snap: Snapshot, asked: str, found: SearchResult)
         return False
     words = code_terms(typed, every_token=True)
     return bool(words) and any(snap.counts(words).values())
+
+
+def on_scanned_pages(
+    snap: Snapshot, question: Question, scope: Scope, version: str | None, k: int, tuning: Tuning
+) -> SearchResult | None:
+    """A code asked of a scanned manual (one the question names, else the device's) that nothing found there: the
+    fault pages of it that print a word as OCR may have misread the code, one character apart (a dot-matrix `X04`
+    read as `x84`), most such words first. None where no asked manual is a scan, or no page prints such a word."""
+    codes = [code.lower() for code in question.printed_codes]
+    named = question.mentioned
+    if not codes or not snap.scanned(scope, named):
+        return None
+    pages = [
+        rows
+        for (sha, _), rows in snap.page_rows().items()
+        if (sha in named if named else in_scope(rows[0], scope))
+        and snap.scanned(scope, frozenset({sha}))
+        and any(row["fault"] for row in rows)
+    ]
+    ranked: Ranked = []
+    for rows in pages:
+        words = set().union(*snap.index_terms([row["id"] for row in rows]))
+        near = sum(1 for code in codes for word in words if _misread(code, word))
+        if near:
+            ranked.append((rows[0], float(near), "lexical"))
+    if not ranked:
+        return None
+    ranked.sort(key=lambda item: -item[1])
+    return SearchResult(
+        status="ok",
+        hits=collapse(snap, ranked, scope, version, question.language, k, tuning, question.hit_words),
+        message=f"No page prints {', '.join(question.printed_codes)} as typed; these pages of the scanned manual print "
+        "a code one character apart, as OCR may have misread it.",
+        suggestion="Read the code off the page itself.",
+    )
+
+
+def _misread(code: str, word: str) -> bool:
+    """A word OCR may have read for a code: as long, the same first character, at most one other apart."""
+    return (
+        len(word) == len(code) >= 3 and word[0] == code[0] and sum(a != b for a, b in zip(code, word, strict=True)) == 1
+    )
 
 
 def _typed_code(asked: str) -> str:

@@ -62,6 +62,7 @@ class Snapshot:
     _entry_pages: dict[Group, set[tuple[str, int]]] | None = field(default=None, init=False)
     _page_rows: dict[tuple[str, int], list[IndexRow]] | None = field(default=None, init=False)
     _scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict, init=False)
+    _scanned: dict[str, IndexRow] | None = field(default=None, init=False)  # a row of each scanned manual
     _doc_counts: dict[str, int] = field(default_factory=dict, init=False)
     _linker: CodeLinker | None = field(default=None, init=False)
     _encoder: OnnxEncoder | None = field(default=None, init=False)
@@ -101,6 +102,24 @@ class Snapshot:
                     if row["kind"] == "entry" and row["code"] and in_scope(row, scope)
                 }
             return self._scope_codes[key]
+
+    def scanned(self, scope: Scope, named: frozenset[str]) -> bool:
+        """Whether an asked manual (one `named`, sha256, else the scope's) is a scan, OCR having read half its
+        pages or more: a code OCR misread is printed nowhere in it, so its text cannot say a code is not its own (a
+        few pictures OCR read in a text manual leave its tables as printed)."""
+        with self.lock:
+            if self._scanned is None:
+                pages: dict[str, dict[int, bool]] = {}
+                for row in self.rows.values():
+                    read = pages.setdefault(row["manual_sha256"], {})
+                    read[row["page"]] = read.get(row["page"], False) or bool(row["ocr"])
+                scanned = {sha for sha, read in pages.items() if 2 * sum(read.values()) >= len(read)}
+                self._scanned = {
+                    row["manual_sha256"]: row for row in self.rows.values() if row["manual_sha256"] in scanned
+                }
+        if named:
+            return bool(named & self._scanned.keys())
+        return bool(scope.vendor or scope.model) and any(in_scope(row, scope) for row in self._scanned.values())
 
     # -- codes -------------------------------------------------------------
 
