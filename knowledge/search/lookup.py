@@ -143,8 +143,7 @@ class CodeLookup:
             return listed_elsewhere(listed[0], self.foreign, listed[1])
         code, found = self.reported[0]
         scope = scope or Scope()
-        mention = MENTION.fullmatch(code)  # the code as printed, not `inverter shows E55`
-        code = mentioned_code(mention) if mention else code
+        code = _typed_code(code)  # the code as printed, not `inverter shows E55`
         return found or code_not_found(code, scope, near_codes(snap, code, scope, tuning))
 
 
@@ -300,7 +299,7 @@ def on_scanned_pages(
 
 
 def _misread(code: str, word: str) -> bool:
-    """A word OCR may have read for a code: as long, the same first character, at most one other apart."""
+    """A word OCR may have read for a code: as long, the same first character, and one other character apart."""
     return (
         len(word) == len(code) >= 3 and word[0] == code[0] and sum(a != b for a, b in zip(code, word, strict=True)) == 1
     )
