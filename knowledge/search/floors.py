@@ -141,14 +141,20 @@ def asked_manuals_print(snap: Snapshot, words: list[str], scope: Scope, named: f
     return bool(words) and bool(snap.bm25(words, scope, 1, tuning.bm25_columns))
 
 
+def asked_manuals_may_print(
+    snap: Snapshot, words: list[str], scope: Scope, named: frozenset[str], tuning: Tuning
+) -> bool:
+    """`asked_manuals_print`, or one of those manuals is a scan: a code OCR misread (`X04` as `XØ4`) is printed
+    nowhere in it, so its text cannot say it lacks the code."""
+    return snap.scanned(scope, named) or asked_manuals_print(snap, words, scope, named, tuning)
+
+
 def codes_the_machine_lacks(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
     """The question is about a known machine (it names its manuals, or is asked at it) and gives codes, none of which
     those manuals print anywhere: the machine's manuals list other codes, and a page sharing the question's other
-    words (`heat pump error E60`: the heat pump's pages) answers no code of it. Not where one of them is a scan: a
-    code OCR misread (`X04` as `XØ4`) is printed nowhere either."""
-    return _machine_prints(snap, question, scope, tuning, as_codes=False) is False and not snap.scanned(
-        scope, question.mentioned
-    )
+    words (`heat pump error E60`: the heat pump's pages) answers no code of it. Not where one of them is a scan
+    (`asked_manuals_may_print`)."""
+    return _machine_prints(snap, question, scope, tuning, as_codes=False) is False
 
 
 def codes_the_machine_prints(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
@@ -162,13 +168,14 @@ def _machine_prints(snap: Snapshot, question: Question, scope: Scope, tuning: Tu
     """Whether the manuals of the machine asked about print a code the question gives; None where the machine is not
     known or the question gives no code. `as_codes`: only after a cue word (alone, `44` or `E1` is on many manuals'
     pages as a page number, a setting or a terminal, and says little; but a table's cell prints a code alone too,
-    so printed nowhere at all is what says a machine lacks it)."""
+    so printed nowhere at all is what says a machine lacks it; and a scan may print it misread)."""
     # The machine's own name is no code of it (`coolant dribbles on cnc-7`, asked at cnc-7).
     codes = [code for code in question.printed_codes if code_key(code) != code_key(scope.label)]
     if not (question.mentioned or scope.vendor or scope.model) or not codes:
         return None
     words = [word for code in codes for word in (after_cues(code) if as_codes else [*terms(code), *code_terms(code)])]
-    return asked_manuals_print(snap, words, scope, question.mentioned, tuning)
+    printing = asked_manuals_print if as_codes else asked_manuals_may_print
+    return printing(snap, words, scope, question.mentioned, tuning)
 
 
 def only_unknown_codes(snap: Snapshot, question: Question) -> bool:

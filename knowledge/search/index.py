@@ -47,6 +47,7 @@ class ManualIndex:
         Codes printed in a usual shape are found without spaCy, so a cold `fixloop search E102`
         stays fast; the linker (codes as the index knows them, loosely typed) loads on demand."""
         snap = self._current()
+        asked = scope or Scope()
         question = Question.parse(text, snap.names)
         version = version or question.version or None  # `E07 on the CL57T V3` asks the V3 manual
         codes = look_up_codes(snap, question, scope, version, k, self.tuning)
@@ -57,14 +58,14 @@ class ManualIndex:
         if codes.reported and (
             codes.listed_for_others
             or (question.printed and not question.mentioned and only_unknown_codes(snap, question))
-            or codes_the_machine_lacks(snap, question, scope or Scope(), self.tuning)
+            or codes_the_machine_lacks(snap, question, asked, self.tuning)
         ):
             return codes.not_found(snap, scope, self.tuning)  # not a page sharing a word with how it was asked
-        printed = bool(codes.reported) and codes_the_machine_prints(snap, question, scope or Scope(), self.tuning)
+        printed = bool(codes.reported) and codes_the_machine_prints(snap, question, asked, self.tuning)
         result = self.answer(self.candidates(question, scope), version, k, answerable=printed)
         if codes.reported and not any(hit.manual_sha256 in question.mentioned for hit in result.hits):
             # The asked manual says nothing of the code by its words: where it is a scan, OCR may have misread it.
-            scanned = on_scanned_pages(snap, question, scope or Scope(), version, k, self.tuning)
+            scanned = on_scanned_pages(snap, question, asked, version, k, self.tuning)
             if scanned is not None and (question.mentioned or result.status == "not_found"):
                 return scanned
         return codes.not_found(snap, scope, self.tuning) if result.status == "not_found" and codes.reported else result

@@ -22,7 +22,7 @@ from knowledge.codes import (
     mentioned_code,
 )
 from knowledge.models import Match, Scope, SearchResult
-from knowledge.search.floors import asked_manuals_print, unknown_names
+from knowledge.search.floors import asked_manuals_may_print, unknown_names
 from knowledge.search.hits import (
     code_answer,
     code_not_found,
@@ -247,9 +247,8 @@ def _asked_manuals_print(
         dict.fromkeys(term for code in printed for term in [*code_terms(code, every_token=True), *_as_word(code)])
     )
     words += after_cues(typed) if typed.isdigit() else []
-    # In a scanned manual a code OCR misread is printed nowhere: its own page, which a search finds, is a better
-    # answer than another machine's entry.
-    return asked_manuals_print(snap, words, scope, named, tuning) or snap.scanned(scope, named)
+    # A scan's own page, which a search finds, is a better answer than another machine's entry.
+    return asked_manuals_may_print(snap, words, scope, named, tuning)
 
 
 def _printed_as_typed_elsewhere(snap: Snapshot, asked: str, found: SearchResult) -> bool:
@@ -276,9 +275,7 @@ def on_scanned_pages(
     pages = [
         rows
         for (sha, _), rows in snap.page_rows().items()
-        if (sha in named if named else in_scope(rows[0], scope))
-        and snap.scanned(scope, frozenset({sha}))
-        and any(row["fault"] for row in rows)
+        if sha in snap.scans and (sha in named if named else in_scope(rows[0], scope)) and any(r["fault"] for r in rows)
     ]
     ranked: Ranked = []
     for rows in pages:

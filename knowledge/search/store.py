@@ -7,13 +7,14 @@ connection serves every thread, one statement at a time under the lock; what sea
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -55,6 +56,8 @@ class Snapshot:
     names: ManualNames
     schema: str = ""
     opinion: str = ""  # the second opinion's model, whose vectors the build stored ("": none)
+    # Manuals (sha256) that are scans: OCR read half their pages or more, or could not read them.
+    scans: frozenset[str] = frozenset()
     # What searches work out from it, on first use.
     _vector_ids: np.ndarray | None = field(default=None, init=False)
     _vectors: np.ndarray | None = field(default=None, init=False)
@@ -62,7 +65,7 @@ class Snapshot:
     _entry_pages: dict[Group, set[tuple[str, int]]] | None = field(default=None, init=False)
     _page_rows: dict[tuple[str, int], list[IndexRow]] | None = field(default=None, init=False)
     _scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict, init=False)
-    _scanned: dict[str, IndexRow] | None = field(default=None, init=False)  # a row of each scanned manual
+    _scan_rows: dict[str, IndexRow] | None = field(default=None, init=False)  # a row of each scan, for scopes
     _doc_counts: dict[str, int] = field(default_factory=dict, init=False)
     _linker: CodeLinker | None = field(default=None, init=False)
     _encoder: OnnxEncoder | None = field(default=None, init=False)
@@ -104,22 +107,19 @@ class Snapshot:
             return self._scope_codes[key]
 
     def scanned(self, scope: Scope, named: frozenset[str]) -> bool:
-        """Whether an asked manual (one `named`, sha256, else the scope's) is a scan, OCR having read half its
-        pages or more: a code OCR misread is printed nowhere in it, so its text cannot say a code is not its own (a
-        few pictures OCR read in a text manual leave its tables as printed)."""
-        with self.lock:
-            if self._scanned is None:
-                pages: dict[str, dict[int, bool]] = {}
-                for row in self.rows.values():
-                    read = pages.setdefault(row["manual_sha256"], {})
-                    read[row["page"]] = read.get(row["page"], False) or bool(row["ocr"])
-                scanned = {sha for sha, read in pages.items() if 2 * sum(read.values()) >= len(read)}
-                self._scanned = {
-                    row["manual_sha256"]: row for row in self.rows.values() if row["manual_sha256"] in scanned
-                }
+        """Whether an asked manual (one `named`, sha256, else the scope's) is a scan (`scans`): a code OCR misread is
+        printed nowhere in it, so its text cannot say a code is not its own (a few pictures OCR read in a text
+        manual leave its tables as printed)."""
         if named:
-            return bool(named & self._scanned.keys())
-        return bool(scope.vendor or scope.model) and any(in_scope(row, scope) for row in self._scanned.values())
+            return bool(named & self.scans)
+        if not (scope.vendor or scope.model) or not self.scans:
+            return False
+        with self.lock:
+            if self._scan_rows is None:
+                self._scan_rows = {
+                    row["manual_sha256"]: row for row in self.rows.values() if row["manual_sha256"] in self.scans
+                }
+        return any(in_scope(row, scope) for row in self._scan_rows.values())
 
     # -- codes -------------------------------------------------------------
 
@@ -356,7 +356,10 @@ class Store:
             rows = {row["id"]: cast(IndexRow, dict(row)) for row in conn.execute(_ROWS)}
             manuals = {
                 row["sha256"]: dict(row)
-                for row in conn.execute("SELECT sha256, file, title, vendor, model, version, device FROM manuals")
+                for row in conn.execute(
+                    "SELECT sha256, file, title, vendor, model, version, device, pages, ocr_pages, scanned_pages"
+                    " FROM manuals"
+                )
             }
         except sqlite3.DatabaseError as exc:
             if conn is not None:
@@ -381,6 +384,7 @@ class Store:
             model=meta.get("model", ""),
             schema=meta.get("schema", ""),
             opinion=meta.get("opinion", ""),
+            scans=frozenset(sha for sha, manual in manuals.items() if _is_scan(manual)),
             names=ManualNames(manuals.values(), printed_in=lambda word: _manuals_printing(conn, self._lock, word)),
         )
         weakref.finalize(snap, conn.close)
@@ -399,6 +403,11 @@ def _manuals_printing(conn: sqlite3.Connection, lock: threading.RLock, word: str
                 (_phrase(word),),
             )
         }
+
+
+def _is_scan(manual: dict[str, Any]) -> bool:
+    unread = set(json.loads(manual["ocr_pages"] or "[]")) | set(json.loads(manual["scanned_pages"] or "[]"))
+    return bool(manual["pages"]) and 2 * len(unread) >= manual["pages"]
 
 
 def _phrase(word: str) -> str:
