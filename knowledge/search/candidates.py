@@ -165,16 +165,23 @@ def _meaning(
     if without is not None and without != text:  # words the model does not read as words of this text weigh nothing
         share = unread_share(vector, _embedded(snap, embedder, without) if without.strip() else None)
     ids, vectors = snap.vectors()
-    mask = snap.mask(scope, ids) if scope.vendor or scope.model else None
     if len(ids) == 0:
         return [], share
-    sims = vectors @ vector
-    if mask is not None:
-        sims = np.where(mask, sims, -1.0)
+    if scope.vendor or scope.model:
+        kept = snap.in_scope(scope, ids)
+        # A machine's rows are few of a library's: multiplying theirs alone saves the rest of the product (about
+        # 3 ms at 50,000 rows, and the memory traffic that slowed the word search beside it), while copying most
+        # of the library's vectors costs more than it saves.
+        sims = vectors[kept] @ vector if 2 * len(kept) < len(ids) else (vectors @ vector)[kept]
+        ids = ids[kept]
+    else:
+        sims = vectors @ vector
+    if len(ids) == 0:
+        return [], share
     n = tuning.candidates
     top = np.argpartition(-sims, min(n, len(sims) - 1))[:n]
     top = top[np.argsort(-sims[top])]
-    return [(int(ids[i]), float(sims[i])) for i in top if sims[i] > -1.0], share
+    return [(int(ids[i]), float(sims[i])) for i in top], share
 
 
 def _embedded(snap: Snapshot, embedder: Embedder, text: str) -> np.ndarray:

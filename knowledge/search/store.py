@@ -61,7 +61,7 @@ class Snapshot:
     # What searches work out from it, on first use.
     _vector_ids: np.ndarray | None = field(default=None, init=False)
     _vectors: np.ndarray | None = field(default=None, init=False)
-    _masks: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, init=False)
+    _in_scope: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, init=False)
     _entry_pages: dict[Group, set[tuple[str, int]]] | None = field(default=None, init=False)
     _page_rows: dict[tuple[str, int], list[IndexRow]] | None = field(default=None, init=False)
     _scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict, init=False)
@@ -275,13 +275,13 @@ class Snapshot:
     def encoder_loaded(self) -> bool:
         return self._encoder is not None
 
-    def mask(self, scope: Scope, ids: np.ndarray) -> np.ndarray:
-        """Which embedded rows a scope keeps (without the lock: two threads may both make a scope's mask,
-        alike)."""
+    def in_scope(self, scope: Scope, ids: np.ndarray) -> np.ndarray:
+        """The positions among the embedded rows that a scope keeps (without the lock: two threads may both work
+        out a scope's positions, alike)."""
         key = (scope_key(scope.vendor), scope_key(scope.model))
-        if key not in self._masks:
-            self._masks[key] = np.array([in_scope(self.rows[int(i)], scope) for i in ids], dtype=bool)
-        return self._masks[key]
+        if key not in self._in_scope:
+            self._in_scope[key] = np.flatnonzero([in_scope(self.rows[int(i)], scope) for i in ids])
+        return self._in_scope[key]
 
     def opinion_vectors(self, ids: list[int], model: str) -> tuple[list[int], list[bytes]]:
         """The second opinion's stored vectors of those rows that have one (knowledge.ingest.opinion_vectors),
