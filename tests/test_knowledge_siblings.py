@@ -3,7 +3,8 @@ and codes printed with marks around them in a table's cells (tests/fixtures/sibl
 
 The Tidewell TW-40 and TW-90 inverters share a series name and some codes: `E02` means one thing on each, `E07`
 and `E09` are the TW-40's alone (the TW-90's manual names `E09` only in a firmware note). The Quillon QX-5's
-alarm table prints `[A12]`, `A13:`, `*A14*`, `Err.15`, `AL-16/` and `A17(1)`.
+alarm table prints `[A12]`, `A13:`, `*A14*`, `Err.15`, `AL-16/` and `A17(1)`. A workshop's troubleshooting
+notes name no vendor or model.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from knowledge.ingest.build import build_index
 from knowledge.models import Scope
 from knowledge.search import ManualIndex
 from tests.fixtures.hard_manuals import make_mnemonic_codes
-from tests.fixtures.sibling_manuals import MARKED_ROWS, Siblings, make_siblings
+from tests.fixtures.sibling_manuals import MARKED_ROWS, Siblings, make_siblings, make_unlabelled_notes
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry
@@ -33,7 +34,14 @@ def index(siblings: Siblings, tmp_path_factory: pytest.TempPathFactory) -> Manua
     db = folder / "siblings.db"
     # A third drive manual that prints `E02` as well: the code alone names no machine.
     build_index(
-        [siblings.tw40, siblings.tw90, siblings.marked, siblings.numbered, make_mnemonic_codes(folder).path],
+        [
+            siblings.tw40,
+            siblings.tw90,
+            siblings.marked,
+            siblings.numbered,
+            make_mnemonic_codes(folder).path,
+            make_unlabelled_notes(folder),
+        ],
         db,
         embedder=embedder,
     )
@@ -71,6 +79,16 @@ def test_a_symptom_asked_beside_the_model_is_answered_from_that_models_manual(in
     result = index.query("Tidewell TW-90 heatsink too hot, fan blocked")
     assert result.status == "ok"
     assert (result.hits[0].manual, result.hits[0].fault_code) == ("tidewell_tw90.pdf", "E05")
+
+
+def test_at_the_machine_its_manual_answers_before_a_sheet_of_no_machine_in_particular(index: ManualIndex) -> None:
+    """The workshop's notes name no vendor or model, so they are in every machine's scope, as nothing rules them
+    out; their words match the question better, yet the machine's own manual answers first."""
+    question = "unit too hot, cooling fan blocked"
+    assert index.query(question).hits[0].manual == "workshop_notes.pdf"
+    result = index.query(question, Scope(vendor="Brannock Drives Ltd.", model="TW-90"), k=10)
+    assert (result.hits[0].manual, result.hits[0].fault_code) == ("tidewell_tw90.pdf", "E05")
+    assert "workshop_notes.pdf" in [hit.manual for hit in result.hits]
 
 
 def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:

@@ -1,6 +1,6 @@
 """A question's candidates as one list, best first: the rankings fused by their scores, the priors that tilt
-them, an entry taking over the page it came from, the second opinion on the first few where it is asked, and the
-manuals the question names first."""
+them, an entry taking over the page it came from, the second opinion on the first few where it is asked, the
+manuals the question names first and, asked at a machine, its own manuals before those of no machine in particular."""
 
 from __future__ import annotations
 
@@ -33,8 +33,17 @@ def rank(found: Candidates, tuning: Tuning, opinion: Opinion | None = None) -> R
     if opinion is not None and ranked and weight:
         head = ranked[: tuning.opinion_depth]
         ranked = second_opinion(head, opinion([row for row, _, _ in head]), weight) + ranked[len(head) :]
-    # A manual the question names comes first: the technician said which machine it is.
-    return sorted(ranked, key=lambda item: item[0]["manual_sha256"] not in found.question.mentioned)
+    # A manual the question names comes first: the technician said which machine it is. Asked at a machine, its
+    # own manuals come before those whose vendor and model the build could not read, which are in every
+    # machine's scope only because nothing rules them out.
+    machine = bool(found.scope.vendor or found.scope.model)
+    return sorted(
+        ranked,
+        key=lambda item: (
+            item[0]["manual_sha256"] not in found.question.mentioned,
+            machine and not (item[0]["vendor_key"] or item[0]["model_key"]),
+        ),
+    )
 
 
 def fuse(
