@@ -91,6 +91,17 @@ def test_at_the_machine_its_manual_answers_before_a_sheet_of_no_machine_in_parti
     assert "workshop_notes.pdf" in [hit.manual for hit in result.hits]
 
 
+@pytest.mark.parametrize("scope", [None, Scope(vendor="Brannock Drives Ltd.", model="TW-90")])
+def test_the_product_a_question_names_is_not_reported_as_a_code_no_manual_lists(
+    index: ManualIndex, scope: Scope | None
+) -> None:
+    """The linker reads `TW-90` as code-shaped (the QX-5 prints `AL-16`), but the question names the product with
+    it: nothing answers, and the technician is told no section matches, not that the code `TW-90` is unlisted."""
+    result = index.query("TW-90 makes a whistling sound at night", scope)
+    assert result.status == "not_found"
+    assert result.message.startswith("No manual section matches") and "code" not in result.message
+
+
 def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:
     result = index.query("TW-90 E55")
     assert result.status == "not_found" and "'E55'" in result.message and "TW-90'" not in result.message

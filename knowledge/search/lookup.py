@@ -186,10 +186,11 @@ def look_up_codes(
     linked: list[str] = []
     if answered is None:
         # A short bare number is a code only after a cue word (which `question.printed` saw): `blinks 6 times`
-        # is no alarm 6.
+        # is no alarm 6. Read without the names of the manuals it gives: `TW-90` of `TW-90 whistles` is the
+        # product, whatever code its shape resembles.
         linked = [
             code
-            for code in snap.linked_codes(question.asked, question.language)
+            for code in snap.linked_codes(question.text, question.language)
             if not (code.isdigit() and len(code) < tuning.bare_code_digits)
         ]
         results += [(code, *look(code)) for code in linked if code not in codes]
