@@ -105,6 +105,14 @@ class Tuning:
     bare_code_digits: int = hand_set(
         3, "a bare number the linker reads is a code from this many digits: `blinks 6 times` is no alarm 6"
     )
+    numbered_table_entries: int = hand_set(
+        5, "a machine's numbered codes (`01`-`23`) this many or more are a table that says which numbers it lists"
+    )
+    numbered_table_share: float = hand_set(
+        0.8,
+        "a table listing this share of the numbers from its first to its last lists them all: one it skips "
+        "(`16` between `15` and `18`) is no code of the machine; a table read in part lists fewer",
+    )
     snippet_chars: int = hand_set(280, "a hit's snippet: a few lines of the page, as a tablet shows them")
     opinion_depth: int = hand_set(
         20,

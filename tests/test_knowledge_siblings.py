@@ -39,6 +39,7 @@ def index(siblings: Siblings, tmp_path_factory: pytest.TempPathFactory) -> Manua
             siblings.tw90,
             siblings.marked,
             siblings.numbered,
+            siblings.counted,
             make_mnemonic_codes(folder).path,
             make_unlabelled_notes(folder),
         ],
@@ -100,6 +101,15 @@ def test_the_product_a_question_names_is_not_reported_as_a_code_no_manual_lists(
     result = index.query("TW-90 makes a whistling sound at night", scope)
     assert result.status == "not_found"
     assert result.message.startswith("No manual section matches") and "code" not in result.message
+
+
+def test_a_number_the_machines_numbered_alarm_table_skips_is_no_alarm_of_it(index: ManualIndex) -> None:
+    """The OP-5 lists alarms 1 to 8 but 6, and prints a 6 elsewhere (`fewer than 6 of the clamp bolts`): its table
+    says it has no alarm 6, which no page sharing the question's words answers. Alarm 7 is in the table."""
+    for scope in (None, Scope(vendor="Ostrava Presses", model="OP-5")):
+        result = index.query("Ostrava OP-5 alarm 6", scope)
+        assert result.status == "not_found" and "code '6'" in result.message
+        assert index.query("Ostrava OP-5 alarm 7", scope).hits[0].title == "Slide overrun"
 
 
 def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:

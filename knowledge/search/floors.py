@@ -14,6 +14,7 @@ from knowledge.glossary import translate_to_english, translations
 from knowledge.ingest.languages import MACHINE_ENDINGS
 from knowledge.models import Scope
 from knowledge.search.question import Question
+from knowledge.search.rows import in_scope
 from knowledge.search.store import Snapshot
 from knowledge.text import CJK, counted_words, holds, stop_words, terms
 from knowledge.tuning import Tuning
@@ -155,6 +156,38 @@ def codes_the_machine_lacks(snap: Snapshot, question: Question, scope: Scope, tu
     words (`heat pump error E60`: the heat pump's pages) answers no code of it. Not where one of them is a scan
     (`asked_manuals_may_print`)."""
     return _machine_prints(snap, question, scope, tuning, as_codes=False) is False
+
+
+def numbers_the_machine_skips(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
+    """The question's codes are numbers after a cue word (`fault code 16`) that the known machine's table of numbered
+    codes skips: it lists nearly every number from its first to its last (`01`-`15`, `18`-`23`), so a
+    technician reading it sees there is no 16, though the number is printed elsewhere in the manual (a page, a
+    value, a date). Not where the machine prints one of them after a cue word, nor where it is a scan."""
+    numbers = [code_key(code) for code in question.printed_codes]
+    if not numbers or not all(number.isdigit() for number in numbers):
+        return False
+    asked = [
+        listed
+        for sha, (row, listed) in snap.numbered_codes().items()
+        if (
+            sha in question.mentioned
+            if question.mentioned
+            else (row["vendor_key"] or row["model_key"]) and in_scope(row, scope)
+        )
+    ]
+    if not asked or snap.scanned(scope, question.mentioned) or codes_the_machine_prints(snap, question, scope, tuning):
+        return False
+    return all(any(_skips(listed, int(number), tuning) for listed in asked) for number in numbers)
+
+
+def _skips(listed: frozenset[int], number: int, tuning: Tuning) -> bool:
+    first, last = min(listed), max(listed)
+    return (
+        len(listed) >= tuning.numbered_table_entries
+        and len(listed) >= tuning.numbered_table_share * (last - first + 1)
+        and first < number < last
+        and number not in listed
+    )
 
 
 def codes_the_machine_prints(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:

@@ -8,7 +8,12 @@ from knowledge.embed import Embedder
 from knowledge.glossary import expand
 from knowledge.models import SafetyStatement, Scope, SearchResult
 from knowledge.search.candidates import Candidates, Mode, gather
-from knowledge.search.floors import codes_the_machine_lacks, codes_the_machine_prints, only_unknown_codes
+from knowledge.search.floors import (
+    codes_the_machine_lacks,
+    codes_the_machine_prints,
+    numbers_the_machine_skips,
+    only_unknown_codes,
+)
 from knowledge.search.hits import code_not_found, collapse, no_section, others_marked, prefer, version_not_found
 from knowledge.search.lookup import look_up, look_up_codes, near_codes, on_scanned_pages
 from knowledge.search.question import Question
@@ -59,6 +64,7 @@ class ManualIndex:
             codes.listed_for_others
             or (question.printed and not question.mentioned and only_unknown_codes(snap, question))
             or codes_the_machine_lacks(snap, question, asked, self.tuning)
+            or numbers_the_machine_skips(snap, question, asked, self.tuning)
         ):
             return codes.not_found(snap, scope, self.tuning)  # not a page sharing a word with how it was asked
         printed = bool(codes.reported) and codes_the_machine_prints(snap, question, asked, self.tuning)

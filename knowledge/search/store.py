@@ -66,6 +66,7 @@ class Snapshot:
     _page_rows: dict[tuple[str, int], list[IndexRow]] | None = field(default=None, init=False)
     _scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict, init=False)
     _scan_rows: dict[str, IndexRow] | None = field(default=None, init=False)  # a row of each scan, for scopes
+    _numbered: dict[str, tuple[IndexRow, frozenset[int]]] | None = field(default=None, init=False)
     _doc_counts: dict[str, int] = field(default_factory=dict, init=False)
     _linker: CodeLinker | None = field(default=None, init=False)
     _encoder: OnnxEncoder | None = field(default=None, init=False)
@@ -120,6 +121,18 @@ class Snapshot:
                     row["manual_sha256"]: row for row in self.rows.values() if row["manual_sha256"] in self.scans
                 }
         return any(in_scope(row, scope) for row in self._scan_rows.values())
+
+    def numbered_codes(self) -> dict[str, tuple[IndexRow, frozenset[int]]]:
+        """Each manual's entries whose codes are numbers alone (`01`, `16`), as numbers, beside a row of the manual
+        for scopes; made on first use."""
+        with self.lock:
+            if self._numbered is None:
+                numbered: dict[str, tuple[IndexRow, set[int]]] = {}
+                for row in self.rows.values():
+                    if row["kind"] == "entry" and row["code_key"].isdigit():
+                        numbered.setdefault(row["manual_sha256"], (row, set()))[1].add(int(row["code_key"]))
+                self._numbered = {sha: (row, frozenset(numbers)) for sha, (row, numbers) in numbered.items()}
+        return self._numbered
 
     # -- codes -------------------------------------------------------------
 
