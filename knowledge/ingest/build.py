@@ -75,7 +75,8 @@ SCHEMA_VERSION = "9"
 # 16: a page naming a fault-code column beside causes or remedies is a fault page wherever it sits, and a trouble
 # (`Trouble Analysis`) or 出错 heading opens a fault section.
 # 17: German cue words before a code (`Störung 18`, `Fehlercode: 12`) and `warning`, `Warnung` make a heading a fault's.
-EXTRACTION_VERSION = "17"
+# 18: codes listed a line each after words that name faults (`Er    1 : Warmwasserfühler defekt`) are entries, on any page.
+EXTRACTION_VERSION = "18"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 # Texts of a batch the ONNX export embeds (on one core): 16 texts of 64 word pieces keep a layer's activations in

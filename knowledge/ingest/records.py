@@ -106,9 +106,12 @@ def assemble(
     pages: list[Page], body_size: float, fault_pages: set[int], not_codes: frozenset[str] = frozenset()
 ) -> Assembly:
     """Entries come from fault-section pages only: elsewhere codes are cross-references and
-    numbers are parameters. `not_codes`: keys that look like codes but name something else
+    numbers are parameters; but a list that says what it lists (a sentence of codes and their meanings, a list of
+    codes a line each after words that name faults) counts on any page. `not_codes`: keys that look like codes but name something else
     (the machine model `HP-200`)."""
-    listed = _from_prose_lists(pages)
+    listed = _from_prose_lists(pages) + [
+        draft for page in pages for block in page.blocks for draft in _code_lines(block, page.number)
+    ]
     pages = [page for page in pages if page.number in fault_pages]
     # A code listed in a sentence says what it means; a table row with nothing but the same number
     # (a parts list's "No.") is then merged into it, not it into the row.
@@ -167,6 +170,9 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
             ):
                 current.title = join_lines(block.text)  # a code printed alone, its message below it
                 current.mark(page.number, block.bbox)
+                continue
+            if _code_lines(block, page.number):  # a list of codes a line each: read on every page (`assemble`)
+                current, displayed = None, False
                 continue
             led = _code_led(block)
             if led is not None:  # a row of an unruled table: code, name, then the description
@@ -240,6 +246,37 @@ def _without(block: Block, lines: set[int]) -> Block:
     return replace(
         block, text="\n".join(texts[n] for n in kept), line_x=tuple(starts[n] for n in kept) if starts else ()
     )
+
+
+# A line of a list of codes: letters and a number, as a display shows them (`Er   14`), a colon, what it means.
+_CODE_LINE = re.compile(r"^\s*(?P<letters>[A-Za-z]{1,4})[ \t]*(?P<number>\d{1,5})\s*[:：=]\s*(?P<name>\S.*)$")
+# Lines of one such list a block prints, at least: fewer may be a pin-out or a note's references.
+MIN_CODE_LINES = 3
+
+
+def _code_lines(block: Block, page: int) -> list[_Draft]:
+    """The codes a block lists a line each after words that name faults, which say what it lists on any page (`Liste möglicher Störungsanzeigen:`, then
+    `Er    1 : Warmwasserfühler 1 defekt`): lines of one prefix with a number, a colon and their meaning, as a
+    controller's handbook prints its display codes. The named faults say the list is of codes, not a pin-out's
+    `Pin 1:` lines or a procedure's `Step 1:`."""
+    lines = unicodedata.normalize("NFKC", block.text).splitlines()
+    matches = [(n, _CODE_LINE.match(line)) for n, line in enumerate(lines)]
+    found = [(n, match) for n, match in matches if match is not None]
+    if len(found) < MIN_CODE_LINES:
+        return []
+    letters = max({m.group("letters") for _, m in found}, key=lambda p: sum(m.group("letters") == p for _, m in found))
+    listed = [(n, m) for n, m in found if m.group("letters") == letters]
+    first = listed[0][0]
+    if len(listed) < MIN_CODE_LINES or not FAULT_WORDS.search("\n".join(lines[:first])):
+        return []
+    drafts = []
+    for _, match in listed:
+        draft = _Draft(
+            code=f"{letters}{match.group('number')}", title=match.group("name").strip(), page=page, source="text"
+        )
+        draft.mark(page, block.bbox)
+        drafts.append(draft)
+    return drafts
 
 
 def _code_led(block: Block) -> _Draft | None:
