@@ -112,6 +112,22 @@ def test_a_number_the_machines_numbered_alarm_table_skips_is_no_alarm_of_it(inde
         assert index.query("Ostrava OP-5 alarm 7", scope).hits[0].title == "Slide overrun"
 
 
+def test_a_display_code_whose_number_the_machines_numbered_table_prints_alone_is_that_alarm(index: ManualIndex) -> None:
+    """The OP-5's panel shows `AL7` where its alarm table prints `7`: that row answers, at the machine or named."""
+    for question, scope in (
+        ("Ostrava OP-5 shows AL7", None),
+        ("panel shows AL7", Scope(vendor="Ostrava Presses", model="OP-5")),
+    ):
+        result = index.query(question, scope)
+        assert (result.status, result.hits[0].manual, result.hits[0].title) == (
+            "ok",
+            "ostrava_op5.pdf",
+            "Slide overrun",
+        )
+    # No machine known: the number alone says nothing of whose alarm `AL7` is.
+    assert ("ostrava_op5.pdf", "7") not in [(hit.manual, hit.fault_code) for hit in index.query("AL7").hits]
+
+
 def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:
     result = index.query("TW-90 E55")
     assert result.status == "not_found" and "'E55'" in result.message and "TW-90'" not in result.message

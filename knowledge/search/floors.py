@@ -158,15 +158,13 @@ def codes_the_machine_lacks(snap: Snapshot, question: Question, scope: Scope, tu
     return _machine_prints(snap, question, scope, tuning, as_codes=False) is False
 
 
-def numbers_the_machine_skips(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
-    """The question's codes are numbers after a cue word (`fault code 16`) that the known machine's table of numbered
-    codes skips: it lists nearly every number from its first to its last (`01`-`15`, `18`-`23`), so a
-    technician reading it sees there is no 16, though the number is printed elsewhere in the manual (a page, a
-    value, a date). Not where the machine prints one of them after a cue word, nor where it is a scan."""
-    numbers = [code_key(code) for code in question.printed_codes]
-    if not numbers or not all(number.isdigit() for number in numbers):
-        return False
-    asked = [
+def numbered_tables(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> list[frozenset[int]]:
+    """The known machine's tables of numbered codes (of the manuals the question names, else of the machine's own
+    manuals) that list at least `numbered_table_entries` numbers and nearly every number from their first to their
+    last: such a table lists all the machine's numbered codes. None where the machine is not known."""
+    if not (question.mentioned or scope.vendor or scope.model):
+        return []
+    return [
         listed
         for sha, (row, listed) in snap.numbered_codes().items()
         if (
@@ -174,20 +172,23 @@ def numbers_the_machine_skips(snap: Snapshot, question: Question, scope: Scope, 
             if question.mentioned
             else (row["vendor_key"] or row["model_key"]) and in_scope(row, scope)
         )
+        and len(listed) >= tuning.numbered_table_entries
+        and len(listed) >= tuning.numbered_table_share * (max(listed) - min(listed) + 1)
     ]
-    if not asked or snap.scanned(scope, question.mentioned) or codes_the_machine_prints(snap, question, scope, tuning):
+
+
+def numbers_the_machine_skips(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:
+    """The question's codes are numbers after a cue word (`fault code 16`) that the known machine's table of numbered
+    codes skips (`numbered_tables`: `01`-`15`, `18`-`23`), so a technician reading it sees there is no 16, though
+    the number is printed elsewhere in the manual (a page, a value, a date). Not where the machine prints one of
+    them after a cue word, nor where it is a scan."""
+    numbers = [code_key(code) for code in question.printed_codes]
+    if not numbers or not all(number.isdigit() for number in numbers):
         return False
-    return all(any(_skips(listed, int(number), tuning) for listed in asked) for number in numbers)
-
-
-def _skips(listed: frozenset[int], number: int, tuning: Tuning) -> bool:
-    first, last = min(listed), max(listed)
-    return (
-        len(listed) >= tuning.numbered_table_entries
-        and len(listed) >= tuning.numbered_table_share * (last - first + 1)
-        and first < number < last
-        and number not in listed
-    )
+    tables = numbered_tables(snap, question, scope, tuning)
+    if not tables or snap.scanned(scope, question.mentioned) or codes_the_machine_prints(snap, question, scope, tuning):
+        return False
+    return all(any(min(t) < int(n) < max(t) and int(n) not in t for t in tables) for n in numbers)
 
 
 def codes_the_machine_prints(snap: Snapshot, question: Question, scope: Scope, tuning: Tuning) -> bool:

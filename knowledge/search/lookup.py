@@ -22,7 +22,7 @@ from knowledge.codes import (
     mentioned_code,
 )
 from knowledge.models import Match, Scope, SearchResult
-from knowledge.search.floors import asked_manuals_may_print, unknown_names
+from knowledge.search.floors import asked_manuals_may_print, numbered_tables, unknown_names
 from knowledge.search.hits import (
     code_answer,
     code_not_found,
@@ -204,6 +204,15 @@ def look_up_codes(
         ):
             answered = look(question.asked)[0]
             linked = [question.asked]  # the whole question is the code
+    if answered is None or answered.elsewhere:
+        # A display's letters before a number that the machine's table of numbered codes prints alone (`F13` where
+        # the EASUN's table lists `13`; the Vacon shows `FT 60` for its table's `60`): that number's entry, before
+        # another machine's entry of the code or a look-alike of it.
+        tables = numbered_tables(snap, question, asked, tuning)
+        shown = [n for n in dict.fromkeys(map(_display_number, codes)) if n and any(int(n) in t for t in tables)]
+        own = [(number, *look(number)) for number in shown]
+        results += own
+        answered = next((found for _, found, answers in own if answers and not foreign), answered)
     reported = results[: len(question.shown)] + results[len(codes) :]
     return CodeLookup(
         answer=answered.result if answered is not None else None,
@@ -221,6 +230,12 @@ def _exact_ids(snap: Snapshot, key: str) -> list[int]:
     if ids and key.isdigit():  # one number padded as each manual prints it: `23` is also `0023` there
         ids += [i for i in snap.ids_by_loose_key(loose_key(key)) if i not in ids and snap.rows[i]["code_key"].isdigit()]
     return ids
+
+
+def _display_number(code: str) -> str | None:
+    """The number of a code typed as a display shows it, a few letters before a number (`F13`, `FT 60`)."""
+    match = re.fullmatch(r"[A-Z]{1,3}(\d{1,5})", code_key(code))
+    return match.group(1) if match else None
 
 
 def _known(snap: Snapshot, code: str) -> bool:
