@@ -9,14 +9,25 @@ notes name no vendor or model.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from knowledge.embed import Embedder
 from knowledge.ingest.build import build_index
 from knowledge.models import Scope
 from knowledge.search import ManualIndex
+from knowledge.tuning import Tuning
 from tests.fixtures.hard_manuals import make_mnemonic_codes
-from tests.fixtures.sibling_manuals import MARKED_ROWS, Siblings, make_siblings, make_unlabelled_notes
+from tests.fixtures.sibling_manuals import (
+    KS3_ROWS,
+    MARKED_ROWS,
+    WP7_ROWS,
+    Siblings,
+    make_german_controller,
+    make_siblings,
+    make_unlabelled_notes,
+)
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry
@@ -126,6 +137,25 @@ def test_a_display_code_whose_number_the_machines_numbered_table_prints_alone_is
         )
     # No machine known: the number alone says nothing of whose alarm `AL7` is.
     assert ("ostrava_op5.pdf", "7") not in [(hit.manual, hit.fault_code) for hit in index.query("AL7").hits]
+
+
+def test_the_machine_a_question_names_is_searched_when_none_of_its_rows_made_the_rankings(
+    siblings: Siblings, tmp_path: Path
+) -> None:
+    """In a large library each ranking keeps few rows of many: here one. The English inverters' rows hold the
+    question's words, the WP-7's say the glossary's German for them more often than the KS-3's, so no KS-3 row is
+    kept; the question names the KS-3, and asked at it, its own fault answers."""
+    embedder = Embedder()
+    manuals = [
+        siblings.tw40,
+        siblings.tw90,
+        make_german_controller(tmp_path, "Kesselsteuerung KS-3", "KS-3", KS3_ROWS),
+        make_german_controller(tmp_path, "Wärmepumpe WP-7", "WP-7", WP7_ROWS),
+    ]
+    build_index(manuals, tmp_path / "german.db", embedder=embedder)
+    small = ManualIndex(tmp_path / "german.db", embedder=embedder, tuning=Tuning(candidates=1))
+    result = small.query("KS-3 power stage overtemperature, fan blocked")
+    assert (result.status, result.hits[0].manual, result.hits[0].fault_code) == ("ok", "ks3.pdf", "F02")
 
 
 def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:

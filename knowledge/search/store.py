@@ -58,6 +58,8 @@ class Snapshot:
     opinion: str = ""  # the second opinion's model, whose vectors the build stored ("": none)
     # Manuals (sha256) that are scans: OCR read half their pages or more, or could not read them.
     scans: frozenset[str] = frozenset()
+    # Each manual's machine as the build read it (vendor and model), to ask at it.
+    machines: dict[str, Scope] = field(default_factory=dict)
     # What searches work out from it, on first use.
     _vector_ids: np.ndarray | None = field(default=None, init=False)
     _vectors: np.ndarray | None = field(default=None, init=False)
@@ -398,6 +400,10 @@ class Store:
             schema=meta.get("schema", ""),
             opinion=meta.get("opinion", ""),
             scans=frozenset(sha for sha, manual in manuals.items() if _is_scan(manual)),
+            machines={
+                sha: Scope(vendor=manual["vendor"] or "", model=manual["model"] or "")
+                for sha, manual in manuals.items()
+            },
             names=ManualNames(manuals.values(), printed_in=lambda word: _manuals_printing(conn, self._lock, word)),
         )
         weakref.finalize(snap, conn.close)
