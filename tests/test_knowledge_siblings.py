@@ -158,6 +158,12 @@ def test_the_machine_a_question_names_is_searched_when_none_of_its_rows_made_the
     assert (result.status, result.hits[0].manual, result.hits[0].fault_code) == ("ok", "ks3.pdf", "F02")
 
 
+def test_a_german_noun_is_no_machine_no_manual_is_about(index: ManualIndex) -> None:
+    """German capitalises every noun: `Wechselrichter` (inverter) names no machine, as `Danfoss` would."""
+    result = index.query("Wechselrichter zeigt Fehler E02, was tun?")
+    assert result.status == "ok" and {hit.fault_code for hit in result.hits} == {"E02"}
+
+
 def test_a_model_number_in_a_question_is_no_code(index: ManualIndex) -> None:
     result = index.query("TW-90 E55")
     assert result.status == "not_found" and "'E55'" in result.message and "TW-90'" not in result.message

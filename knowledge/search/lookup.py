@@ -171,10 +171,10 @@ def look_up_codes(
     codes = list(question.codes)
     results = [(code, *look(code)) for code in codes]
     # A machine the question names that no manual is about: another machine's code of the same number is no
-    # answer. The codes entries hold are no such name (`ALM` of `ALM 5`).
+    # answer. The codes entries hold are no such name (`ALM` of `ALM 5`), nor is a German noun (`Wechselrichter`).
     held = [re.escape(code) for code, found, _ in results if found is not None]
     foreign = (
-        unknown_names(snap, re.sub("|".join(held), " ", question.asked))
+        unknown_names(snap, re.sub("|".join(held), " ", question.named, flags=re.I))
         if held and not question.mentioned and not (scope and (scope.vendor or scope.model))
         else []
     )
