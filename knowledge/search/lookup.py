@@ -36,6 +36,7 @@ from knowledge.search.hits import (
 from knowledge.search.question import Question
 from knowledge.search.rows import Ranked, in_scope
 from knowledge.search.store import Snapshot
+from knowledge.text import stop_words
 from knowledge.tuning import Tuning
 
 
@@ -170,6 +171,15 @@ def look_up_codes(
 
     codes = list(question.codes)
     results = [(code, *look(code)) for code in codes]
+    # A code typed with a space between its letters and its number (`Er 1`, `er 14`), as a display spaces them, is
+    # one where the machine asked about lists it so (another machine's `IN 5` is no `in 5 minutes`).
+    for typed in _spaced_codes(question):
+        if entry_ids(snap, typed)[1] != "exact" or not entry_ids(snap, typed)[0]:
+            continue
+        found, answers = look(typed)
+        if found is not None and not (found.elsewhere and (asked.vendor or asked.model or question.mentioned)):
+            codes.append(typed)
+            results.append((typed, found, answers))
     # A machine the question names that no manual is about: another machine's code of the same number is no
     # answer. The codes entries hold are no such name (`ALM` of `ALM 5`), nor is a German noun (`Wechselrichter`).
     held = [re.escape(code) for code, found, _ in results if found is not None]
@@ -230,6 +240,22 @@ def _exact_ids(snap: Snapshot, key: str) -> list[int]:
     if ids and key.isdigit():  # one number padded as each manual prints it: `23` is also `0023` there
         ids += [i for i in snap.ids_by_loose_key(loose_key(key)) if i not in ids and snap.rows[i]["code_key"].isdigit()]
     return ids
+
+
+# Letters, a space, a number: how a display's code is typed when it spaces them (`Er    14`).
+_SPACED_TYPED = re.compile(r"(?<![\w.])(?P<letters>[A-Za-z]{1,4})\s+\d{1,5}(?![\w.,]\d|\w)")
+
+
+def _spaced_codes(question: Question) -> list[str]:
+    """The tokens of a question typed as letters, a space and a number that are not its codes already, unless their
+    letters are a word of its language typed as one (`in 5`; `Er 53` in German is no `er`)."""
+    stopped = stop_words(question.language if question.language in ("en", "de") else "en")
+    return [
+        match.group(0)
+        for match in _SPACED_TYPED.finditer(question.text)
+        if match.group(0) not in question.codes
+        and not (match.group("letters").islower() and match.group("letters") in stopped)
+    ]
 
 
 def _display_number(code: str) -> str | None:
