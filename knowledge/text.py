@@ -76,6 +76,27 @@ def holds(row_terms: set[str], word: str) -> bool:
     return word in row_terms or (bool(_CJK_RUN.fullmatch(word)) and all(p in row_terms for p in _char_pairs(word)))
 
 
+def holds_compound(row_terms: set[str], word: str, letters: int, share: float) -> bool:
+    """`holds`, or, as German writes its nouns together and inflects them, a word of `letters` letters or more is
+    held by a term of as many that ends it or that it ends (`Pelletkessel` and `Kessel`), or that shares its first
+    `letters` letters and `share` of the shorter word (`Pellets` and `Pellet`, `Störung` and `Störungen`)."""
+    if holds(row_terms, word):
+        return True
+    if len(word) < letters or not word.isalpha():
+        return False
+    return any(
+        word.endswith(term)
+        or term.endswith(word)
+        or _shared_start(word, term) >= max(letters, share * min(len(word), len(term)))
+        for term in row_terms
+        if len(term) >= letters and term.isalpha()
+    )
+
+
+def _shared_start(a: str, b: str) -> int:
+    return next((n for n, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def word_pairs(words: list[str]) -> list[str]:
     """Neighbouring words as one term: the passage that says `red LED flashes 3` beats the one that says
     `red LED flashes a number of times` for `red LED flashes 3 times`."""

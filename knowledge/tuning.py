@@ -113,6 +113,14 @@ class Tuning:
         "a table listing this share of the numbers from its first to its last lists them all: one it skips "
         "(`16` between `15` and `18`) is no code of the machine; a table read in part lists fewer",
     )
+    compound_letters: int = hand_set(
+        5,
+        "a German question's word this long or longer is held by a row's word of as many letters that ends it or "
+        "that it ends (`Pelletkessel`, `Kessel`), as the glossary matches German words of five letters",
+    )
+    compound_share: float = hand_set(
+        0.7, "or by one that shares its first `compound_letters` letters and this share of the shorter word"
+    )
     snippet_chars: int = hand_set(280, "a hit's snippet: a few lines of the page, as a tablet shows them")
     opinion_depth: int = hand_set(
         20,

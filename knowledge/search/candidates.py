@@ -32,7 +32,7 @@ from knowledge.search.floors import (
 from knowledge.search.question import Question
 from knowledge.search.rows import Group, Ranking, group
 from knowledge.search.store import Snapshot
-from knowledge.text import holds
+from knowledge.text import holds, holds_compound
 from knowledge.tuning import Tuning
 
 Mode = Literal["hybrid", "lexical", "semantic"]
@@ -196,7 +196,7 @@ def _embedded(snap: Snapshot, embedder: Embedder, text: str) -> np.ndarray:
 def _word_evidence(snap: Snapshot, question: Question, scope: Scope, lexical: Ranking, tuning: Tuning) -> _WordEvidence:
     best = _best_groups(snap, lexical, tuning)
     return _WordEvidence(
-        coverage=_coverage(snap, question, best),
+        coverage=_coverage(snap, question, best, tuning),
         answers=frozenset().union(*(_answer_keys(snap, i) for i, _ in best)),
         unknown_names=len(unknown_names(snap, question.named, scope.label)),
     )
@@ -248,12 +248,16 @@ def _answer_keys(snap: Snapshot, record_id: int) -> set[Group]:
     return {group(row)} | {("page", sha, page) for sha, page in pages}
 
 
-def _coverage(snap: Snapshot, question: Question, best: Ranking) -> float:
-    """The largest share of the question's words one of the best rows holds."""
+def _coverage(snap: Snapshot, question: Question, best: Ranking, tuning: Tuning) -> float:
+    """The largest share of the question's words one of the best rows holds; of a German question, as the parts
+    and inflections of its words too (`holds_compound`)."""
     asked = question.counted_words
     if not asked or not best:
         return 0.0
     held = snap.index_terms([i for i, _ in best])
+    if question.language == "de":
+        letters, share = tuning.compound_letters, tuning.compound_share
+        return max(sum(holds_compound(row, word, letters, share) for word in asked) / len(asked) for row in held)
     return max(sum(holds(row_words, word) for word in asked) / len(asked) for row_words in held)
 
 
