@@ -105,10 +105,10 @@ class Assembly:
 def assemble(
     pages: list[Page], body_size: float, fault_pages: set[int], not_codes: frozenset[str] = frozenset()
 ) -> Assembly:
-    """Entries come from fault-section pages only: elsewhere codes are cross-references and
-    numbers are parameters; but a list that says what it lists (a sentence of codes and their meanings, a list of
-    codes a line each after words that name faults) counts on any page. `not_codes`: keys that look like codes but name something else
-    (the machine model `HP-200`)."""
+    """Entries come from fault-section pages only: elsewhere codes are cross-references and numbers are parameters;
+    but a list that says what it lists (a sentence of codes and their meanings, a list of codes a line each after
+    words that name faults) counts on any page. `not_codes`: keys that look like codes but name something else (the
+    machine model `HP-200`)."""
     listed = _from_prose_lists(pages) + [
         draft for page in pages for block in page.blocks for draft in _code_lines(block, page.number)
     ]
@@ -255,10 +255,10 @@ MIN_CODE_LINES = 3
 
 
 def _code_lines(block: Block, page: int) -> list[_Draft]:
-    """The codes a block lists a line each after words that name faults, which say what it lists on any page (`Liste möglicher Störungsanzeigen:`, then
+    """The codes a block lists a line each after words that name faults (`Liste möglicher Störungsanzeigen:`, then
     `Er    1 : Warmwasserfühler 1 defekt`): lines of one prefix with a number, a colon and their meaning, as a
-    controller's handbook prints its display codes. The named faults say the list is of codes, not a pin-out's
-    `Pin 1:` lines or a procedure's `Step 1:`."""
+    controller's handbook prints its display codes. The named faults say what the list is, on any page: codes, not
+    a pin-out's `Pin 1:` lines or a procedure's `Step 1:`."""
     lines = unicodedata.normalize("NFKC", block.text).splitlines()
     matches = [(n, _CODE_LINE.match(line)) for n, line in enumerate(lines)]
     found = [(n, match) for n, match in matches if match is not None]

@@ -174,7 +174,8 @@ def look_up_codes(
     # A code typed with a space between its letters and its number (`Er 1`, `er 14`), as a display spaces them, is
     # one where the machine asked about lists it so (another machine's `IN 5` is no `in 5 minutes`).
     for typed in _spaced_codes(question):
-        if entry_ids(snap, typed)[1] != "exact" or not entry_ids(snap, typed)[0]:
+        ids, match = entry_ids(snap, typed)
+        if not ids or match != "exact":
             continue
         found, answers = look(typed)
         if found is not None and not (found.elsewhere and (asked.vendor or asked.model or question.mentioned)):
