@@ -140,12 +140,12 @@ def test_a_display_code_whose_number_the_machines_numbered_table_prints_alone_is
 
 
 def test_the_machine_a_question_names_is_searched_when_none_of_its_rows_made_the_rankings(
-    siblings: Siblings, tmp_path: Path
+    index: ManualIndex, siblings: Siblings, tmp_path: Path
 ) -> None:
     """In a large library each ranking keeps few rows of many: here one. The English inverters' rows hold the
     question's words, the WP-7's say the glossary's German for them more often than the KS-3's, so no KS-3 row is
     kept; the question names the KS-3, and asked at it, its own fault answers."""
-    embedder = Embedder()
+    embedder = index.embedder  # loaded once for the module
     manuals = [
         siblings.tw40,
         siblings.tw90,
