@@ -109,13 +109,17 @@ def assemble(
     but a list that says what it lists (a sentence of codes and their meanings, a list of codes a line each after
     words that name faults) counts on any page. `not_codes`: keys that look like codes but name something else (the
     machine model `HP-200`)."""
-    listed = _from_prose_lists(pages) + [
-        draft for page in pages for block in page.blocks for draft in _code_lines(block, page.number)
-    ]
+    code_lists = {
+        (page.number, n): drafts
+        for page in pages
+        for n, block in enumerate(page.blocks)
+        if (drafts := _code_lines(block, page.number))
+    }
+    listed = _from_prose_lists(pages) + [draft for drafts in code_lists.values() for draft in drafts]
     pages = [page for page in pages if page.number in fault_pages]
     # A code listed in a sentence says what it means; a table row with nothing but the same number
     # (a parts list's "No.") is then merged into it, not it into the row.
-    drafts = _from_text(pages, body_size) + listed + _from_tables(pages)
+    drafts = _from_text(pages, body_size, set(code_lists)) + listed + _from_tables(pages)
     merged: dict[str, FaultRecord] = {}
     duplicates = 0
     for draft in drafts:
@@ -133,7 +137,8 @@ def assemble(
     return Assembly(records=list(merged.values()), duplicates=duplicates)
 
 
-def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
+def _from_text(pages: list[Page], body_size: float, code_lists: set[tuple[int, int]]) -> list[_Draft]:
+    """`code_lists`: the blocks (page, index) that list codes a line each, read as entries already (`assemble`)."""
     drafts: list[_Draft] = []
     current: _Draft | None = None
     displayed = False  # `current` is headed by a display code alone on an OCR'd line (`_display_heading`)
@@ -171,7 +176,7 @@ def _from_text(pages: list[Page], body_size: float) -> list[_Draft]:
                 current.title = join_lines(block.text)  # a code printed alone, its message below it
                 current.mark(page.number, block.bbox)
                 continue
-            if _code_lines(block, page.number):  # a list of codes a line each: read on every page (`assemble`)
+            if (page.number, index) in code_lists:
                 current, displayed = None, False
                 continue
             led = _code_led(block)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -254,11 +255,13 @@ def _coverage(snap: Snapshot, question: Question, best: Ranking, tuning: Tuning)
     asked = question.counted_words
     if not asked or not best:
         return 0.0
+    held_by = (
+        partial(holds_compound, letters=tuning.compound_letters, share=tuning.compound_share)
+        if question.language == "de"
+        else holds
+    )
     held = snap.index_terms([i for i, _ in best])
-    if question.language == "de":
-        letters, share = tuning.compound_letters, tuning.compound_share
-        return max(sum(holds_compound(row, word, letters, share) for word in asked) / len(asked) for row in held)
-    return max(sum(holds(row_words, word) for word in asked) / len(asked) for row_words in held)
+    return max(sum(held_by(row_words, word) for word in asked) / len(asked) for row_words in held)
 
 
 def _concepts_coverage(snap: Snapshot, question: Question, found: Ranking, tuning: Tuning) -> float:

@@ -14,7 +14,6 @@ from knowledge.glossary import translate_to_english, translations
 from knowledge.ingest.languages import MACHINE_ENDINGS
 from knowledge.models import Scope
 from knowledge.search.question import Question
-from knowledge.search.rows import in_scope
 from knowledge.search.store import Snapshot
 from knowledge.text import CJK, counted_words, holds, stop_words, terms
 from knowledge.tuning import Tuning
@@ -166,12 +165,8 @@ def numbered_tables(snap: Snapshot, question: Question, scope: Scope, tuning: Tu
         return []
     return [
         listed
-        for sha, (row, listed) in snap.numbered_codes().items()
-        if (
-            sha in question.mentioned
-            if question.mentioned
-            else (row["vendor_key"] or row["model_key"]) and in_scope(row, scope)
-        )
+        for sha, listed in snap.numbered_codes().items()
+        if (sha in question.mentioned if question.mentioned else snap.in_scope_manual(sha, scope, own=True))
         and len(listed) >= tuning.numbered_table_entries
         and len(listed) >= tuning.numbered_table_share * (max(listed) - min(listed) + 1)
     ]

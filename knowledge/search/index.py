@@ -69,25 +69,29 @@ class ManualIndex:
             return codes.not_found(snap, scope, self.tuning)  # not a page sharing a word with how it was asked
         printed = bool(codes.reported) and codes_the_machine_prints(snap, question, asked, self.tuning)
         result = self.answer(self.candidates(question, scope), version, k, answerable=printed)
-        machines = {(m.vendor, m.model): m for m in (snap.machines[sha] for sha in question.mentioned)}
-        if (
-            result.status == "ok"
-            and not (asked.vendor or asked.model)
-            and len(machines) == 1
-            and not any(hit.manual_sha256 in question.mentioned for hit in result.hits)
-        ):
-            # The question names one machine, and nothing of its manuals came up (an English question on a German
-            # manual shares few words with it): asked at that machine, its manuals' own rows compete.
-            named = next(iter(machines.values()))
-            if named.vendor or named.model:
-                within = self.answer(self.candidates(question, named), version, k, answerable=printed)
-                result = within if within.status == "ok" else result
+        if result.status == "ok" and not (asked.vendor or asked.model):
+            result = self._at_the_named_machine(snap, question, result, version, k, printed)
         if codes.reported and not any(hit.manual_sha256 in question.mentioned for hit in result.hits):
             # The asked manual says nothing of the code by its words: where it is a scan, OCR may have misread it.
             scanned = on_scanned_pages(snap, question, asked, version, k, self.tuning)
             if scanned is not None and (question.mentioned or result.status == "not_found"):
                 return scanned
         return codes.not_found(snap, scope, self.tuning) if result.status == "not_found" and codes.reported else result
+
+    def _at_the_named_machine(
+        self, snap: Snapshot, question: Question, found: SearchResult, version: str | None, k: int, answerable: bool
+    ) -> SearchResult:
+        """Where the question names one machine and nothing of its manuals came up (an English question on a German
+        manual shares few words with it, and each ranking keeps few rows of a large library), the question asked at
+        that machine, its manuals' own rows competing; else what was `found`."""
+        machines = {(m.vendor, m.model): m for m in (snap.machines[sha] for sha in question.mentioned)}
+        if len(machines) != 1 or any(hit.manual_sha256 in question.mentioned for hit in found.hits):
+            return found
+        named = next(iter(machines.values()))
+        if not (named.vendor or named.model):
+            return found
+        within = self.answer(self.candidates(question, named), version, k, answerable=answerable)
+        return within if within.status == "ok" else found
 
     def _and_pages(
         self,

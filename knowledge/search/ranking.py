@@ -36,12 +36,14 @@ def rank(found: Candidates, tuning: Tuning, opinion: Opinion | None = None) -> R
     # A manual the question names comes first: the technician said which machine it is. Asked at a machine, its
     # own manuals come before those whose vendor and model the build could not read, which are in every
     # machine's scope only because nothing rules them out.
-    machine = bool(found.scope.vendor or found.scope.model)
+    scope, snap = found.scope, found.snapshot
+    manuals = {row["manual_sha256"] for row, _, _ in ranked} if scope.vendor or scope.model else set()
+    nobodys = {sha for sha in manuals if not snap.in_scope_manual(sha, scope, own=True)}
     return sorted(
         ranked,
         key=lambda item: (
             item[0]["manual_sha256"] not in found.question.mentioned,
-            machine and not (item[0]["vendor_key"] or item[0]["model_key"]),
+            item[0]["manual_sha256"] in nobodys,
         ),
     )
 

@@ -82,6 +82,11 @@ def page_rows(rows: Iterable[IndexRow]) -> dict[tuple[str, int], list[IndexRow]]
 
 def in_scope(row: IndexRow, scope: Scope) -> bool:
     """A row of the scope's machine, or of no machine in particular."""
-    return (not scope.vendor or row["vendor_key"] in ("", scope_key(scope.vendor))) and (
-        not scope.model or row["model_key"] in ("", scope_key(scope.model))
+    return keeps(scope, row["vendor_key"], row["model_key"])
+
+
+def keeps(scope: Scope, vendor_key: str, model_key: str) -> bool:
+    """Whether a scope keeps a machine read as these keys ("" where the build read none)."""
+    return (not scope.vendor or vendor_key in ("", scope_key(scope.vendor))) and (
+        not scope.model or model_key in ("", scope_key(scope.model))
     )

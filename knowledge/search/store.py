@@ -23,7 +23,7 @@ from knowledge.ingest.safety import read_statements
 from knowledge.manual_names import ManualNames
 from knowledge.models import SafetyStatement, Scope
 from knowledge.onnx_encoder import OnnxEncoder, encoder_path
-from knowledge.search.rows import Group, IndexRow, Ranking, entry_pages, in_scope, page_rows
+from knowledge.search.rows import Group, IndexRow, Ranking, entry_pages, in_scope, keeps, page_rows
 from knowledge.text import FTS_TOKENIZER
 
 if TYPE_CHECKING:
@@ -67,8 +67,7 @@ class Snapshot:
     _entry_pages: dict[Group, set[tuple[str, int]]] | None = field(default=None, init=False)
     _page_rows: dict[tuple[str, int], list[IndexRow]] | None = field(default=None, init=False)
     _scope_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict, init=False)
-    _scan_rows: dict[str, IndexRow] | None = field(default=None, init=False)  # a row of each scan, for scopes
-    _numbered: dict[str, tuple[IndexRow, frozenset[int]]] | None = field(default=None, init=False)
+    _numbered: dict[str, frozenset[int]] | None = field(default=None, init=False)
     _doc_counts: dict[str, int] = field(default_factory=dict, init=False)
     _linker: CodeLinker | None = field(default=None, init=False)
     _encoder: OnnxEncoder | None = field(default=None, init=False)
@@ -115,25 +114,24 @@ class Snapshot:
         manual leave its tables as printed)."""
         if named:
             return bool(named & self.scans)
-        if not (scope.vendor or scope.model) or not self.scans:
-            return False
-        with self.lock:
-            if self._scan_rows is None:
-                self._scan_rows = {
-                    row["manual_sha256"]: row for row in self.rows.values() if row["manual_sha256"] in self.scans
-                }
-        return any(in_scope(row, scope) for row in self._scan_rows.values())
+        return bool(scope.vendor or scope.model) and any(self.in_scope_manual(sha, scope) for sha in self.scans)
 
-    def numbered_codes(self) -> dict[str, tuple[IndexRow, frozenset[int]]]:
-        """Each manual's entries whose codes are numbers alone (`01`, `16`), as numbers, beside a row of the manual
-        for scopes; made on first use."""
+    def in_scope_manual(self, sha256: str, scope: Scope, own: bool = False) -> bool:
+        """Whether a scope keeps a manual's rows (`rows.in_scope`). `own`: and the build read the manual as some
+        machine's, so that it is the scope's own, not one of no machine in particular that nothing rules out."""
+        machine = self.machines[sha256]
+        vendor, model = scope_key(machine.vendor), scope_key(machine.model)
+        return keeps(scope, vendor, model) and (not own or bool(vendor or model))
+
+    def numbered_codes(self) -> dict[str, frozenset[int]]:
+        """Each manual's entries whose codes are numbers alone (`01`, `16`), as numbers; made on first use."""
         with self.lock:
             if self._numbered is None:
-                numbered: dict[str, tuple[IndexRow, set[int]]] = {}
+                numbered: dict[str, set[int]] = {}
                 for row in self.rows.values():
                     if row["kind"] == "entry" and row["code_key"].isdigit():
-                        numbered.setdefault(row["manual_sha256"], (row, set()))[1].add(int(row["code_key"]))
-                self._numbered = {sha: (row, frozenset(numbers)) for sha, (row, numbers) in numbered.items()}
+                        numbered.setdefault(row["manual_sha256"], set()).add(int(row["code_key"]))
+                self._numbered = {sha: frozenset(numbers) for sha, numbers in numbered.items()}
         return self._numbered
 
     # -- codes -------------------------------------------------------------
