@@ -76,7 +76,8 @@ SCHEMA_VERSION = "9"
 # (`Trouble Analysis`) or 出错 heading opens a fault section.
 # 17: German cue words before a code (`Störung 18`, `Fehlercode: 12`) and `warning`, `Warnung` make a heading a fault's.
 # 18: codes listed a line each after words that name faults (`Er    1 : Warmwasserfühler defekt`) are entries, on any page.
-EXTRACTION_VERSION = "18"
+# 19: every passage of an OCR'd page is embedded, not only its opening two.
+EXTRACTION_VERSION = "19"
 BUILDING = ".building-"
 EMBED_BATCH = 64
 # Texts of a batch the ONNX export embeds (on one core): 16 texts of 64 word pieces keep a layer's activations in
