@@ -25,7 +25,7 @@ def index(demo_index: Path) -> ManualIndex:
 def test_a_question_about_a_machine_no_manual_covers_is_not_found(index, demo_index):
     found = index.candidates(FORKLIFT)
     assert set(words_no_row_holds(found.snapshot, found.question, Scope())) == {"forklift", "battery"}
-    assert found.evidence.unread > 0.2
+    assert found.evidence.unread_measured > 0.2
     assert index.query(FORKLIFT).status == "not_found"
     # The floors alone let it through to a page sharing `reset` and `alarm`: the words no row holds turned it.
     unraised = ManualIndex(demo_index, tuning=replace(Tuning(), unread_factor=0.0))
@@ -47,15 +47,16 @@ def test_a_chinese_question_about_a_kind_of_machine_no_manual_holds_is_not_found
     [("the motor gets awfully hot", "E102"), ("the spindle is scorching hot", "6065")],
 )
 def test_a_symptom_in_words_no_manual_uses_still_finds_its_entry(index, symptom, code):
-    assert index.candidates(symptom).evidence.unread > 0  # `awfully`, `scorching`: how it was put, not what
+    assert index.candidates(symptom).evidence.unread_measured > 0  # `awfully`, `scorching`: how it was put, not what
     assert index.query(symptom).hits[0].fault_code == code
 
 
 def test_at_a_known_machine_words_no_manual_holds_raise_nothing(index):
     question = "touch screen frozen, numbers not updating"
-    assert index.candidates(question).evidence.unread > 0
-    assert index.candidates(question, PRESS).evidence.unread == 0.0
-    assert index.candidates("the HP-200 touch screen is not updating").evidence.unread == 0.0  # names its manual
+    assert index.candidates(question).evidence.unread_measured > 0
+    assert index.candidates(question, PRESS).evidence.unread_measured == 0.0
+    named = index.candidates("the HP-200 touch screen is not updating")  # names its manual
+    assert named.evidence.unread_measured == 0.0
     assert index.query(question, PRESS).hits[0].fault_code == "Err-07"
 
 
@@ -78,3 +79,17 @@ def test_the_floors_rise_with_the_share_of_meaning_no_row_holds():
     assert not close.unanswered(Tuning())
     assert replace(close, unread=0.3).unanswered(Tuning())
     assert not replace(close, unread=0.3).unanswered(replace(Tuning(), unread_factor=0.0))
+
+
+def test_the_unread_share_is_measured_only_where_the_answer_turns_on_it():
+    measured = []
+
+    def measure() -> float:
+        measured.append(True)
+        return 0.3
+
+    far = Evidence(similarity=0.1, coverage=0.0, concepts=0.0, agreed=False, measure_unread=measure)
+    assert far.unanswered(Tuning()) and not measured  # fails the floors at their lowest: nothing to measure
+    close = Evidence(similarity=0.5, coverage=0.0, concepts=0.0, agreed=False, measure_unread=measure)
+    assert close.unanswered(Tuning()) and measured == [True]
+    assert close.unanswered(Tuning()) and measured == [True]  # measured once

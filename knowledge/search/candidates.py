@@ -12,6 +12,7 @@ The question is embedded on another core while SQLite ranks by words (both let g
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -83,9 +84,7 @@ def gather(
     unread = words_no_row_holds(snap, question, scope) if mode == "hybrid" else []
     without = without_words(asked, unread, lang in readable) if unread else None
     by_vector = (
-        _ENCODER.submit(_meaning, snap, embedder, asked, scope, tuning, without)
-        if mode != "lexical" and asked.strip()
-        else None
+        _ENCODER.submit(_meaning, snap, embedder, asked, scope, tuning) if mode != "lexical" and asked.strip() else None
     )
     lexical = _by_words(snap, question.words, scope, tuning) if mode != "semantic" else []
     coded = _by_words(snap, question.code_words, scope, tuning) if mode != "semantic" and question.code_like else []
@@ -104,20 +103,21 @@ def gather(
     if translated:
         cross.append(("lexical", translated))
     words = _word_evidence(snap, question, scope, lexical, tuning)
-    share = 0.0
+    measure: Callable[[], float] | None = None  # the unread share by meaning, measured when an answer turns on it
     if by_vector is not None:
-        found, share = by_vector.result()
+        found, vector = by_vector.result()
+        if without is not None and without != asked:  # words the model does not read weigh nothing
+            measure = partial(_unread_share, snap, embedder, vector, without)
         closest = [(i, s) for i, s in found if snap.rows[i]["language"] in readable]
         if lang in readable:
             semantic = closest
         else:  # an English-only model read the question's English rendition: a cross-language ranking
             rendered = [(i, s) for i, s in closest if snap.rows[i]["language"] != lang]
             cross.append(("semantic", rendered))
-    if unread and without == asked:
-        # The words no row holds are not in the rendition the model read (the glossary does not know them), so
-        # the model cannot weigh them: a kind of machine among them (`叉车`, `打印机`) is what the question is
-        # about, and weighs its share of the question's letters.
-        share = max(share, written_share(question.text, machines_named(unread)))
+    # Where the words no row holds are not in the rendition the model read (the glossary does not know them), the
+    # model cannot weigh them: a kind of machine among them (`叉车`, `打印机`) is what the question is about, and
+    # weighs its share of the question's letters.
+    share = written_share(question.text, machines_named(unread)) if unread and without == asked else 0.0
     return Candidates(
         question=question,
         scope=scope,
@@ -125,7 +125,7 @@ def gather(
         semantic=semantic,
         coded=coded,
         cross=cross,
-        evidence=_evidence(snap, question, words, semantic or rendered, translated, share, tuning),
+        evidence=_evidence(snap, question, words, semantic or rendered, translated, share, measure, tuning),
         mode=mode,
         snapshot=snap,
     )
@@ -156,18 +156,12 @@ def _informative(snap: Snapshot, words: list[str], tuning: Tuning) -> list[str]:
     return kept
 
 
-def _meaning(
-    snap: Snapshot, embedder: Embedder, text: str, scope: Scope, tuning: Tuning, without: str | None
-) -> tuple[Ranking, float]:
-    """The rows closest to a text in meaning, and the share of its meaning the words no row holds carry
-    (`without`: the text without them, None when it has none)."""
+def _meaning(snap: Snapshot, embedder: Embedder, text: str, scope: Scope, tuning: Tuning) -> tuple[Ranking, np.ndarray]:
+    """The rows closest to a text in meaning, and its vector."""
     vector = _embedded(snap, embedder, text)
-    share = 0.0
-    if without is not None and without != text:  # words the model does not read as words of this text weigh nothing
-        share = unread_share(vector, _embedded(snap, embedder, without) if without.strip() else None)
     ids, vectors = snap.vectors()
     if len(ids) == 0:
-        return [], share
+        return [], vector
     if scope.vendor or scope.model:
         kept = snap.in_scope(scope, ids)
         # A machine's rows are few of a library's: multiplying theirs alone saves the rest of the product (about
@@ -178,11 +172,19 @@ def _meaning(
     else:
         sims = vectors @ vector
     if len(ids) == 0:
-        return [], share
+        return [], vector
     n = tuning.candidates
     top = np.argpartition(-sims, min(n, len(sims) - 1))[:n]
     top = top[np.argsort(-sims[top])]
-    return [(int(ids[i]), float(sims[i])) for i in top], share
+    return [(int(ids[i]), float(sims[i])) for i in top], vector
+
+
+def _unread_share(snap: Snapshot, embedder: Embedder, vector: np.ndarray, without: str) -> float:
+    """The share of a text's meaning (`vector`) that words no row holds carry: embedded `without` them, on the
+    encoder's thread."""
+    if not without.strip():
+        return unread_share(vector, None)
+    return unread_share(vector, _ENCODER.submit(_embedded, snap, embedder, without).result())
 
 
 def _embedded(snap: Snapshot, embedder: Embedder, text: str) -> np.ndarray:
@@ -210,6 +212,7 @@ def _evidence(
     semantic: Ranking,
     translated: Ranking,
     unread: float,
+    measure_unread: Callable[[], float] | None,
     tuning: Tuning,
 ) -> Evidence:
     """How close the best match is in meaning, how many of the question's words (or glossary concepts) the best
@@ -224,6 +227,7 @@ def _evidence(
         agreed=bool(semantic) and bool(_answer_keys(snap, semantic[0][0]) & words.answers),
         unknown_names=words.unknown_names,
         unread=unread,
+        measure_unread=measure_unread,
     )
 
 

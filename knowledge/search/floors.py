@@ -5,7 +5,9 @@ about codes no manual prints."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -41,15 +43,27 @@ class Evidence:
     unknown_names: int = 0
     # How much of the question's meaning rests on words no row of the library holds (`unread_share`): from 0
     # (they are phrasing: `doesnt`, `forth`) to 1 (they are what it asks about: the `forklift` of `reset the
-    # battery alarm on the forklift`). The words it shares with rows are then only its generic ones.
+    # battery alarm on the forklift`). The words it shares with rows are then only its generic ones. At least
+    # `unread`; `measure_unread`, where given, measures it (`unread_measured`).
     unread: float = 0.0
+    # Measuring embeds the question a second time, without those words: a third of an unscoped search, spent
+    # only where the answer turns on it.
+    measure_unread: Callable[[], float] | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def unread_measured(self) -> float:
+        return max(self.unread, self.measure_unread()) if self.measure_unread is not None else self.unread
 
     def unanswered(self, tuning: Tuning) -> bool:
         """Nothing is close in meaning, nothing holds most of the question's words, and the closest in
-        meaning is not also among the best by words."""
+        meaning is not also among the best by words. The floors only rise with the unread share: a question
+        that fails them at its least is not measured."""
+        return not self._passes(tuning, self.unread) or not self._passes(tuning, self.unread_measured)
+
+    def _passes(self, tuning: Tuning, unread: float) -> bool:
         raised = tuning.unknown_name_factor if self.unknown_names else 1.0
-        raised *= 1.0 + tuning.unread_factor * self.unread
-        return not (
+        raised *= 1.0 + tuning.unread_factor * unread
+        return (
             self.similarity >= tuning.min_similarity * raised
             or max(self.coverage, self.concepts) >= tuning.min_coverage * raised
             or (self.agreed and self.similarity >= tuning.min_agreed_similarity * raised)
