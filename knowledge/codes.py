@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from knowledge.text import stop_words
+from knowledge.text import latin_lookalikes, stop_words
 
 # Strong shapes: recognisable as a code without a cue word.
 _STRONG = (
@@ -144,7 +144,7 @@ def asked_besides(text: str) -> str:
 
 def code_key(raw: str) -> str:
     """The normal form used for exact lookups: `e-102` → `E102`, `ALARM 1` → `ALARM1`."""
-    return _SEPARATORS.sub("", unicodedata.normalize("NFKC", raw)).upper()
+    return _SEPARATORS.sub("", latin_lookalikes(unicodedata.normalize("NFKC", raw))).upper()
 
 
 # Manuals here are written in these Latin-script languages (and Chinese, whose words are no codes' letters).
@@ -244,7 +244,7 @@ _CELL_MARKS = re.compile(r"^[\s\[({<*†‡\"'“”]*(?P<code>.*?)(?:\s*\(\d{1,
 def parse_code_cell(text: str) -> str | None:
     """The content of a table's code column, if it is a code, without the marks printed around it. A number
     with marks (`[3]`, `1:`) is a footnote's reference or a list's item as often as a code: not read."""
-    text = unicodedata.normalize("NFKC", text)
+    text = latin_lookalikes(unicodedata.normalize("NFKC", text))
     match = _CELL.match(text)
     if match is None and (bare := _CELL_MARKS.match(text)) and re.search(r"[A-Za-z]", bare.group("code")):
         match = _CELL.match(bare.group("code"))
@@ -259,6 +259,13 @@ def hex_code(text: str) -> str | None:
     read this way; elsewhere `2A` is as likely a current."""
     text = unicodedata.normalize("NFKC", text).strip()
     return text.upper() if _HEX.fullmatch(text) else None
+
+
+def negative_code(text: str) -> str | None:
+    """`-4`, `-10000`: an error a command returns, as a robot controller's or an interface's error list prints it.
+    Only a column named a code is read this way; elsewhere `-4` is as likely a tolerance or a temperature."""
+    text = unicodedata.normalize("NFKC", text).strip().replace("−", "-")
+    return text if re.fullmatch(r"-[1-9]\d{0,5}", text) else None
 
 
 def named_alarm(text: str) -> str | None:
@@ -340,7 +347,7 @@ def code_terms(text: str, every_token: bool = False) -> list[str]:
     """Index terms for codes as displays show them (`code` + the loose key): `O.Volt` typed
     finds `O.Uo1t` printed, `23` finds `0023`. A query gives every token and every pair of
     neighbouring tokens (`sc trp` is `SC-trP`); a page only its code-like tokens."""
-    tokens = _CODE_TOKEN.findall(text)
+    tokens = _CODE_TOKEN.findall(latin_lookalikes(text))
     if every_token:
         candidates = tokens + [a + b for a, b in itertools.pairwise(tokens)]
     else:

@@ -18,8 +18,9 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # one CJK ideograph
 # How SQLite's full-text index splits and stems the words `terms` gives it (`trips` is `trip`).
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
-# Latin letters with their marks too: German `füllstand` is one word, not an `f` that matches every F a page prints.
-_WORD = re.compile(r"[a-z0-9à-öø-ÿß]+(?:[_.][a-z0-9à-öø-ÿß]+)*")
+# Latin letters with their marks too: German `füllstand` is one word, not an `f` that matches every F a page prints;
+# and Cyrillic ones (a Russian manual's words were no words at all).
+_WORD = re.compile(r"[a-z0-9à-öø-ÿßа-яё]+(?:[_.][a-z0-9à-öø-ÿßа-яё]+)*")
 # Chinese function characters carry no meaning on their own; bigrams across them still count.
 _ZH_STOP = set("的了是在和与或及其")
 
@@ -104,7 +105,18 @@ def word_pairs(words: list[str]) -> list[str]:
 
 
 def _folded(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
+    return latin_lookalikes(unicodedata.normalize("NFKC", text)).lower()
+
+
+# Cyrillic letters that look like Latin ones: a Russian manual prints its display's `E10` with a Cyrillic `Е`, and a
+# technician types it with whichever keyboard is at hand. A display shows one letter.
+_CYRILLIC_LOOKALIKES = str.maketrans("АВЕКМНОРСТХаеорсху", "ABEKMHOPCTXaeopcxy")
+_WITH_A_DIGIT = re.compile(r"\w*\d\w*")
+
+
+def latin_lookalikes(text: str) -> str:
+    """The tokens of a text that hold a digit (codes, not words) with their Cyrillic lookalike letters in Latin."""
+    return _WITH_A_DIGIT.sub(lambda token: token.group(0).translate(_CYRILLIC_LOOKALIKES), text)
 
 
 def _english_words(folded: str) -> list[str]:

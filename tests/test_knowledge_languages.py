@@ -15,6 +15,7 @@ import pymupdf
 import pytest
 
 from edge.run import build_document, render_text
+from knowledge.codes import code_key
 from knowledge.embed import Embedder
 from knowledge.ingest.build import SCHEMA_VERSION, IndexSchemaMismatch, build_index, read_status
 from knowledge.ingest.extract import extract_manual
@@ -22,7 +23,8 @@ from knowledge.ingest.languages import detect, languages_of, question_language
 from knowledge.ingest.tables import column_roles
 from knowledge.models import Scope
 from knowledge.search import ManualIndex
-from tests.fixtures.hard_manuals import Sheet, cover, english_cover, save
+from knowledge.text import terms
+from tests.fixtures.hard_manuals import Pen, Sheet, cover, english_cover, save
 from tools.contract import ToolContext
 from tools.manual_search import ManualSearchTool
 from tools.registry import ToolRegistry
@@ -375,3 +377,62 @@ def test_a_malfunction_chapter_is_a_fault_section(tmp_path: Path) -> None:
     path = save(doc, tmp_path / "washer.pdf", "Front Loader FL-3 Service Manual", "written for the fixloop tests")
     records = extract_manual(path, ocr=False).records
     assert [(r.code, r.title, r.steps) for r in records] == [("", symptom, [remedy]) for symptom, remedy in rows]
+
+
+# A Russian charge controller's fault table, its display codes printed with a Cyrillic `Е` as Russian editions do.
+RUSSIAN_FAULTS = [
+    ("1", "Е1", "Глубокий разряд аккумулятора", "Медленно мигает индикатор аккумулятора"),
+    ("2", "Е4", "Короткое замыкание цепи нагрузки", "Быстро мигает индикатор нагрузки"),
+    ("3", "Е10", "Перенапряжение на солнечном модуле", "Горит индикатор ошибки"),
+]  # fmt: skip
+# A robot controller's interface guide: what a command returns, negative numbers under 错误码, after a 报错 heading.
+RETURNED_ERRORS = [
+    ("0", "无错误", "命令下发成功"),
+    ("-1", "命令执行失败", "已收到命令，但执行失败了"),
+    ("-2", "机器人处于报警状态", "清除报警后重新下发指令"),
+    ("-10000", "命令错误", "下发的命令不存在"),
+]  # fmt: skip
+
+
+def _russian_manual(folder: Path) -> Path:
+    doc = pymupdf.open()
+    sheet = Sheet(doc, Pen(regular="cjk", bold="cjk", size=9))
+    cover(sheet, "Контроллер заряда СК-20 Руководство пользователя", {"Модель": "СК-20"})
+    sheet.heading("1 Установка")
+    sheet.paragraph(
+        "Контроллер устанавливается вертикально на негорючую поверхность. Перед подключением аккумулятора "
+        "убедитесь, что напряжение системы выбрано правильно, и не подключайте солнечный модуль первым."
+    )
+    sheet.heading("4 Отображение неисправностей")
+    sheet.paragraph("При неисправности на дисплее отображается код ошибки и горит индикатор.")
+    sheet.table((30, 70, 200, 195), ("№", "Код ошибки", "Описание", "Светодиодная индикация"), RUSSIAN_FAULTS)
+    return save(doc, folder / "kontroller_ru.pdf", "Контроллер заряда СК-20", "written for the fixloop tests")
+
+
+def test_a_russian_manual_is_russian_and_its_fault_table_gives_entries_by_latin_codes(tmp_path: Path) -> None:
+    extraction = extract_manual(_russian_manual(tmp_path), ocr=False)
+    assert extraction.info.language == "ru"
+    coded = {r.code: r for r in extraction.records if r.code}
+    # The display shows one E, whichever alphabet the manual printed it in.
+    assert sorted(coded) == ["E1", "E10", "E4"]
+    assert coded["E4"].title == "Короткое замыкание цепи нагрузки" and coded["E4"].language == "ru"
+    assert question_language("контроллер показывает ошибку E4") == "ru"
+    # Its words are words: a Russian question finds them by words, and a code typed either way is one term.
+    assert terms("Короткое замыкание Е4") == terms("короткое замыкание E4") == ["короткое", "замыкание", "e4"]
+    assert code_key("Е10") == code_key("E10") == "E10"
+
+
+def test_a_command_s_negative_return_codes_under_an_error_heading_give_entries(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    sheet = Sheet(doc, Pen(regular="cjk", bold="cjk", size=9))
+    cover(sheet, "机械臂TCP/IP远程控制接口文档", {"厂商": "示例机器人", "型号": "CR-5"})
+    sheet.heading("2 报错说明")
+    sheet.paragraph("指令下发后，控制器返回错误码，0 表示成功。")
+    sheet.table((70, 200, 225), ("错误码", "描述", "备注"), RETURNED_ERRORS)
+    extraction = extract_manual(save(doc, tmp_path / "robot_zh.pdf", "接口文档", "written for the fixloop tests"))
+    coded = {r.code: r.title for r in extraction.records if r.code}
+    assert {code: coded.get(code) for code in ("-1", "-2", "-10000")} == {
+        "-1": "命令执行失败",
+        "-2": "机器人处于报警状态",
+        "-10000": "命令错误",
+    }

@@ -130,11 +130,24 @@ CHINESE = Vocabulary(
     language="zh",
     cjk=True,
     # 显示屏说明: what each indication of the display means (a meter's 低电 L.BAT, 过载 O.L), as display messages.
-    # 出错: an error a device reports (`出错信息`; `错误` is also a wrong operation: `错误操作`).
-    headings=("故障", "报警", "警报", "异常", "保护", "告警", "出错", "常见问题", r"显示[屏器]?的?说明"),
+    # 出错, 报错: an error a device reports (`出错信息`, `报错说明`; `错误` alone is also a wrong operation: `错误操作`,
+    # but not as an error code, `错误码`).
+    headings=(
+        "故障",
+        "报警",
+        "警报",
+        "异常",
+        "保护",
+        "告警",
+        "出错",
+        "报错",
+        "错误代?码",
+        "常见问题",
+        r"显示[屏器]?的?说明",
+    ),
     page_causes=("原因",),
     page_remedies=("处理方法", "处理措施", "对策", "解决方法"),
-    page_codes=("故障代码", "错误代码", "报警代码", "故障码", "报警号"),
+    page_codes=("故障代码", "错误代码", "报警代码", "故障码", "错误码", "报警号"),
     machine_endings=("机", "车", "器", "泵", "炉", "库", "梯"),  # 打印机, 叉车, 冷库, 电梯
     labels={
         "symptom": ("现象", "故障现象", "症状"),
@@ -142,7 +155,7 @@ CHINESE = Vocabulary(
         "remedy": ("处理方法", "处理办法", "处理", "排除方法", "解决方法", "措施", "对策", "解除", "报警解除"),
     },
     columns={
-        "code": ("代码", "故障代码", "报警号", "错误代码", "编号", "故障码", "报警代码"),
+        "code": ("代码", "故障代码", "报警号", "错误代码", "编号", "故障码", "错误码", "报警代码"),
         "title": ("名称", "描述", "故障名称", "内容", "含义", "意义"),
     },
     messages=("显示", "提示"),
@@ -212,7 +225,43 @@ GERMAN = Vocabulary(
     parameters=(r"einstellbereich", r"wertebereich", r"werkseinstellung", r"standardwert", r"technische daten"),
 )
 
-VOCABULARIES = (ENGLISH, CHINESE, GERMAN)
+# Russian manuals (and the Russian editions of Chinese equipment's) head their lists Неисправности (faults), Ошибки
+# (errors) or Аварии (alarms) and print `Код ошибки | Описание` and `Неисправность | Причина | Способ устранения`
+# tables; a noun's case endings are many (`ошибка`, `ошибки`, `ошибок`), so headings match a stem.
+RUSSIAN = Vocabulary(
+    language="ru",
+    stop_words=_words(
+        "и в во не на что с со по для как это при если или от до из за же то так бы ли но уже"
+        " почему какой какая какие где когда который которая можно нужно надо"
+    ),
+    letters="абвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+    headings=(
+        r"неисправност\w*",
+        r"ошибк\w*",
+        r"ошибок",
+        r"авари\w*",
+        r"сбо\w*",
+        r"диагностик\w*",
+        r"устранени\w* неисправност\w*",
+    ),
+    page_causes=(r"причин\w*",),
+    page_remedies=(r"устранени\w*", r"способ\w* устранения", r"решени\w*"),
+    page_codes=(r"код\w* ошиб\w*", r"код\w* неисправност\w*", r"код\w* аварии"),
+    labels={
+        "symptom": ("неисправность", "признак", "признаки", "проявление"),
+        "cause": ("причина", "причины", "возможная причина", "возможные причины"),
+        "remedy": ("способ устранения", "устранение", "решение", "действия", "меры"),
+    },
+    columns={
+        "code": ("код ошибки", "код неисправности", "код аварии", "код", "№"),
+        "title": ("описание", "наименование", "значение", "сообщение", "индикация"),
+    },
+    messages=("сообщение", "индикация"),
+    endings=("а", "и", "ы", "е", "у", "ов", "ей"),
+    parameters=(r"диапазон\w*", r"по умолчанию", r"единиц\w*", r"заводск\w*"),
+)
+
+VOCABULARIES = (ENGLISH, CHINESE, GERMAN, RUSSIAN)
 LANGUAGES = tuple(v.language for v in VOCABULARIES)
 DEFAULT = ENGLISH.language
 # A text with fewer function words (and own letters) than this, or fewer for its words (no CJK), cannot be told:
@@ -262,7 +311,7 @@ def column_names(role: str) -> re.Pattern[str]:
         else:
             endings = "|".join(v.endings)
             latin += [rf"{re.escape(name)}(?:{endings})?" if endings else re.escape(name) for name in names]
-    parts = [rf"(?:{'|'.join(latin)})(?![a-zäöüß])"] if latin else []
+    parts = [rf"(?:{'|'.join(latin)})(?![a-zäöüßа-яё])"] if latin else []
     return re.compile("|".join(parts + cjk))
 
 
@@ -328,7 +377,7 @@ def _telling(vocabulary: Vocabulary) -> frozenset[str]:
     return vocabulary.stop_words.difference(*others)
 
 
-_LATIN_WORD = re.compile(r"[a-zà-öø-ÿß]+")
+_LATIN_WORD = re.compile(r"[a-zà-öø-ÿßа-яё]+")
 _LATIN = [
     (v.language, _telling(v), re.compile(f"[{v.letters}]") if v.letters else None) for v in VOCABULARIES if not v.cjk
 ]

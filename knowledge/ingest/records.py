@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from knowledge.codes import Heading, code_key, hex_code, named_alarm, parse_code_cell, parse_heading
+from knowledge.codes import Heading, code_key, hex_code, named_alarm, negative_code, parse_code_cell, parse_heading
 from knowledge.ingest.languages import VOCABULARIES, every
 from knowledge.ingest.pdf import Block, Page
 from knowledge.ingest.safety import signal_statements
@@ -708,9 +708,9 @@ def _code_list(line: str, headed: bool, numbers: bool) -> list[str]:
 
 
 def _cell_code(text: str, headed: bool) -> str | None:
-    """A code cell's code, with the marks around it left out; a hex code only in a column named a code."""
+    """A code cell's code, with the marks around it left out; a hex or negative code only in a column named a code."""
     code = parse_code_cell(text.strip("*†"))
-    return code if code is not None or not headed else hex_code(text.strip("*†"))
+    return code if code is not None or not headed else hex_code(text.strip("*†")) or negative_code(text.strip("*†"))
 
 
 def _names_several(cell: str) -> list[str]:

@@ -11,11 +11,18 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from knowledge.codes import DISPLAY_TOKEN, MENTION, TYPED_TOKEN, asked_besides, code_terms, mentioned_code
+from knowledge.codes import (
+    DISPLAY_TOKEN,
+    MENTION,
+    TYPED_TOKEN,
+    asked_besides,
+    code_terms,
+    mentioned_code,
+)
 from knowledge.glossary import expand, translate_to_english, translations
 from knowledge.ingest.languages import question_language
 from knowledge.manual_names import ManualNames
-from knowledge.text import counted_words, stop_words, terms, word_pairs
+from knowledge.text import counted_words, latin_lookalikes, stop_words, terms, word_pairs
 
 # Cue words of a question about a fault (`knowledge.codes.MENTION` finds the codes printed with theirs).
 _FAULT_WORDS = re.compile(
@@ -49,8 +56,9 @@ class Question:
         # product, not a code no manual lists.
         mentioned = frozenset(names.mentioned(text))
         bare = names.without_names(text, mentioned)
-        printed = tuple(dict.fromkeys(m.group(0) for m in MENTION.finditer(bare)))
-        shown = tuple(dict.fromkeys(printed + tuple(m.group(0) for m in DISPLAY_TOKEN.finditer(bare))))
+        coded = latin_lookalikes(bare)  # `ошибка Е10` typed with a Cyrillic `Е`
+        printed = tuple(dict.fromkeys(m.group(0) for m in MENTION.finditer(coded)))
+        shown = tuple(dict.fromkeys(printed + tuple(m.group(0) for m in DISPLAY_TOKEN.finditer(coded))))
         return cls(
             asked=text,
             text=bare,
@@ -59,7 +67,7 @@ class Question:
             version=names.version_asked(text, mentioned),
             printed=printed,
             shown=shown,
-            codes=tuple(dict.fromkeys(shown + tuple(m.group(0) for m in TYPED_TOKEN.finditer(bare)))),
+            codes=tuple(dict.fromkeys(shown + tuple(m.group(0) for m in TYPED_TOKEN.finditer(coded)))),
         )
 
     @cached_property
