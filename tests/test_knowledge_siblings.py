@@ -156,6 +156,9 @@ def test_the_machine_a_question_names_is_searched_when_none_of_its_rows_made_the
     small = ManualIndex(tmp_path / "german.db", embedder=embedder, tuning=Tuning(candidates=1))
     result = small.query("KS-3 power stage overtemperature, fan blocked")
     assert (result.status, result.hits[0].manual, result.hits[0].fault_code) == ("ok", "ks3.pdf", "F02")
+    # What only the inverters' manuals say is no answer about the KS-3: their page is another machine's.
+    assert small.query("KS-3 stored parameters failed their checksum").status == "not_found"
+    assert small.query("stored parameters failed their checksum").hits[0].fault_code == "E09"
 
 
 def test_a_german_noun_is_no_machine_no_manual_is_about(index: ManualIndex) -> None:

@@ -83,15 +83,15 @@ class ManualIndex:
     ) -> SearchResult:
         """Where the question names one machine and nothing of its manuals came up (an English question on a German
         manual shares few words with it, and each ranking keeps few rows of a large library), the question asked at
-        that machine, its manuals' own rows competing; else what was `found`."""
+        that machine, its manuals' own rows competing, and `not_found` if they do not answer: another machine's
+        page is no answer about this one. Else what was `found`."""
         machines = {(m.vendor, m.model): m for m in (snap.machines[sha] for sha in question.mentioned)}
         if len(machines) != 1 or any(hit.manual_sha256 in question.mentioned for hit in found.hits):
             return found
         named = next(iter(machines.values()))
         if not (named.vendor or named.model):
             return found
-        within = self.answer(self.candidates(question, named), version, k, answerable=answerable)
-        return within if within.status == "ok" else found
+        return self.answer(self.candidates(question, named), version, k, answerable=answerable)
 
     def _and_pages(
         self,
