@@ -76,7 +76,9 @@ SCHEMA_VERSION = "9"
 # (`Trouble Analysis`) or 出错 heading opens a fault section.
 # 17: German cue words before a code (`Störung 18`, `Fehlercode: 12`) and `warning`, `Warnung` make a heading a fault's.
 # 18: codes listed a line each after words that name faults (`Er    1 : Warmwasserfühler defekt`) are entries, on any page.
-# 19: every passage of an OCR'd page is embedded, not only its opening two.
+# 19: every passage of an OCR'd page is embedded, not only its opening two; Russian fault headings and tables, Cyrillic
+# letters as words and a code's Cyrillic lookalike letters as Latin; 报错 and 错误码 headings; negative codes (`-4`) in a
+# column named a code.
 EXTRACTION_VERSION = "19"
 BUILDING = ".building-"
 EMBED_BATCH = 64

@@ -3,8 +3,9 @@ reading looks for (a fault section's heading, a table's columns, a field's label
 its `Vocabulary` here; `sections.py`, `tables.py` and `records.py` read every language's words from these.
 
 A text's language is told cheaply, without a model: Chinese by its share of CJK characters (as
-`knowledge.text.language` tells a question's), a Latin-script language by its function words and letters
-(`der`, `und`, `nicht`, `ü`: German; `the`, `and`, `is`: English). A page is often two languages (a German
+`knowledge.text.language` tells a question's), a language of letters by its function words and letters
+(`der`, `und`, `nicht`, `ü`: German; `the`, `and`, `is`: English; any Cyrillic letter: Russian). "Latin-script"
+below means such a language, Cyrillic included, as against Chinese. A page is often two languages (a German
 manual's English parameter names, a bilingual quick guide), so each passage and entry is told by itself, and a
 text too short to tell (a heading, a code and its name) takes its page's language.
 """
