@@ -223,11 +223,13 @@ def test_one_slow_page_loses_only_its_own_text(tmp_path, monkeypatch):
     short fault table well under 1 s; the limit sits between them."""
     table = text_page(pymupdf.open(), fault_table).get_pixmap(dpi=200)
     dense = pymupdf.open()
-    dense.new_page(width=595, height=842).insert_textbox(pymupdf.Rect(20, 20, 575, 822), ENGLISH * 80, fontsize=4.5)
+    # As dense as print gets (3.5 pt at 400 dpi): 25 s of Tesseract on one idle core, where 4.5 pt at 300 dpi took 4 s
+    # and, on a quiet box with both cores, came in under the limit.
+    dense.new_page(width=595, height=842).insert_textbox(pymupdf.Rect(20, 20, 575, 822), ENGLISH * 150, fontsize=3.5)
     doc = pymupdf.open()
     doc.new_page(width=500, height=300).insert_image(pymupdf.Rect(0, 0, 500, 300), pixmap=table)
     doc.new_page(width=595, height=842).insert_image(
-        pymupdf.Rect(0, 0, 595, 842), pixmap=dense[0].get_pixmap(dpi=300, colorspace=pymupdf.csGRAY)
+        pymupdf.Rect(0, 0, 595, 842), pixmap=dense[0].get_pixmap(dpi=400, colorspace=pymupdf.csGRAY)
     )
     doc.save(tmp_path / "press.pdf")
     monkeypatch.setattr(ocr, "PAGE_TIMEOUT_S", 2.5)

@@ -55,9 +55,11 @@ def test_runs_asking_together_queue_for_the_one_at_a_time_server_instead_of_trip
         real_llm.env["FIXLOOP_LLM_URL"], real_llm.server.model, timeout_s=30, max_tokens=12, breaker=breaker
     )
     try:
+        client.chat(COUNT)  # the prompt is cached from here on, as for the six below
         one = client.chat(COUNT)
-        # Each request gets twice what one takes; the last of six waits five times that for its turn.
-        client.timeout_s = 2 * max(one.latency_ms / 1000, 0.5)
+        # Each request gets twice what one takes; the last of six waits five times that for its turn. (A floor of
+        # 0.5 s under it was more than two of SmolLM2's 12-token replies on a quiet box: six took 0.97 s.)
+        client.timeout_s = 2 * one.latency_ms / 1000
         with ThreadPoolExecutor(6) as pool:
             replies = list(pool.map(lambda _: client.chat(COUNT, time_left_s=120), range(6)))
         assert all(r.finish_reason == "length" and r.completion_tokens for r in replies)
