@@ -18,9 +18,10 @@ CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")  # one CJK ideograph
 # How SQLite's full-text index splits and stems the words `terms` gives it (`trips` is `trip`).
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
-# Latin letters with their marks too: German `füllstand` is one word, not an `f` that matches every F a page prints;
-# and Cyrillic ones (a Russian manual's words were no words at all).
-_WORD = re.compile(r"[a-z0-9à-öø-ÿßа-яё]+(?:[_.][a-z0-9à-öø-ÿßа-яё]+)*")
+# The lower-case letters words are made of: Latin letters with their marks too (German `füllstand` is one word, not
+# an `f` that matches every F a page prints), and Cyrillic ones (a Russian manual's words were no words at all).
+LETTERS = "a-zà-öø-ÿßа-яё"
+_WORD = re.compile(rf"[{LETTERS}0-9]+(?:[_.][{LETTERS}0-9]+)*")
 # Chinese function characters carry no meaning on their own; bigrams across them still count.
 _ZH_STOP = set("的了是在和与或及其")
 
@@ -110,12 +111,17 @@ def _folded(text: str) -> str:
 
 # Cyrillic letters that look like Latin ones: a Russian manual prints its display's `E10` with a Cyrillic `Е`, and a
 # technician types it with whichever keyboard is at hand. A display shows one letter.
-_CYRILLIC_LOOKALIKES = str.maketrans("АВЕКМНОРСТХаеорсху", "ABEKMHOPCTXaeopcxy")
+_CYRILLIC, _LATIN = "АВЕКМНОРСТХаеорсху", "ABEKMHOPCTXaeopcxy"
+_CYRILLIC_LOOKALIKES = str.maketrans(_CYRILLIC, _LATIN)
+_A_LOOKALIKE = re.compile(f"[{_CYRILLIC}]")
 _WITH_A_DIGIT = re.compile(r"\w*\d\w*")
 
 
 def latin_lookalikes(text: str) -> str:
-    """The tokens of a text that hold a digit (codes, not words) with their Cyrillic lookalike letters in Latin."""
+    """The tokens of a text that hold a digit (codes, not words) with their Cyrillic lookalike letters in Latin.
+    Every code key and every indexed text passes here: one with no such letter is returned as it is."""
+    if _A_LOOKALIKE.search(text) is None:
+        return text
     return _WITH_A_DIGIT.sub(lambda token: token.group(0).translate(_CYRILLIC_LOOKALIKES), text)
 
 

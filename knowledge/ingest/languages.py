@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from knowledge.text import CJK
+from knowledge.text import CJK, LETTERS
 
 ROLES = ("code", "title", "symptom", "cause", "remedy")
 
@@ -378,7 +378,7 @@ def _telling(vocabulary: Vocabulary) -> frozenset[str]:
     return vocabulary.stop_words.difference(*others)
 
 
-_LATIN_WORD = re.compile(r"[a-zà-öø-ÿßа-яё]+")
+_LATIN_WORD = re.compile(f"[{LETTERS}]+")
 _LATIN = [
     (v.language, _telling(v), re.compile(f"[{v.letters}]") if v.letters else None) for v in VOCABULARIES if not v.cjk
 ]

@@ -709,8 +709,9 @@ def _code_list(line: str, headed: bool, numbers: bool) -> list[str]:
 
 def _cell_code(text: str, headed: bool) -> str | None:
     """A code cell's code, with the marks around it left out; a hex or negative code only in a column named a code."""
-    code = parse_code_cell(text.strip("*†"))
-    return code if code is not None or not headed else hex_code(text.strip("*†")) or negative_code(text.strip("*†"))
+    text = text.strip("*†")
+    code = parse_code_cell(text)
+    return code if code is not None or not headed else hex_code(text) or negative_code(text)
 
 
 def _names_several(cell: str) -> list[str]:

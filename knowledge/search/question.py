@@ -11,14 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from knowledge.codes import (
-    DISPLAY_TOKEN,
-    MENTION,
-    TYPED_TOKEN,
-    asked_besides,
-    code_terms,
-    mentioned_code,
-)
+from knowledge.codes import DISPLAY_TOKEN, MENTION, TYPED_TOKEN, asked_besides, code_terms, mentioned_code
 from knowledge.glossary import expand, translate_to_english, translations
 from knowledge.ingest.languages import question_language
 from knowledge.manual_names import ManualNames
